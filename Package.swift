@@ -1,0 +1,115 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Layers, bottom up (see DESIGN.md): MessagePack, ZeroMQ (over CZeroMQ), FileQueue (over CCRC32C) stand alone;
+// JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; the agent and aggregator libraries sit
+// on top; executables are thin argument-parser front ends.
+let package = Package(
+    name: "Jetbridge",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "MessagePack", targets: ["MessagePack"]),
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "FileQueue", targets: ["FileQueue"]),
+        .library(name: "JetbridgeModel", targets: ["JetbridgeModel"]),
+        .executable(name: "jetbridge-agent", targets: ["jetbridge-agent"]),
+        .executable(name: "jetbridge-aggregator", targets: ["jetbridge-aggregator"]),
+        .executable(name: "jetbridge-queue", targets: ["jetbridge-queue"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // MARK: Codec
+        .target(name: "MessagePack"),
+        .executableTarget(name: "messagepack-fuzz", dependencies: ["MessagePack"], path: "Fuzz/MessagePackFuzz"),
+        .testTarget(name: "MessagePackTests", dependencies: ["MessagePack"], resources: [.copy("Fixtures")]),
+        .executableTarget(
+            name: "messagepack-benchmark",
+            dependencies: ["MessagePack"],
+            path: "Benchmarks/MessagePackBenchmark"
+        ),
+
+        // MARK: ZeroMQ
+        .systemLibrary(name: "CZeroMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        .executableTarget(name: "zeromq-test-peer", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTestPeer"),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "zeromq-test-peer"]),
+        .executableTarget(name: "zeromq-benchmark", dependencies: ["ZeroMQ"], path: "Benchmarks/ZeroMQBenchmark"),
+        .executableTarget(name: "zeromq-c-baseline", dependencies: ["CZeroMQ"], path: "Benchmarks/ZeroMQCBaseline"),
+
+        // MARK: Queue
+        .target(name: "CCRC32C"),
+        .target(name: "FileQueue", dependencies: ["CCRC32C"]),
+        .executableTarget(
+            name: "jetbridge-queue",
+            dependencies: ["FileQueue", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "FileQueueTests", dependencies: ["FileQueue", "jetbridge-queue"]),
+        .executableTarget(
+            name: "filequeue-benchmark",
+            dependencies: ["FileQueue"],
+            path: "Benchmarks/FileQueueBenchmark"
+        ),
+
+        // MARK: Domain and protocol
+        .target(name: "JetbridgeModel"),
+        .testTarget(name: "JetbridgeModelTests", dependencies: ["JetbridgeModel"]),
+        .target(name: "JetbridgeProtocol", dependencies: ["MessagePack", "JetbridgeModel"]),
+        .testTarget(name: "JetbridgeProtocolTests", dependencies: ["JetbridgeProtocol", "MessagePack", "JetbridgeModel"]),
+
+        // MARK: Agent and aggregator
+        .target(
+            name: "JetbridgeAgent",
+            dependencies: [
+                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "JetbridgeAggregator",
+            dependencies: [
+                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "jetbridge-agent",
+            dependencies: [
+                "JetbridgeAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "jetbridge-aggregator",
+            dependencies: [
+                "JetbridgeAggregator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["jetbridge-agent", "jetbridge-aggregator", "MessagePack", "JetbridgeModel"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Strict settings for every Swift target, in one place (swift-log's habit).
+let cTargets: Set<String> = ["CZeroMQ", "CCRC32C", "zeromq-c-baseline"]
+for target in package.targets where !cTargets.contains(target.name) {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
+}

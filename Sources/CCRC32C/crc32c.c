@@ -1,0 +1,1 @@
+#include "CCRC32C.h"
