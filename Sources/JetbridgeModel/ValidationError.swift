@@ -107,8 +107,11 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
     }
 
     /// Wraps this error so that it can be thrown from `init(from:)` as Codable expects.
+    /// The full coding path replaces the error's own path, so a field deep in a batch reads `[3].tag.owner`.
     func decodingError(at codingPath: [any CodingKey]) -> DecodingError {
-        .dataCorrupted(.init(codingPath: codingPath, debugDescription: message, underlyingError: self))
+        var error = self
+        if !codingPath.isEmpty { error.path = Self.path(codingPath) }
+        return .dataCorrupted(.init(codingPath: codingPath, debugDescription: message, underlyingError: error))
     }
 
     private static func typeName(_ type: Any.Type) -> String {
