@@ -8,7 +8,8 @@ extension KeyedDecodingContainer {
         let text = try decode(String.self, forKey: key)
         guard let uuid = UUID(uuidString: text) else {
             throw ValidationError(
-                .invalidUUID, "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
+                .invalidUUID,
+                "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
                 path: ValidationError.path(codingPath + [key])
             ).decodingError(at: codingPath + [key])
         }

@@ -26,16 +26,20 @@ public struct Inventory: Codable, Hashable, Sendable {
     ///   `emptyMenu`, `invalidItemName`, `duplicateItem`, `negativePrice`).
     public init(plist data: Data) throws {
         guard !data.isEmpty else {
-            throw ValidationError(.malformedPropertyList, "the inventory is empty; it must be a property list with 'currency' and 'items'")
+            throw ValidationError(
+                .malformedPropertyList, "the inventory is empty; it must be a property list with 'currency' and 'items'"
+            )
         }
         do {
             self = try PropertyListDecoder().decode(Inventory.self, from: data)
         } catch let error as DecodingError {
             var reason = ValidationError(error, malformed: .malformedPropertyList)
             if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
-                reason = ValidationError(.malformedPropertyList, "not a property list dictionary with 'currency' and 'items'")
+                reason = ValidationError(
+                    .malformedPropertyList, "not a property list dictionary with 'currency' and 'items'")
             } else if reason.code == .malformedPropertyList {
-                reason.message = "not a valid property list; expected an XML or binary plist dictionary with 'currency' and 'items'"
+                reason.message =
+                    "not a valid property list; expected an XML or binary plist dictionary with 'currency' and 'items'"
             }
             throw reason
         }
@@ -59,7 +63,8 @@ public struct Inventory: Codable, Hashable, Sendable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw ValidationError(.fileUnreadable, "cannot read the inventory file: \(error.localizedDescription)", file: file)
+            throw ValidationError(
+                .fileUnreadable, "cannot read the inventory file: \(error.localizedDescription)", file: file)
         }
         do {
             return try Inventory(plist: data)
@@ -74,7 +79,9 @@ public struct Inventory: Codable, Hashable, Sendable {
     public func validate() throws {
         try Validation.currency(currency)
         guard !items.isEmpty else {
-            throw ValidationError(.emptyMenu, "the inventory has no items; add at least one {name, unitPrice} under 'items'", path: "items")
+            throw ValidationError(
+                .emptyMenu, "the inventory has no items; add at least one {name, unitPrice} under 'items'",
+                path: "items")
         }
         var seen: [String: String] = [:]
         for (index, item) in items.enumerated() {

@@ -49,7 +49,9 @@ public struct LuggageTag: Codable, Hashable, Sendable {
                 throw ValidationError(.malformedJSON, "tag payload must be a JSON object like \(exampleJSON)")
             }
             var reason = ValidationError(error, malformed: .malformedJSON)
-            if reason.code == .malformedJSON { reason.message = "tag payload is not valid JSON; expected \(exampleJSON)" }
+            if reason.code == .malformedJSON {
+                reason.message = "tag payload is not valid JSON; expected \(exampleJSON)"
+            }
             throw reason
         }
         try tag.validate()
@@ -61,7 +63,8 @@ public struct LuggageTag: Codable, Hashable, Sendable {
     public func validate(path: String = "") throws {
         guard weight.isFinite, weight >= 0, weight <= Self.maxWeight else {
             throw ValidationError(
-                .invalidWeight, "weight \(weight) is invalid; use a finite number of pounds from 0 to \(Self.maxWeight)",
+                .invalidWeight,
+                "weight \(weight) is invalid; use a finite number of pounds from 0 to \(Self.maxWeight)",
                 path: path.isEmpty ? "weight" : path + ".weight")
         }
     }

@@ -35,7 +35,8 @@ public enum Money {
     public static func add(_ a: Int, _ b: Int, what: String, path: String = "") throws -> Int {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard !overflow else {
-            throw ValidationError(.overflow, "\(what) overflows: \(a) + \(b) is beyond \(Int.max) minor units", path: path)
+            throw ValidationError(
+                .overflow, "\(what) overflows: \(a) + \(b) is beyond \(Int.max) minor units", path: path)
         }
         return sum
     }
@@ -45,7 +46,8 @@ public enum Money {
     public static func multiply(_ a: Int, _ b: Int, what: String, path: String = "") throws -> Int {
         let (product, overflow) = a.multipliedReportingOverflow(by: b)
         guard !overflow else {
-            throw ValidationError(.overflow, "\(what) overflows: \(a) × \(b) is beyond \(Int.max) minor units", path: path)
+            throw ValidationError(
+                .overflow, "\(what) overflows: \(a) × \(b) is beyond \(Int.max) minor units", path: path)
         }
         return product
     }

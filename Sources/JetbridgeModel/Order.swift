@@ -142,18 +142,21 @@ public struct Order: Codable, Hashable, Sendable {
     /// - Throws: ``ValidationError`` naming the field.
     public func validate() throws {
         guard revision >= 1 else {
-            throw ValidationError(.invalidRevision, "revision \(revision) is invalid; revisions start at 1", path: "revision")
+            throw ValidationError(
+                .invalidRevision, "revision \(revision) is invalid; revisions start at 1", path: "revision")
         }
         guard !lineItems.isEmpty else {
             throw ValidationError(
-                .emptyOrder, "the order has no items; add at least one item with a count of 1 or more", path: "lineItems")
+                .emptyOrder, "the order has no items; add at least one item with a count of 1 or more",
+                path: "lineItems")
         }
         var names: Set<String> = []
         for (index, line) in lineItems.enumerated() {
             try line.validate(path: "lineItems[\(index)]")
             guard names.insert(line.item.name).inserted else {
                 throw ValidationError(
-                    .duplicateItem, "'\(line.item.name)' appears on two lines; put each item on one line with its count",
+                    .duplicateItem,
+                    "'\(line.item.name)' appears on two lines; put each item on one line with its count",
                     path: "lineItems[\(index)].item.name")
             }
         }
@@ -169,9 +172,11 @@ public struct Order: Codable, Hashable, Sendable {
         try validate()
         guard currency == inventory.currency else {
             throw ValidationError(
-                .currencyMismatch, "the order is in \(currency) but the menu is in \(inventory.currency)", path: "currency")
+                .currencyMismatch, "the order is in \(currency) but the menu is in \(inventory.currency)",
+                path: "currency")
         }
-        for (index, line) in lineItems.enumerated() where !inventory.items.contains(where: { $0.name == line.item.name }) {
+        for (index, line) in lineItems.enumerated()
+        where !inventory.items.contains(where: { $0.name == line.item.name }) {
             var error = ValidationError(.unknownItem, "")
             do { _ = try inventory.item(named: line.item.name) } catch let lookup as ValidationError { error = lookup }
             error.message = error.message.isEmpty ? "unknown item '\(line.item.name)'" : error.message

@@ -13,7 +13,8 @@ public struct Owner: Codable, Hashable, Sendable, CustomStringConvertible {
     public init(initial: String, family: String) throws {
         guard initial.utf8.count == 1, initial.utf8.allSatisfy({ $0.isASCIIUpper || $0.isASCIILower }) else {
             throw ValidationError(
-                .invalidOwner, "owner initial '\(initial.prefix(80))' must be one letter A–Z, such as \"D\"", path: "owner[0]")
+                .invalidOwner, "owner initial '\(initial.prefix(80))' must be one letter A–Z, such as \"D\"",
+                path: "owner[0]")
         }
         guard family.utf8.count == 3, family.utf8.allSatisfy({ $0.isASCIIUpper || $0.isASCIILower }) else {
             throw ValidationError(
@@ -32,7 +33,8 @@ public struct Owner: Codable, Hashable, Sendable, CustomStringConvertible {
         func arity(_ count: Int?) -> DecodingError {
             let got = count.map { "\($0) elements" } ?? "a different number of elements"
             return ValidationError(
-                .invalidOwner, "owner must be a two-element array [initial, family] such as [\"D\", \"ZMU\"]; got \(got)"
+                .invalidOwner,
+                "owner must be a two-element array [initial, family] such as [\"D\", \"ZMU\"]; got \(got)"
             ).decodingError(at: decoder.codingPath)
         }
         if let count = container.count, count != 2 { throw arity(count) }

@@ -10,7 +10,8 @@ public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {
     public init(parsing text: String) throws {
         guard let point = ScanPoint(rawValue: text.lowercased()) else {
             throw ValidationError(
-                .invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination", path: "point")
+                .invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination",
+                path: "point")
         }
         self = point
     }
@@ -18,8 +19,10 @@ public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let point = ScanPoint(rawValue: text) else {
-            throw ValidationError(.invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination")
-                .decodingError(at: decoder.codingPath)
+            throw ValidationError(
+                .invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination"
+            )
+            .decodingError(at: decoder.codingPath)
         }
         self = point
     }

@@ -8,7 +8,9 @@ public enum Validation {
     public static func deviceID(_ id: String, path: String = "device") throws {
         let ok =
             !id.isEmpty && id.utf8.count <= maxDeviceIDLength
-            && id.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+            && id.utf8.allSatisfy {
+                $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
         guard ok else {
             throw ValidationError(
                 .invalidDevice,
@@ -22,7 +24,8 @@ public enum Validation {
     public static func currency(_ code: String, path: String = "currency") throws {
         guard code.utf8.count == 3, code.utf8.allSatisfy(\.isASCIIUpper) else {
             throw ValidationError(
-                .invalidCurrency, "invalid currency '\(code.prefix(80))': use an ISO 4217 code of three uppercase letters, such as USD",
+                .invalidCurrency,
+                "invalid currency '\(code.prefix(80))': use an ISO 4217 code of three uppercase letters, such as USD",
                 path: path)
         }
     }

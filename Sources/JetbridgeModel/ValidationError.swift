@@ -82,7 +82,8 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
                 .missingField, "required field '\(key.stringValue)' is missing",
                 path: Self.path(context.codingPath + [key]))
         case .valueNotFound(let type, let context):
-            self.init(.missingField, "a value of type \(type) is required here but is missing or null",
+            self.init(
+                .missingField, "a value of type \(type) is required here but is missing or null",
                 path: Self.path(context.codingPath))
         case .typeMismatch(let type, let context):
             self.init(
