@@ -7,11 +7,8 @@ extension KeyedDecodingContainer {
     func decodeUUID(forKey key: Key) throws -> UUID {
         let text = try decode(String.self, forKey: key)
         guard let uuid = UUID(uuidString: text) else {
-            throw ValidationError(
-                .invalidUUID,
-                "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
-                path: ValidationError.path(codingPath + [key])
-            ).decodingError(at: codingPath + [key])
+            throw ValidationError.invalidUUID(text, path: ValidationError.path(codingPath + [key]))
+                .decodingError(at: codingPath + [key])
         }
         return uuid
     }
@@ -30,9 +27,18 @@ extension KeyedDecodingContainer {
 
 extension Date {
     /// Dates in records must be finite: a NaN or infinite time cannot be stored as a MessagePack timestamp.
-    func validate(path: String) throws {
+    func validate(path: @autoclosure () -> String) throws {
         guard timeIntervalSince1970.isFinite else {
-            throw ValidationError(.invalidDate, "the time is not finite; use a real point in time", path: path)
+            throw ValidationError(.invalidDate, "the time is not finite; use a real point in time", path: path())
         }
+    }
+}
+
+extension ValidationError {
+    static func invalidUUID(_ text: String, path: String) -> ValidationError {
+        ValidationError(
+            .invalidUUID,
+            "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
+            path: path)
     }
 }

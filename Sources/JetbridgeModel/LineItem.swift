@@ -21,12 +21,12 @@ public struct LineItem: Codable, Hashable, Sendable {
 
     /// Checks the item and that the count is 1–99.
     /// - Throws: ``ValidationError``.
-    public func validate(path: String = "") throws {
-        try item.validate(path: path.isEmpty ? "item" : path + ".item")
+    public func validate(path: @autoclosure () -> String = "") throws {
+        try item.validate(path: path().isEmpty ? "item" : path() + ".item")
         guard (1...Self.maxCount).contains(count) else {
             throw ValidationError(
                 .invalidCount, "count \(count) for '\(item.name)' is out of range; use 1–\(Self.maxCount)",
-                path: path.isEmpty ? "count" : path + ".count")
+                path: path().isEmpty ? "count" : path() + ".count")
         }
     }
 }

@@ -26,7 +26,7 @@ public struct LuggageTag: Codable, Hashable, Sendable {
     /// Decodes and validates one QR payload.
     ///
     /// Surrounding whitespace (a scanner's line ending) is ignored; keys other than `id`, `owner`, `weight` are
-    /// ignored too.
+    /// ignored too, but a key given twice is rejected as ambiguous. Nesting deeper than 16 levels is rejected.
     /// - Parameter qrPayload: The JSON text from the code.
     /// - Returns: A valid tag.
     /// - Throws: ``ValidationError``: `payloadTooLarge`, `malformedJSON`, `missingField`, `wrongType`, `invalidUUID`,
@@ -37,35 +37,64 @@ public struct LuggageTag: Codable, Hashable, Sendable {
                 .payloadTooLarge,
                 "tag payload is \(qrPayload.utf8.count) bytes; a tag is at most \(maxPayloadBytes) bytes of JSON")
         }
-        let text = qrPayload.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else {
+        // JSON whitespace only; anything else around the object is a JSON error with its offset.
+        let bytes = Array(qrPayload.utf8)
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else {
             throw ValidationError(.malformedJSON, "tag payload is empty; expected JSON like \(exampleJSON)")
         }
-        let tag: LuggageTag
-        do {
-            tag = try JSONDecoder().decode(LuggageTag.self, from: Data(text.utf8))
-        } catch let error as DecodingError {
-            if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
-                throw ValidationError(.malformedJSON, "tag payload must be a JSON object like \(exampleJSON)")
-            }
-            var reason = ValidationError(error, malformed: .malformedJSON)
-            if reason.code == .malformedJSON {
-                reason.message = "tag payload is not valid JSON; expected \(exampleJSON)"
-            }
-            throw reason
+        guard case .object(let members) = try TagJSON.parse(Array(bytes[first...last])) else {
+            throw ValidationError(.malformedJSON, "tag payload must be a JSON object like \(exampleJSON)")
         }
+        func field(_ key: String) throws -> TagJSON {
+            guard let value = members.first(where: { $0.key == key })?.value, value != .null else {
+                throw ValidationError(.missingField, "required field '\(key)' is missing", path: key)
+            }
+            return value
+        }
+        func wrongType(_ path: String, _ expected: String, _ value: TagJSON) -> ValidationError {
+            ValidationError(.wrongType, "wrong type: expected \(expected), found \(value.kind)", path: path)
+        }
+
+        let idValue = try field("id")
+        guard case .string(let idText) = idValue else { throw wrongType("id", "a UUID string", idValue) }
+        guard let id = UUID(uuidString: idText) else { throw ValidationError.invalidUUID(idText, path: "id") }
+
+        let ownerValue = try field("owner")
+        guard case .array(let parts) = ownerValue else { throw wrongType("owner", "an array", ownerValue) }
+        guard parts.count == 2 else {
+            throw ValidationError(
+                .invalidOwner,
+                #"owner must be a two-element array [initial, family] such as ["D", "ZMU"]; got \#(parts.count) elements"#,
+                path: "owner")
+        }
+        let names = try parts.enumerated().map { index, part in
+            guard case .string(let name) = part else { throw wrongType("owner[\(index)]", "a string", part) }
+            return name
+        }
+        let owner: Owner
+        do { owner = try Owner(initial: names[0], family: names[1]) } catch var error as ValidationError {
+            error.path = "owner"
+            throw error
+        }
+
+        let weightValue = try field("weight")
+        guard case .number(let weight) = weightValue else { throw wrongType("weight", "a number", weightValue) }
+
+        let tag = LuggageTag(id: id, owner: owner, weight: weight)
         try tag.validate()
         return tag
     }
 
     /// Checks the weight: finite and between 0 and ``maxWeight`` pounds.
     /// - Throws: ``ValidationError`` with code `invalidWeight`.
-    public func validate(path: String = "") throws {
+    public func validate(path: @autoclosure () -> String = "") throws {
         guard weight.isFinite, weight >= 0, weight <= Self.maxWeight else {
             throw ValidationError(
                 .invalidWeight,
                 "weight \(weight) is invalid; use a finite number of pounds from 0 to \(Self.maxWeight)",
-                path: path.isEmpty ? "weight" : path + ".weight")
+                path: path().isEmpty ? "weight" : path() + ".weight")
         }
     }
 

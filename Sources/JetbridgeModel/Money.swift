@@ -30,24 +30,28 @@ public enum Money {
         return sign + padded[..<split] + "." + padded[split...]
     }
 
-    /// Adds with overflow checked.
+    /// Adds with overflow checked; `what` and `path` are only built on failure, as this runs for every line.
     /// - Throws: ``ValidationError`` with code `overflow`, naming `what`.
-    public static func add(_ a: Int, _ b: Int, what: String, path: String = "") throws -> Int {
+    public static func add(
+        _ a: Int, _ b: Int, what: @autoclosure () -> String, path: @autoclosure () -> String = ""
+    ) throws -> Int {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard !overflow else {
             throw ValidationError(
-                .overflow, "\(what) overflows: \(a) + \(b) is beyond \(Int.max) minor units", path: path)
+                .overflow, "\(what()) overflows: \(a) + \(b) is beyond \(Int.max) minor units", path: path())
         }
         return sum
     }
 
     /// Multiplies with overflow checked.
     /// - Throws: ``ValidationError`` with code `overflow`, naming `what`.
-    public static func multiply(_ a: Int, _ b: Int, what: String, path: String = "") throws -> Int {
+    public static func multiply(
+        _ a: Int, _ b: Int, what: @autoclosure () -> String, path: @autoclosure () -> String = ""
+    ) throws -> Int {
         let (product, overflow) = a.multipliedReportingOverflow(by: b)
         guard !overflow else {
             throw ValidationError(
-                .overflow, "\(what) overflows: \(a) × \(b) is beyond \(Int.max) minor units", path: path)
+                .overflow, "\(what()) overflows: \(a) × \(b) is beyond \(Int.max) minor units", path: path())
         }
         return product
     }

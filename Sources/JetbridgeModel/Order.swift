@@ -150,10 +150,10 @@ public struct Order: Codable, Hashable, Sendable {
                 .emptyOrder, "the order has no items; add at least one item with a count of 1 or more",
                 path: "lineItems")
         }
-        var names: Set<String> = []
         for (index, line) in lineItems.enumerated() {
             try line.validate(path: "lineItems[\(index)]")
-            guard names.insert(line.item.name).inserted else {
+            // Orders have a handful of lines; a linear scan beats hashing every name.
+            guard !lineItems[..<index].contains(where: { $0.item.name == line.item.name }) else {
                 throw ValidationError(
                     .duplicateItem,
                     "'\(line.item.name)' appears on two lines; put each item on one line with its count",

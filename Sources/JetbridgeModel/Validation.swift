@@ -5,7 +5,7 @@ public enum Validation {
 
     /// Checks a device id: 1–64 characters from `A–Z a–z 0–9 . _ -` (safe in file names, logs and SQL keys).
     /// - Throws: ``ValidationError`` with code `invalidDevice`.
-    public static func deviceID(_ id: String, path: String = "device") throws {
+    public static func deviceID(_ id: String, path: @autoclosure () -> String = "device") throws {
         let ok =
             !id.isEmpty && id.utf8.count <= maxDeviceIDLength
             && id.utf8.allSatisfy {
@@ -15,18 +15,18 @@ public enum Validation {
             throw ValidationError(
                 .invalidDevice,
                 "invalid device id '\(id.prefix(80))': use 1–\(maxDeviceIDLength) characters from A–Z, a–z, 0–9, '.', '_', '-'",
-                path: path)
+                path: path())
         }
     }
 
     /// Checks an ISO 4217 alphabetic currency code: three uppercase ASCII letters, such as `USD`.
     /// - Throws: ``ValidationError`` with code `invalidCurrency`.
-    public static func currency(_ code: String, path: String = "currency") throws {
+    public static func currency(_ code: String, path: @autoclosure () -> String = "currency") throws {
         guard code.utf8.count == 3, code.utf8.allSatisfy(\.isASCIIUpper) else {
             throw ValidationError(
                 .invalidCurrency,
                 "invalid currency '\(code.prefix(80))': use an ISO 4217 code of three uppercase letters, such as USD",
-                path: path)
+                path: path())
         }
     }
 }

@@ -92,6 +92,16 @@ import Testing
             expectValidation(.invalidCurrency) { try check(Inventory(currency: currency, items: [.example])) }
         }
         try check(Inventory(currency: "JPY", items: [.init(name: "Free water", unitPrice: 0)]))
+        try check(Inventory(currency: "EUR", items: [.init(name: "Café au lait ☕", unitPrice: 250)]))
+        expectValidation(.invalidItemName) {
+            try check(Inventory(currency: "EUR", items: [.init(name: "Café\u{0007}", unitPrice: 250)]))
+        }
+        expectValidation(.invalidItemName) {
+            try check(Inventory(currency: "EUR", items: [.init(name: String(repeating: "é", count: 65), unitPrice: 1)]))
+        }
+        expectValidation(.invalidItemName) {
+            try check(Inventory(currency: "EUR", items: [.init(name: String(repeating: "x", count: 65), unitPrice: 1)]))
+        }
     }
 
     @Test func lookup() throws {
