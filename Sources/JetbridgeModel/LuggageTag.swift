@@ -37,14 +37,13 @@ public struct LuggageTag: Codable, Hashable, Sendable {
                 .payloadTooLarge,
                 "tag payload is \(qrPayload.utf8.count) bytes; a tag is at most \(maxPayloadBytes) bytes of JSON")
         }
-        // JSON whitespace only; anything else around the object is a JSON error with its offset.
+        // Only JSON whitespace may surround the object; error offsets count from the payload's first byte.
         let bytes = Array(qrPayload.utf8)
         let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
-        else {
+        guard bytes.contains(where: { !isSpace($0) }) else {
             throw ValidationError(.malformedJSON, "tag payload is empty; expected JSON like \(exampleJSON)")
         }
-        guard case .object(let members) = try TagJSON.parse(Array(bytes[first...last])) else {
+        guard case .object(let members) = try TagJSON.parse(bytes) else {
             throw ValidationError(.malformedJSON, "tag payload must be a JSON object like \(exampleJSON)")
         }
         func field(_ key: String) throws -> TagJSON {
@@ -82,7 +81,8 @@ public struct LuggageTag: Codable, Hashable, Sendable {
         let weightValue = try field("weight")
         guard case .number(let weight) = weightValue else { throw wrongType("weight", "a number", weightValue) }
 
-        let tag = LuggageTag(id: id, owner: owner, weight: weight)
+        // -0 is 0: one spelling for one weight.
+        let tag = LuggageTag(id: id, owner: owner, weight: weight == 0 ? 0 : weight)
         try tag.validate()
         return tag
     }

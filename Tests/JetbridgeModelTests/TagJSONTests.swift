@@ -41,9 +41,12 @@ import Testing
         #expect(error?.message.contains(" at byte ") == true, "\(String(describing: error))")
     }
 
-    @Test func messageNamesTheOffset() {
-        let error = expectValidation(.malformedJSON) { _ = try LuggageTag.parse(qrPayload: #"{"id": x}"#) }
-        #expect(error?.message == "tag payload is not valid JSON: unexpected character at byte 7")
+    @Test func messageNamesTheOffset() throws {
+        let error = expectValidation(.malformedJSON) { _ = try LuggageTag.parse(qrPayload: #"  {"id": x}"#) }
+        #expect(error?.message == "tag payload is not valid JSON: unexpected character at byte 9")
+        let zero = try LuggageTag.parse(
+            qrPayload: #"{"id":"F432BDB8-D84F-4461-8362-AFF89F6C493E","owner":["D","ZMU"],"weight":-0.0}"#)
+        #expect(zero.weight.sign == .plus)
     }
 
     /// Random single-byte mutations of a good payload: whatever both readers accept, they read the same; whatever
