@@ -1,0 +1,44 @@
+import Foundation
+
+// Shared decoding helpers: they turn format slips into `ValidationError`s that name the field, so a rejected record
+// says "id: 'xyz' is not a UUID" rather than Foundation's generic text.
+
+extension KeyedDecodingContainer {
+    func decodeUUID(forKey key: Key) throws -> UUID {
+        let text = try decode(String.self, forKey: key)
+        guard let uuid = UUID(uuidString: text) else {
+            throw ValidationError.invalidUUID(text, path: ValidationError.path(codingPath + [key]))
+                .decodingError(at: codingPath + [key])
+        }
+        return uuid
+    }
+
+    /// Reads the record's `type` and fails unless it is `expected`.
+    func checkRecordType(_ expected: String, forKey key: Key) throws {
+        let type = try decode(String.self, forKey: key)
+        guard type == expected else {
+            throw ValidationError(
+                .invalidRecordType, "record type is '\(type.prefix(80))' where '\(expected)' was expected",
+                path: ValidationError.path(codingPath + [key])
+            ).decodingError(at: codingPath + [key])
+        }
+    }
+}
+
+extension Date {
+    /// Dates in records must be finite: a NaN or infinite time cannot be stored as a MessagePack timestamp.
+    func validate(path: @autoclosure () -> String) throws {
+        guard timeIntervalSince1970.isFinite else {
+            throw ValidationError(.invalidDate, "the time is not finite; use a real point in time", path: path())
+        }
+    }
+}
+
+extension ValidationError {
+    static func invalidUUID(_ text: String, path: String) -> ValidationError {
+        ValidationError(
+            .invalidUUID,
+            "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
+            path: path)
+    }
+}

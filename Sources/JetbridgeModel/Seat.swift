@@ -1,0 +1,58 @@
+import Foundation
+
+/// A passenger seat: a row number 1–99 without a leading zero, then one letter `A–K` except `I`, such as `17B`.
+///
+/// `I` is left out because seat maps skip it (it reads as `1`), so `17I` is a typo worth catching. A `Seat` value is
+/// always valid; it encodes as a plain string.
+public struct Seat: Codable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The canonical text, such as `17B`.
+    public let rawValue: String
+
+    public static let example = try! Seat("17B")
+
+    /// Accepts only the canonical form (uppercase letter, no spaces), as written in records.
+    /// - Throws: ``ValidationError`` with code `invalidSeat`.
+    public init(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard (2...3).contains(bytes.count), let letter = bytes.last,
+            letter >= UInt8(ascii: "A"), letter <= UInt8(ascii: "K"), letter != UInt8(ascii: "I"),
+            bytes.dropLast().allSatisfy(\.isASCIIDigit), bytes[0] != UInt8(ascii: "0")
+        else {
+            throw ValidationError(
+                .invalidSeat,
+                "invalid seat '\(text.prefix(80))': use a row 1–99 and a letter A–K (no I), such as 17B",
+                path: "seat")
+        }
+        rawValue = text
+    }
+
+    /// Accepts what a person types: surrounding spaces are trimmed and the letter is uppercased.
+    /// - Throws: ``ValidationError`` with code `invalidSeat`.
+    public init(parsing text: String) throws {
+        try self.init(text.trimmingCharacters(in: .whitespacesAndNewlines).uppercased())
+    }
+
+    /// The row number, 1–99.
+    public var row: Int { Int(rawValue.dropLast())! }
+    /// The seat letter.
+    public var letter: Character { rawValue.last! }
+
+    public var description: String { rawValue }
+
+    /// Orders by row, then letter: `2A` before `10A`.
+    public static func < (lhs: Seat, rhs: Seat) -> Bool { (lhs.row, lhs.letter) < (rhs.row, rhs.letter) }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            try self.init(text)
+        } catch let error as ValidationError {
+            throw error.decodingError(at: decoder.codingPath)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
