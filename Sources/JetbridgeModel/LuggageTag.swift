@@ -2,8 +2,10 @@ public import Foundation
 
 /// What a bag's QR code says: `{"id": "F432BDB8-…", "owner": ["D", "ZMU"], "weight": 42.0}`.
 ///
-/// `weight` is in pounds, finite, 0…``maxWeight``. It is a `Double` in the model and encodes as a MessagePack float
-/// (float 64, DESIGN.md's `Float` family), so the value a scanner read round-trips exactly: `42.3` stays `42.3`.
+/// `weight` is in pounds, finite, 0…``maxWeight``. It is a `Double` in the model; records carry it as a `Float`
+/// (MessagePack float 32), as DESIGN.md's record format says, and decoding rounds it to 1/1000 lb. Float 32 resolves
+/// better than 0.0001 lb up to ``maxWeight``, so any weight given to three decimals round-trips exactly:
+/// `42.3` stays `42.3`.
 public struct LuggageTag: Codable, Hashable, Sendable {
     public var id: UUID
     public var owner: Owner
@@ -108,13 +110,19 @@ public struct LuggageTag: Codable, Hashable, Sendable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decodeUUID(forKey: .id)
         owner = try container.decode(Owner.self, forKey: .owner)
-        weight = try container.decode(Double.self, forKey: .weight)
+        weight = Self.recordPrecision(try container.decode(Double.self, forKey: .weight))
+    }
+
+    /// Rounds a weight to the 1/1000 lb that survives the record's float 32.
+    static func recordPrecision(_ weight: Double) -> Double {
+        guard weight.isFinite else { return weight }
+        return (weight * 1000).rounded() / 1000
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(owner, forKey: .owner)
-        try container.encode(weight, forKey: .weight)
+        try container.encode(Float(weight), forKey: .weight)
     }
 }
