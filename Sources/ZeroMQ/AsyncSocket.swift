@@ -23,8 +23,12 @@ public final class AsyncSocket: Sendable {
     private final class Shared: Sendable {
         let state = Mutex(State())
         let wakeup: WakeupPipe
+        let limit: Int
 
-        init() throws(ZeroMQError) { wakeup = try WakeupPipe() }
+        init(limit: Int) throws(ZeroMQError) {
+            self.wakeup = try WakeupPipe()
+            self.limit = limit
+        }
     }
 
     private struct PendingSend {
@@ -84,15 +88,14 @@ public final class AsyncSocket: Sendable {
         self.type = type
         let shared: Shared
         do {
-            shared = try Shared()
+            shared = try Shared(limit: max(1, receiveBufferLimit))
         } catch {
             try? socket.close(linger: .zero)
             throw error
         }
         self.shared = shared
-        let limit = max(1, receiveBufferLimit)
         let thread = Thread {
-            AsyncSocket.run(socket, shared: shared, limit: limit)
+            AsyncSocket.run(socket, shared: shared)
         }
         thread.name = "zmq-\(type)"
         thread.start()
@@ -112,12 +115,13 @@ public final class AsyncSocket: Sendable {
     /// - Throws: `ZeroMQError` if receiving failed, `CancellationError` if the task was cancelled.
     public func receive() async throws -> ReceivedMessage? {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ReceivedMessage?, any Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<ReceivedMessage?, any Error>) in
                 let outcome: Result<ReceivedMessage?, any Error>?
                 var wasFull = false
                 outcome = shared.state.withLock { state in
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    wasFull = state.buffered > 0
+                    wasFull = state.buffered >= shared.limit
                     if let message = state.popBuffered() { return .success(message) }
                     if state.ended { return state.endError.map { .failure($0) } ?? .success(nil) }
                     precondition(state.receiver == nil, "AsyncSocket.messages must be iterated by one task at a time")
@@ -125,7 +129,7 @@ public final class AsyncSocket: Sendable {
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }
-                // Space in the read-ahead buffer: let the thread read again.
+                // The thread stopped reading at the limit; now there is room again.
                 if wasFull { wakeup.signal() }
             }
         } onCancel: {
@@ -188,7 +192,8 @@ public final class AsyncSocket: Sendable {
 
     // MARK: The socket's thread
 
-    private static func run(_ socket: Socket, shared: Shared, limit: Int) {
+    private static func run(_ socket: Socket, shared: Shared) {
+        let limit = shared.limit
         let wakeup = shared.wakeup
         var endError: (any Error)?
         var linger: Duration?
@@ -206,9 +211,11 @@ public final class AsyncSocket: Sendable {
             do {
                 try zmqCall("poll \(socket.type) socket") { zmq_poll(&items, 2, -1) }
                 if items[1].revents != 0 { wakeup.drain() }
-                if items[0].revents & Int16(ZMQ_POLLIN) != 0 { try receiveAvailable(socket, shared: shared, limit: limit) }
+                if items[0].revents & Int16(ZMQ_POLLIN) != 0 {
+                    try receiveAvailable(socket, shared: shared)
+                }
                 if items[0].revents & Int16(ZMQ_POLLOUT) != 0 { try sendOne(socket, shared: shared) }
-            } catch where error.isTerminated {
+            } catch  where error.isTerminated {
                 break loop
             } catch {
                 endError = error
@@ -238,7 +245,8 @@ public final class AsyncSocket: Sendable {
         for waiter in closeWaiters { waiter.resume() }
     }
 
-    private static func receiveAvailable(_ socket: Socket, shared: Shared, limit: Int) throws(ZeroMQError) {
+    private static func receiveAvailable(_ socket: Socket, shared: Shared) throws(ZeroMQError) {
+        let limit = shared.limit
         while shared.state.withLock({ $0.buffered < limit }) {
             guard let message = try socket.receiveWithMetadata(options: .dontWait) else { return }
             let receiver = shared.state.withLock { state -> CheckedContinuation<ReceivedMessage?, any Error>? in

@@ -142,7 +142,8 @@ private final class DeallocationBox: @unchecked Sendable {
     let bytes: UnsafeMutableRawBufferPointer
     let deallocate: @Sendable (UnsafeMutableRawBufferPointer) -> Void
 
-    init(bytes: UnsafeMutableRawBufferPointer, deallocate: @escaping @Sendable (UnsafeMutableRawBufferPointer) -> Void) {
+    init(bytes: UnsafeMutableRawBufferPointer, deallocate: @escaping @Sendable (UnsafeMutableRawBufferPointer) -> Void)
+    {
         self.bytes = bytes
         self.deallocate = deallocate
     }

@@ -131,7 +131,8 @@ extension Socket {
             _ = zmq_socket_monitor(handle, nil, 0)
             throw error
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(1024))
         let thread = Thread {
             Socket.readMonitorEvents(from: reader, into: continuation)
         }

@@ -83,7 +83,14 @@ public final class ZeroMQContext: Sendable {
     /// - Returns: A new socket, owned by the caller (see `Socket` for the threading rule).
     /// - Throws: `ZeroMQError`, e.g. `terminated` after shutdown or too many sockets.
     public func socket(_ type: SocketType) throws(ZeroMQError) -> Socket {
-        try Socket(context: self, type: type)
+        // Under the lock so a concurrent terminate() either waits for this socket or is seen here: libzmq frees the
+        // context when termination completes, so a later zmq_socket would touch freed memory.
+        try state.withLock { (state) throws(ZeroMQError) -> Socket in
+            guard state != .terminated else {
+                throw ZeroMQError(code: .terminated, operation: "create \(type) socket")
+            }
+            return try Socket(context: self, type: type)
+        }
     }
 
     deinit {

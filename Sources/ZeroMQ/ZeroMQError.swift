@@ -1,9 +1,9 @@
 internal import CZeroMQ
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Darwin)
-internal import Darwin
+    internal import Darwin
 #endif
 
 /// A failed libzmq call: the errno code, libzmq's text for it, and the operation that failed.

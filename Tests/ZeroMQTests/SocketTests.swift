@@ -209,6 +209,8 @@ extension ZeroMQTests {
             #expect(error?.isTerminated == true)
             try socket.close()
             context.terminate()
+            let late = #expect(throws: ZeroMQError.self) { try context.socket(.push) }
+            #expect(late?.isTerminated == true)
         }
     }
 }

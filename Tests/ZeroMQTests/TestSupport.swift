@@ -3,7 +3,7 @@ import Testing
 import ZeroMQ
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every ZeroMQ test, run one at a time: they share two CPU cores with the libzmq I/O threads they start.
