@@ -128,6 +128,29 @@ extension ZeroMQTests {
     }
 }
 
+extension ZeroMQTests.CurveTests {
+    @Test func handlerRefusesTheNullMechanismWhenAsked() async throws {
+        // A non-CURVE server consults ZAP only when it has a ZAP domain; the handler then refuses it too.
+        let context = try ZeroMQContext()
+        let zap = try ZAPHandler(context: context, allowlist: [:])
+        let pull = try makeSocket(context, .pull)
+        try pull.set(.zapDomain, "jetbridge")
+        let events = try pull.monitor(events: .handshakeFailed)
+        let endpoint = try bindLoopback(pull)
+        let push = try makeSocket(context, .push)
+        try push.connect(endpoint)
+        try push.send(Data("null mechanism".utf8), options: .dontWait)
+
+        let event = try await firstEvent(in: events, "ZAP refusal") { _ in true }
+        #expect(event.isAuthenticationFailure(status: 400))
+        #expect(try pull.receive(options: .dontWait) == nil)
+        try push.close()
+        try pull.close()
+        zap.stop()
+        await context.terminate()
+    }
+}
+
 extension MonitorEvent {
     func isAuthenticationFailure(status: Int) -> Bool {
         if case .handshakeFailed(_, .authentication(status)) = self { return true }
