@@ -59,6 +59,25 @@ extension ZeroMQTests {
             await context.terminate()
         }
 
+        @Test func sendsThatNeverQueuedFailOnCloseOrCancel() async throws {
+            let context = try ZeroMQContext()
+            // A PUSH without peers can never queue: its sends wait, off the cooperative pool.
+            let push = try AsyncSocket(context: context, type: .push) { socket in
+                try socket.set(.linger, .zero)
+            }
+            let cancelled = Task { try await push.send([Data("never".utf8)]) }
+            cancelled.cancel()
+            await #expect(throws: CancellationError.self) { try await cancelled.value }
+
+            let waiting = Task { try await push.send([Data("also never".utf8)]) }
+            // Let the send reach the socket's queue before closing (bounded; the outcome is the same either way).
+            try await Task.sleep(for: .milliseconds(20))
+            await push.close()
+            let error = await #expect(throws: ZeroMQError.self) { try await waiting.value }
+            #expect(error?.code == .notSocket)
+            await context.terminate()
+        }
+
         @Test func dealerRouterRequestReplyWithoutBlockingThePool() async throws {
             let context = try ZeroMQContext()
             var endpoint = ""
