@@ -1,0 +1,22 @@
+public import Foundation
+
+/// A multipart message as received, with the connection metadata that matters for authorization.
+public struct ReceivedMessage: Sendable, Hashable {
+    /// The frames, in order (for a ROUTER, the first is the sender's routing id).
+    public var frames: [Data]
+    /// The identity the ZAP handler assigned to the sender (`User-Id`), or `nil` without ZAP.
+    public var userID: String?
+    /// The sender's IP address (`Peer-Address`), for TCP connections.
+    public var peerAddress: String?
+
+    /// Creates a received message.
+    /// - Parameters:
+    ///   - frames: The frames, in order.
+    ///   - userID: The ZAP identity of the sender.
+    ///   - peerAddress: The sender's address.
+    public init(frames: [Data], userID: String? = nil, peerAddress: String? = nil) {
+        self.frames = frames
+        self.userID = userID
+        self.peerAddress = peerAddress
+    }
+}

@@ -1,0 +1,127 @@
+internal import CZeroMQ
+import Foundation
+import Synchronization
+
+/// A ZAP (RFC 27) authentication handler that admits only allow-listed CURVE clients.
+///
+/// Binds `inproc://zeromq.zap.01` on its context and answers libzmq's authentication requests on its own thread.
+/// A CURVE client whose public key is in the allowlist is admitted and its identity becomes the `User-Id` of every
+/// message it sends (`ReceivedMessage.userID`, `Message.userID`). Everything else is refused: unknown keys, and
+/// every other mechanism (NULL, PLAIN) on sockets that consult ZAP. Without a handler, a CURVE server admits anyone
+/// who knows its public key; create one before binding CURVE server sockets on the same context.
+///
+/// Thread-safe: the allowlist may be changed from any thread while it runs; changes apply to new handshakes.
+/// It runs until `stop()` or until its context is shut down or terminated (its thread keeps it alive until then).
+public final class ZAPHandler: Sendable {
+    /// The endpoint libzmq sends ZAP requests to.
+    public static let endpoint = "inproc://zeromq.zap.01"
+
+    private let allowlist: Mutex<[String: String]>
+    private let wakeup: WakeupPipe
+    private let state = Mutex(RunState())
+
+    private struct RunState {
+        var stopRequested = false
+        var stopped = false
+    }
+
+    private let stoppedCondition = NSCondition()
+
+    /// Starts a handler on `context`.
+    /// - Parameters:
+    ///   - context: The context whose CURVE servers it authenticates.
+    ///   - allowlist: Client public keys (40-character Z85) mapped to the identity to report as `User-Id`.
+    /// - Throws: `ZeroMQError`; `addressInUse` if another handler already runs on the context.
+    public init(context: ZeroMQContext, allowlist: [String: String]) throws(ZeroMQError) {
+        self.allowlist = Mutex(allowlist)
+        self.wakeup = try WakeupPipe()
+        let socket = try context.socket(.rep)
+        do {
+            try socket.set(.linger, .zero)
+            try socket.bind(Self.endpoint)
+        } catch {
+            try? socket.close(linger: .zero)
+            throw error
+        }
+        let thread = Thread { [self] in
+            serve(socket)
+        }
+        thread.name = "zmq-zap"
+        thread.start()
+    }
+
+    /// Replaces the whole allowlist.
+    /// - Parameter allowlist: Client public keys (Z85) mapped to identities.
+    public func replaceAllowlist(_ allowlist: [String: String]) {
+        self.allowlist.withLock { $0 = allowlist }
+    }
+
+    /// Admits a client key from now on.
+    /// - Parameters:
+    ///   - publicKeyZ85: The client's public key, 40 characters of Z85.
+    ///   - identity: What to report as the client's `User-Id`, e.g. the device id.
+    public func allow(publicKeyZ85: String, identity: String) {
+        allowlist.withLock { $0[publicKeyZ85] = identity }
+    }
+
+    /// Refuses a client key from now on (existing connections stay up).
+    /// - Parameter publicKeyZ85: The client's public key, 40 characters of Z85.
+    public func revoke(publicKeyZ85: String) {
+        _ = allowlist.withLock { $0.removeValue(forKey: publicKeyZ85) }
+    }
+
+    /// Stops answering and unbinds, waiting for the handler thread to finish. Idempotent.
+    ///
+    /// Blocks briefly; afterwards CURVE servers on the context fail every handshake until a new handler starts.
+    public func stop() {
+        state.withLock { $0.stopRequested = true }
+        wakeup.signal()
+        stoppedCondition.lock()
+        while !state.withLock({ $0.stopped }) { stoppedCondition.wait() }
+        stoppedCondition.unlock()
+    }
+
+    private func serve(_ socket: Socket) {
+        defer {
+            try? socket.close(linger: .zero)
+            stoppedCondition.lock()
+            state.withLock { $0.stopped = true }
+            stoppedCondition.broadcast()
+            stoppedCondition.unlock()
+        }
+        guard let handle = socket.handle else { return }
+        while !state.withLock({ $0.stopRequested }) {
+            var items = [
+                zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0),
+                zmq_pollitem_t(socket: nil, fd: wakeup.readDescriptor, events: Int16(ZMQ_POLLIN), revents: 0),
+            ]
+            // ETERM (context shutdown) or any other failure ends the handler.
+            guard (try? zmqCall("poll ZAP handler", { zmq_poll(&items, 2, -1) })) != nil else { return }
+            if items[1].revents != 0 { wakeup.drain() }
+            guard items[0].revents != 0 else { continue }
+            guard let request = try? socket.receiveMultipart(options: .dontWait) else { continue }
+            let reply = self.reply(to: request)
+            guard (try? socket.send(reply)) != nil else { return }
+        }
+    }
+
+    /// Builds the RFC 27 reply: version, request id, status code, status text, user id, metadata.
+    private func reply(to request: [Data]) -> [Data] {
+        let version = Data("1.0".utf8)
+        guard request.count >= 6, request[0] == version else {
+            let requestID = request.count > 1 ? request[1] : Data()
+            return [version, requestID, Data("500".utf8), Data("malformed ZAP request".utf8), Data(), Data()]
+        }
+        let requestID = request[1]
+        let mechanism = String(decoding: request[5], as: UTF8.self)
+        guard mechanism == "CURVE", request.count == 7, request[6].count == 32,
+            let key = try? Z85.encode(request[6])
+        else {
+            return [version, requestID, Data("400".utf8), Data("only CURVE clients are admitted".utf8), Data(), Data()]
+        }
+        guard let identity = allowlist.withLock({ $0[key] }) else {
+            return [version, requestID, Data("400".utf8), Data("unknown client key".utf8), Data(), Data()]
+        }
+        return [version, requestID, Data("200".utf8), Data("OK".utf8), Data(identity.utf8), Data()]
+    }
+}
