@@ -101,6 +101,9 @@ extension SocketOption where Value == Bool {
     /// `ZMQ_ROUTER_MANDATORY`: a ROUTER send to an unknown routing id fails with `hostUnreachable` instead of being
     /// dropped silently. Write-only in libzmq.
     public static var routerMandatory: Self { bool(ZMQ_ROUTER_MANDATORY, "router mandatory") }
+    /// `ZMQ_ROUTER_HANDOVER`: a new connection that presents a routing id already in use takes it over, instead of
+    /// being ignored (a restarted peer keeps its address). Write-only in libzmq.
+    public static var routerHandover: Self { bool(ZMQ_ROUTER_HANDOVER, "router handover") }
     /// `ZMQ_CURVE_SERVER`: act as a CURVE server (needs `curveSecretKey`; pair it with a `ZAPHandler`).
     public static var curveServer: Self { bool(ZMQ_CURVE_SERVER, "curve server") }
     /// `ZMQ_RCVMORE`: whether the last received frame has more frames after it. Read-only.

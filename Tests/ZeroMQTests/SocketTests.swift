@@ -68,6 +68,31 @@ extension ZeroMQTests {
             #expect(error?.code == .hostUnreachable)
         }
 
+        @Test func routerHandoverGivesARoutingIDToTheNewestConnection() throws {
+            let context = try ZeroMQContext()
+            let router = try makeSocket(context, .router)
+            try router.set(.routerMandatory, true)
+            try router.set(.routerHandover, true)
+            let endpoint = try bindLoopback(router)
+            let old = try makeSocket(context, .dealer)
+            try old.set(.routingID, Data("device-1".utf8))
+            try old.connect(endpoint)
+            try old.send(Data("hello from old".utf8))
+            #expect(try router.receiveMultipart() == [Data("device-1".utf8), Data("hello from old".utf8)])
+
+            // A restarted agent connects with the same id while the old connection is still open.
+            let new = try makeSocket(context, .dealer)
+            try new.set(.routingID, Data("device-1".utf8))
+            try new.connect(endpoint)
+            try new.send(Data("hello from new".utf8))
+            #expect(try router.receiveMultipart() == [Data("device-1".utf8), Data("hello from new".utf8)])
+
+            try router.send([Data("device-1".utf8), Data("ack".utf8)])
+            #expect(try new.receive() == Data("ack".utf8))
+            try old.set(.receiveTimeout, .milliseconds(200))
+            #expect(try old.receive() == nil)
+        }
+
         @Test func subscribersGetOnlyTheirPrefixes() throws {
             let context = try ZeroMQContext()
             let publisher = try makeSocket(context, .pub)
