@@ -110,7 +110,6 @@ extension FileQueue {
         var tail: Tail?
         /// Bytes of the segments before the tail, possibly stale (too high) after another process deleted some.
         var sealedBytes: Int64 = 0
-        var buffer: [UInt8] = []
 
         init(lock: FileDescriptor, directory: FileDescriptor) {
             self.lock = lock
@@ -147,7 +146,14 @@ extension FileQueue {
         let file = try FileDescriptor.open(files.segmentPath(first), O_RDWR)
         // A sequence at or below the acknowledged position must never be handed out again, even if the
         // records that had it were lost to damage: the consumer would take the new record as acknowledged.
-        let last = max(scan.lastSequence ?? (first &- 1), first &- 1, acknowledged)
+        var last = max(scan.lastSequence ?? (first &- 1), first &- 1, acknowledged)
+        // Bad bytes quarantined from the end of this segment may have held records that were read already;
+        // frames are at least a header long and numbered consecutively, which bounds their sequences.
+        for entry in try QuarantineFile.read(files.quarantinePath).entries
+        where entry.segment == first && entry.nextSequence == 0 {
+            let before = entry.previousSequence == 0 ? first &- 1 : entry.previousSequence
+            last = max(last, before &+ UInt64(entry.rawLength / Frame.headerSize))
+        }
         state.tail = Tail(first: first, file: file, end: Int64(scan.validEnd), lastSequence: last)
         var sealed: Int64 = 0
         for other in firsts.dropLast() { sealed += (try? FileSystem.fileSize(files.segmentPath(other))) ?? 0 }
