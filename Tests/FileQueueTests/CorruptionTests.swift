@@ -116,3 +116,43 @@ import Testing
         #expect(try Data(contentsOf: target) == before, "fsck changed the queue")
     }
 }
+
+/// What a writer killed in the middle of a frame leaves, met by the processes that carry on.
+@Suite struct TornWriteTests {
+    /// The first `count` bytes of the frame a queue would write for `data`.
+    static func partialFrame(_ data: Data, count: Int) throws -> Data {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        try queue.append(data)
+        return try Data(contentsOf: segmentFiles(directory.queue)[0]).prefix(count)
+    }
+
+    static func appendRaw(_ bytes: Data, to file: URL) throws {
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+    }
+
+    @Test(arguments: [1, 23, 24, 40, 63]) func tornFrameIsTruncatedByTheNextWriterAndReader(cut: Int) throws {
+        let directory = try TemporaryDirectory()
+        let configuration = FileQueue.Configuration(syncPolicy: .none)
+        let writer = try FileQueue(directory: directory.queue, configuration: configuration)
+        let reader = try FileQueue(directory: directory.queue, configuration: configuration)
+        try writer.append(contentsOf: (0..<5).map { payload($0) })
+        #expect(try reader.read(from: 1).count == 5)
+        let tail = try segmentFiles(directory.queue).last!
+
+        // A dead writer's partial frame: the reader stops before it, repairs, and sees nothing new.
+        try Self.appendRaw(Self.partialFrame(payload(5), count: cut), to: tail)
+        #expect(try FileQueue.check(directory: directory.queue).problems.map(\.kind) == [.tornTail])
+        #expect(try reader.read(from: 6).isEmpty)
+        #expect(try FileQueue.check(directory: directory.queue).isClean)
+
+        // Again, and this time the live writer meets it first: it truncates and takes the sequence.
+        try Self.appendRaw(Self.partialFrame(payload(5), count: cut), to: tail)
+        #expect(try writer.append(payload(5)) == 6)
+        #expect(try readAll(reader).map(\.payload) == (0..<6).map { payload($0) })
+        #expect(try reader.status().quarantined == 0)
+    }
+}
