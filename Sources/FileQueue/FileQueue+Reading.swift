@@ -152,6 +152,7 @@ extension FileQueue {
         }
 
         var records: [Record] = []
+        records.reserveCapacity(min(maxRecords, 4096))
         var bytes = 0
         while index < firsts.count {
             let first = firsts[index]

@@ -163,8 +163,7 @@ extension FileQueue {
     /// Catches up with other processes under the exclusive lock: frames they appended to the tail, a torn
     /// frame a killed one left, a segment they started.
     private func refreshTail(_ state: inout Writer) throws(FileQueueError) {
-        guard var tail = state.tail, !(try tail.file.isUnlinked()) else { return try reloadTail(&state) }
-        let size = try tail.file.size()
+        guard var tail = state.tail, let size = try tail.file.sizeIfLinked() else { return try reloadTail(&state) }
         if size < tail.end { return try reloadTail(&state) }
         if size > tail.end {
             let bytes = try tail.file.readAll(from: tail.end, to: size)

@@ -71,11 +71,11 @@ final class FileDescriptor {
         return Int64(info.st_size)
     }
 
-    /// True when the file has been unlinked from its directory.
-    func isUnlinked() throws(FileQueueError) -> Bool {
+    /// The file's size, or nil when it has been unlinked from its directory.
+    func sizeIfLinked() throws(FileQueueError) -> Int64? {
         var info = stat()
         try syscall("fstat", path: path) { fstat(fd, &info) }
-        return info.st_nlink == 0
+        return info.st_nlink == 0 ? nil : Int64(info.st_size)
     }
 
     /// Reads `buffer.count` bytes at `offset` unless the file ends first; returns the number read.
