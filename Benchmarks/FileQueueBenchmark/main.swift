@@ -4,7 +4,7 @@ import FileQueue
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let recordSize = 250
@@ -106,7 +106,8 @@ func bulk(_ name: String, batchSize: Int, segmentSize: Int, sync: FileQueue.Sync
     let elapsed = now() - start
     print(
         String(
-            format: "  %-44@ %10.0f records/s %7.0f MB/s", "\(batchSize)/call, \(segmentSize >> 20) MiB segments, sync \(sync)"
+            format: "  %-44@ %10.0f records/s %7.0f MB/s",
+            "\(batchSize)/call, \(segmentSize >> 20) MiB segments, sync \(sync)"
                 as NSString, Double(bulkCount) / seconds(elapsed),
             Double(bulkCount * (recordSize + 24)) / seconds(elapsed) / 1e6))
     return directory

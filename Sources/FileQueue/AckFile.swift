@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 /// The `ack` file: the consumer's position, replaced atomically.

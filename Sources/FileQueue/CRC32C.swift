@@ -1,5 +1,5 @@
-public import Foundation
 internal import CCRC32C
+public import Foundation
 
 /// CRC-32C (Castagnoli), the checksum of queue frames; public because the wire protocol uses it too.
 ///

@@ -1,9 +1,9 @@
 public import Foundation
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 extension FileQueue {

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 extension FileQueue {
@@ -49,18 +49,22 @@ extension FileQueue {
                     guard case .incomplete(let needed) = decoded, offset + Int64(needed) <= bound, !refilled else {
                         return decoded
                     }
-                    try refill(file, at: offset, minimum: needed)
+                    try refill(file, at: offset, minimum: needed, bound: bound)
                 } else {
-                    try refill(file, at: offset, minimum: Frame.headerSize)
+                    try refill(file, at: offset, minimum: Frame.headerSize, bound: bound)
                 }
                 refilled = true
             }
         }
 
-        mutating func refill(_ file: FileDescriptor, at offset: Int64, minimum: Int) throws(FileQueueError) {
+        /// Reads from `offset`, keeping nothing past `bound`: bytes beyond it may belong to an append in
+        /// progress, and a later read must not decode them from this buffer.
+        mutating func refill(
+            _ file: FileDescriptor, at offset: Int64, minimum: Int, bound: Int64
+        ) throws(FileQueueError) {
             let size = max(Self.chunkSize, minimum)
             if buffer.count < size { buffer = [UInt8](repeating: 0, count: size) }
-            bufferCount = try file.read(into: &buffer, at: offset)
+            bufferCount = min(try file.read(into: &buffer, at: offset), Int(bound - offset))
             bufferFile = file
             bufferStart = offset
         }
@@ -129,9 +133,10 @@ extension FileQueue {
         do {
             defer { state.lock.unlock() }
             firsts = try files.segments()
-            tailSize = try firsts.last.map { (last) throws(FileQueueError) in
-                try FileSystem.fileSize(files.segmentPath(last))
-            } ?? 0
+            tailSize =
+                try firsts.last.map { (last) throws(FileQueueError) in
+                    try FileSystem.fileSize(files.segmentPath(last))
+                } ?? 0
         }
         guard !firsts.isEmpty else { return .records([]) }
 

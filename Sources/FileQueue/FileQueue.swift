@@ -2,9 +2,9 @@ public import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 /// A durable, append-only, segmented queue of opaque records in a directory, safe to share between processes.
@@ -242,7 +242,8 @@ extension FileQueue {
                     let destination = buffer.baseAddress! + offset
                     Frame.writeRecordHeader(into: destination, sequence: 0, payload: payload)
                     if payload.count > 0 {
-                        (destination + Frame.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
+                        (destination + Frame.headerSize).copyMemory(
+                            from: payload.baseAddress!, byteCount: payload.count)
                     }
                     offset += Frame.headerSize + payload.count
                 }

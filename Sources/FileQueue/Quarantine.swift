@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 /// The `quarantine` file: damaged bytes copied out of segments before repair changes them.
@@ -48,7 +48,8 @@ struct QuarantineFile {
                 let rawLength = Int(Frame.load32(header, 4))
                 guard offset + QuarantineEntry.headerSize + rawLength <= buffer.count else { break }
                 let raw = UnsafeRawBufferPointer(
-                    rebasing: buffer[(offset + QuarantineEntry.headerSize)..<(offset + QuarantineEntry.headerSize + rawLength)])
+                    rebasing: buffer[
+                        (offset + QuarantineEntry.headerSize)..<(offset + QuarantineEntry.headerSize + rawLength)])
                 let rawCRC = Frame.load32(header, 40)
                 guard crc32c(raw) == rawCRC else { break }
                 entries.append(

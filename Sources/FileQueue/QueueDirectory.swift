@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 /// The files of one queue directory and the steps that change them. Callers hold the exclusive lock for

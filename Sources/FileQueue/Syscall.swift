@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #endif
 
 /// Runs a system call, retrying on `EINTR`, and turns a failure into a ``FileQueueError``.

@@ -3,7 +3,7 @@ import FileQueue
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Operator tool for a FileQueue directory: check it, show it, and (for crash tests) append and acknowledge.

@@ -104,7 +104,8 @@ import Testing
 
     @Test func concurrentThreadsGetUniqueSequences() async throws {
         let directory = try TemporaryDirectory()
-        let queue = try FileQueue(directory: directory.queue, configuration: .init(segmentSize: 2000, syncPolicy: .none))
+        let queue = try FileQueue(
+            directory: directory.queue, configuration: .init(segmentSize: 2000, syncPolicy: .none))
         let sequences = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for worker in 0..<4 {
                 group.addTask {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real full file system: a small tmpfs, where this machine lets us mount one (as root).
@@ -21,7 +21,8 @@ enum SmallFileSystem {
 }
 
 @Suite struct FullDiskTests {
-    @Test(.enabled(if: SmallFileSystem.available, "needs permission to mount a tmpfs; the size-cap test covers refusal"))
+    @Test(
+        .enabled(if: SmallFileSystem.available, "needs permission to mount a tmpfs; the size-cap test covers refusal"))
     func fullDiskRefusesNewRecordsAndKeepsStoredOnes() throws {
         let directory = try TemporaryDirectory()
         let mountPoint = directory.url.path

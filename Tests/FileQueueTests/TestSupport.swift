@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fresh directory per test, removed afterwards.
@@ -50,7 +50,9 @@ func readAll(_ queue: FileQueue, from sequence: UInt64 = 1) throws -> [FileQueue
 
 /// The built `jetbridge-queue`, next to the test bundle in the build directory.
 let jetbridgeQueueExecutable: URL = {
-    var candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(), Bundle.main.bundleURL]
+    var candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(), Bundle.main.bundleURL,
+    ]
     candidates += candidates.map { $0.deletingLastPathComponent() }
     candidates += candidates.map { $0.deletingLastPathComponent() }
     for directory in candidates {
@@ -71,7 +73,9 @@ func runTool(_ arguments: [String]) throws -> (status: Int32, signaled: Bool, ou
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: data, as: UTF8.self))
+    return (
+        process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: data, as: UTF8.self)
+    )
 }
 
 /// Copies a file tree (for re-running a damage test from pristine bytes).
