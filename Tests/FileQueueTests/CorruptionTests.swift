@@ -156,3 +156,24 @@ import Testing
         #expect(try reader.status().quarantined == 0)
     }
 }
+
+@Suite struct SealedSegmentTruncationTests {
+    @Test(arguments: [10, 64, 100, 383]) func truncatedSealedSegmentIsQuarantinedNotDropped(cut: Int) throws {
+        let directory = try TemporaryDirectory()
+        let pristine = try CorruptionTests.pristine(directory)
+        let target = try segmentFiles(pristine)[1]  // sequences 7...12, 64 bytes each
+        let handle = try FileHandle(forWritingTo: target)
+        try handle.truncate(atOffset: UInt64(cut))
+        try handle.close()
+        #expect(
+            try FileQueue.check(directory: pristine).problems.map(\.kind) == (cut % 64 == 0 ? [] : [.corruptSegmentEnd])
+        )
+        let queue = try FileQueue(
+            directory: pristine, configuration: .init(segmentSize: 400, syncPolicy: .none, verification: .all))
+        let records = try readAll(queue)
+        CorruptionTests.expectOriginals(records)
+        #expect(records.count == CorruptionTests.count - 6 + cut / 64)
+        #expect(try queue.status().quarantined == (cut % 64 == 0 ? 0 : 1))
+        #expect(try FileQueue.check(directory: pristine).isClean)
+    }
+}
