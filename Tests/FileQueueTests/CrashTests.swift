@@ -100,6 +100,7 @@ import Testing
             totalReported += lines.count
         }
         #expect(totalReported > 0)
+        #expect(readNext > 1, "the reader never read while appenders ran")
         #expect(try queue.append(payload(0, prefix: "after")) == records.last!.sequence + 1)
     }
 
