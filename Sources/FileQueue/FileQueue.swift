@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     internal import Glibc
@@ -45,8 +44,8 @@ public final class FileQueue: Sendable {
     public let configuration: Configuration
 
     let files: QueueDirectory
-    let writer: Mutex<Writer>
-    let reader: Mutex<Reader>
+    let writer: Locked<Writer>
+    let reader: Locked<Reader>
 
     /// Opens the queue in `directory`, creating the directory and an empty queue if needed, and recovers it.
     ///
@@ -68,8 +67,8 @@ public final class FileQueue: Sendable {
         let writerState = Writer(
             lock: try FileDescriptor.open(lockPath, O_RDWR | O_CREAT),
             directory: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY))
-        writer = Mutex(writerState)
-        reader = Mutex(Reader(lock: try FileDescriptor.open(lockPath, O_RDWR | O_CREAT)))
+        writer = Locked(writerState)
+        reader = Locked(Reader(lock: try FileDescriptor.open(lockPath, O_RDWR | O_CREAT)))
         try writer.withLock { (state) throws(FileQueueError) in
             try state.lock.lock(exclusive: true)
             defer { state.lock.unlock() }
