@@ -20,8 +20,9 @@ extension FileQueue {
 
     /// Settings for a ``FileQueue``; every process that opens a directory may use different ones.
     public struct Configuration: Sendable {
-        /// A segment is closed and a new one started when the next frame would take it over this size.
-        /// A single larger record gets a segment of its own.
+        /// A segment is closed and a new one started when the next call's first frame would take it over this
+        /// size. The frames of one `append(contentsOf:)` call are not split across segments unless they are
+        /// larger than a segment themselves, so a segment can grow to twice this size (or hold one larger record).
         public var segmentSize: Int
         /// Appends that would take the segment files over this many bytes are refused with
         /// ``FileQueueError/Code/sizeCapReached``. `nil`: limited by the disk only.

@@ -291,12 +291,15 @@ extension FileQueue {
                 } else if written.isEmpty {
                     written.append((state.tail!.file, state.tail!.end, false))
                 }
-                // As many frames as fit in this segment (at least one).
+                // One write and one sync per group. A group goes to the tail whole, even past segmentSize, unless
+                // it is itself larger than a segment: splitting a group across segments would cost a second
+                // sync and a directory sync, the price of group commit. A segment stays under 2 × segmentSize.
                 var groupBytes = 0
                 var count = 0
                 while position + count < sizes.count {
                     let next = sizes[position + count]
-                    if count > 0 && state.tail!.end + Int64(groupBytes + next) > segmentSize { break }
+                    let grown = Int64(groupBytes + next)
+                    if count > 0 && state.tail!.end + grown > segmentSize && grown > segmentSize { break }
                     groupBytes += next
                     count += 1
                 }

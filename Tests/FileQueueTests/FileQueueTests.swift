@@ -49,6 +49,20 @@ import Testing
         #expect(status.firstSequence == 1 && status.lastSequence == 52 && status.quarantined == 0)
     }
 
+    @Test func groupCommitKeepsACallInOneSegmentUnlessItIsLargerThanOne() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue, configuration: .init(segmentSize: 1000))
+        try queue.append(contentsOf: (0..<5).map { payload($0, size: 100) })  // 620 bytes
+        try queue.append(contentsOf: (5..<10).map { payload($0, size: 100) })  // fits from its start: same segment
+        #expect(try segmentFiles(directory.queue).count == 1)
+        try queue.append(payload(10, size: 100))  // the tail is past the size: a new segment
+        #expect(try segmentFiles(directory.queue).map(\.lastPathComponent).last == "00000000000000000011.seg")
+        try queue.append(contentsOf: (11..<40).map { payload($0, size: 100) })  // larger than a segment: split
+        let sizes = try segmentFiles(directory.queue).map { try Data(contentsOf: $0).count }
+        #expect(sizes.count == 5 && sizes.allSatisfy { $0 < 2000 })
+        #expect(try readAll(queue).map(\.payload) == (0..<40).map { payload($0, size: 100) })
+    }
+
     @Test func acknowledgementDeletesWholeSegmentsOnlyAndNeverReusesSequences() throws {
         let directory = try TemporaryDirectory()
         let configuration = FileQueue.Configuration(segmentSize: 300)
