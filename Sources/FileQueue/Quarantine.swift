@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#endif
+
+/// The `quarantine` file: damaged bytes copied out of segments before repair changes them.
+///
+/// Append-only sequence of entries, each a 48-byte header then the raw bytes (integers little-endian):
+/// ```
+/// offset size field
+///      0    4 magic             F7 4A 51 51 ("\xF7JQQ")
+///      4    4 rawLength
+///      8    8 segment           first sequence of the segment (its file name)
+///     16    8 offset            byte offset of the bytes in that segment
+///     24    8 previousSequence  last good record before them in the segment (0: none)
+///     32    8 nextSequence      first good record after them in the segment (0: none)
+///     40    4 rawCRC            CRC-32C of the raw bytes
+///     44    4 headerCRC         CRC-32C of bytes 0..<44
+///     48    n raw bytes
+/// ```
+/// The entry is synced before the segment is touched, so a crash in between only repeats the copy; an entry
+/// equal to one already present (same segment, offset and bytes) is not written twice.
+struct QuarantineEntry: Equatable {
+    static let magic: UInt32 = 0x5151_4AF7
+    static let headerSize = 48
+
+    var segment: UInt64
+    var offset: Int64
+    var previousSequence: UInt64
+    var nextSequence: UInt64
+    var rawLength: Int
+    var rawCRC: UInt32
+}
+
+struct QuarantineFile {
+    static let name = "quarantine"
+
+    /// The valid entries and the offset after the last one (a torn entry at the end is ignored).
+    static func read(_ path: String) throws(FileQueueError) -> (entries: [QuarantineEntry], validEnd: Int64) {
+        guard let file = try FileDescriptor.openIfExists(path, O_RDONLY) else { return ([], 0) }
+        let bytes = try file.readAll(to: try file.size())
+        return bytes.withUnsafeBytes { buffer in
+            var entries: [QuarantineEntry] = []
+            var offset = 0
+            while isEntryHeader(buffer, offset) {
+                let header = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + QuarantineEntry.headerSize])
+                let rawLength = Int(Frame.load32(header, 4))
+                guard offset + QuarantineEntry.headerSize + rawLength <= buffer.count else { break }
+                let raw = UnsafeRawBufferPointer(
+                    rebasing: buffer[
+                        (offset + QuarantineEntry.headerSize)..<(offset + QuarantineEntry.headerSize + rawLength)])
+                let rawCRC = Frame.load32(header, 40)
+                guard crc32c(raw) == rawCRC else { break }
+                entries.append(
+                    QuarantineEntry(
+                        segment: Frame.load64(header, 8), offset: Int64(Frame.load64(header, 16)),
+                        previousSequence: Frame.load64(header, 24), nextSequence: Frame.load64(header, 32),
+                        rawLength: rawLength, rawCRC: rawCRC))
+                offset += QuarantineEntry.headerSize + rawLength
+            }
+            return (entries, Int64(offset))
+        }
+    }
+
+    /// True if a checked entry header starts at `offset`.
+    private static func isEntryHeader(_ buffer: UnsafeRawBufferPointer, _ offset: Int) -> Bool {
+        guard offset + QuarantineEntry.headerSize <= buffer.count else { return false }
+        let header = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + QuarantineEntry.headerSize])
+        guard Frame.load32(header, 0) == QuarantineEntry.magic,
+            crc32c(UnsafeRawBufferPointer(rebasing: header[0..<44])) == Frame.load32(header, 44)
+        else { return false }
+        return true
+    }
+
+    /// Appends `raw` (from `segment` at `offset`) and syncs, unless the same entry is already there.
+    static func append(
+        _ raw: [UInt8], segment: UInt64, offset: Int64, previousSequence: UInt64?, nextSequence: UInt64?,
+        path: String, sync: Bool
+    ) throws(FileQueueError) {
+        let rawCRC = raw.withUnsafeBytes { crc32c($0) }
+        let (entries, validEnd) = try read(path)
+        if entries.contains(where: {
+            $0.segment == segment && $0.offset == offset && $0.rawLength == raw.count && $0.rawCRC == rawCRC
+        }) {
+            return
+        }
+        var entry = [UInt8](repeating: 0, count: QuarantineEntry.headerSize)
+        entry.withUnsafeMutableBytes { header in
+            header.storeBytes(of: QuarantineEntry.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            header.storeBytes(of: UInt32(raw.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            header.storeBytes(of: segment.littleEndian, toByteOffset: 8, as: UInt64.self)
+            header.storeBytes(of: UInt64(offset).littleEndian, toByteOffset: 16, as: UInt64.self)
+            header.storeBytes(of: (previousSequence ?? 0).littleEndian, toByteOffset: 24, as: UInt64.self)
+            header.storeBytes(of: (nextSequence ?? 0).littleEndian, toByteOffset: 32, as: UInt64.self)
+            header.storeBytes(of: rawCRC.littleEndian, toByteOffset: 40, as: UInt32.self)
+            let headerCRC = crc32c(UnsafeRawBufferPointer(rebasing: header[0..<44]))
+            header.storeBytes(of: headerCRC.littleEndian, toByteOffset: 44, as: UInt32.self)
+        }
+        entry += raw
+        let file = try FileDescriptor.open(path, O_RDWR | O_CREAT)
+        do {
+            // A torn entry from an earlier crash is cut off so that the new entry is readable after it.
+            if try file.size() != validEnd { try file.truncate(to: validEnd) }
+            try file.write(entry, at: validEnd)
+            if sync { try file.sync() }
+        } catch {
+            try? file.truncate(to: validEnd)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import ArgumentParser
+import FileQueue
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Operator tool for a FileQueue directory: check it, show it, and (for crash tests) append and acknowledge.
+@main
+struct JetbridgeQueue: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jetbridge-queue",
+        abstract: "Inspect and check a Jetbridge file queue.",
+        discussion: """
+            Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
+            fsck, status and dump never change the queue; append and ack open it (which repairs it).
+            """,
+        subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]
+    )
+}
+
+/// Exits with the code sysexits gives for damaged input data.
+let exitDataError = ExitCode(65)
+
+struct Fsck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a queue without changing it; report torn tails and corrupt frames.",
+        discussion: "Exits 0 when no record is damaged, 65 when damage was found (the next open repairs it).")
+
+    @Argument(help: "The queue directory.") var directory: String
+    @Flag(help: "Print the report as JSON.") var json = false
+
+    func run() throws {
+        let report = try FileQueue.check(directory: URL(fileURLWithPath: directory))
+        if json {
+            try printJSON(report)
+        } else {
+            for problem in report.problems {
+                print(problem.kind.isDamage ? "DAMAGE" : "note", problem)
+            }
+            let status = report.status
+            print(
+                "\(status.segments) segments, \(status.records) records, \(status.quarantined) quarantined, "
+                    + (report.isClean ? "clean" : "\(report.problems.filter(\.kind.isDamage).count) damaged"))
+        }
+        if !report.isClean { throw exitDataError }
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show records, bytes, acknowledged position.")
+
+    @Argument(help: "The queue directory.") var directory: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let status = try FileQueue.check(directory: URL(fileURLWithPath: directory)).status
+        if json {
+            try printJSON(status)
+            return
+        }
+        let range = status.firstSequence.map { "\($0)…\(status.lastSequence ?? $0)" } ?? "none"
+        print(
+            """
+            records         \(status.records) (sequences \(range))
+            unacknowledged  \(status.unacknowledged)
+            acknowledged    through \(status.acknowledgedThrough)
+            bytes           \(status.bytes) in \(status.segments) segments
+            quarantined     \(status.quarantined)
+            unrepaired      \(status.unrepaired)
+            """)
+    }
+}
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print records: sequence, length, and payload (UTF-8 if printable, else hex).")
+
+    @Argument(help: "The queue directory.") var directory: String
+    @Option(help: "First sequence to print.") var from: UInt64 = 0
+
+    func run() throws {
+        try FileQueue.forEachRecord(directory: URL(fileURLWithPath: directory), from: from) { sequence, payload in
+            let bytes = Array(payload)
+            let text: String
+            if let string = String(validating: bytes, as: UTF8.self),
+                string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+            {
+                text = string
+            } else {
+                text = bytes.map { String(format: "%02x", $0) }.joined()
+            }
+            print("\(sequence)\t\(bytes.count)\t\(text)")
+        }
+    }
+}
+
+struct QueueOptions: ParsableArguments {
+    @Argument(help: "The queue directory.") var directory: String
+    @Option(help: "Segment size in bytes.") var segmentSize: Int = 8 << 20
+    @Option(help: "Cap on the bytes of all segments.") var maxTotalBytes: Int64?
+    @Flag(help: "Do not fsync (tests only).") var noSync = false
+    @Option(help: .hidden) var crashAt: String?
+
+    func open() throws -> FileQueue {
+        var configuration = FileQueue.Configuration(
+            segmentSize: segmentSize, maxTotalBytes: maxTotalBytes, syncPolicy: noSync ? .none : .always)
+        if let crashAt {
+            // Crash tests: die by SIGKILL at the named step, as a power cut or the OOM killer would.
+            configuration._stepHook = { step in
+                if step == crashAt { raise(SIGKILL) }
+            }
+        }
+        return try FileQueue.open(directory: URL(fileURLWithPath: directory), configuration: configuration)
+    }
+}
+
+struct Append: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Append records and print each sequence number once the record is durable.",
+        discussion: """
+            With --count, appends generated records "PREFIX:INDEX:" padded to --size bytes and prints
+            "INDEX SEQUENCE" per record; otherwise appends each line of standard input and prints its sequence.
+            """)
+
+    @OptionGroup var queue: QueueOptions
+    @Option(help: "Generate this many records instead of reading standard input.") var count: Int?
+    @Option(help: "Prefix of generated records.") var prefix = "r"
+    @Option(help: "Size of generated records in bytes.") var size = 64
+    @Option(help: "Records per append(contentsOf:) call (group commit).") var batch = 1
+
+    func run() throws {
+        let fileQueue = try queue.open()
+        if let count {
+            var index = 0
+            while index < count {
+                let indices = index..<min(count, index + max(1, batch))
+                let payloads = indices.map { Data(Self.record(prefix: prefix, index: $0, size: size).utf8) }
+                let sequences = try fileQueue.append(contentsOf: payloads)
+                for (offset, sequence) in sequences.enumerated() { emit("\(indices.lowerBound + offset) \(sequence)") }
+                index = indices.upperBound
+            }
+        } else {
+            while let line = readLine() {
+                emit(String(try fileQueue.append(Data(line.utf8))))
+            }
+        }
+    }
+
+    /// A self-describing record, so a reader can tell a whole one from a part: `prefix:index:` then dots.
+    static func record(prefix: String, index: Int, size: Int) -> String {
+        let head = "\(prefix):\(index):"
+        return head + String(repeating: ".", count: max(0, size - head.utf8.count))
+    }
+}
+
+struct Ack: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Acknowledge records through a sequence; deletes fully acknowledged segments.")
+
+    @OptionGroup var queue: QueueOptions
+    @Option(help: "Acknowledge every record up to this sequence.") var through: UInt64
+
+    func run() throws {
+        try queue.open().acknowledge(through: through)
+    }
+}
+
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// Writes a line to standard output at once (unbuffered): a crash test reads each line as proof of durability.
+func emit(_ line: String) {
+    var bytes = Array((line + "\n").utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + done, $0.count - done) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        done += n
+    }
+}

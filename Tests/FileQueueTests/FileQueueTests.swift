@@ -1,0 +1,159 @@
+import FileQueue
+import Foundation
+import Testing
+
+@Suite struct FileQueueTests {
+    @Test func appendsAndReadsInOrder() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue)
+        for index in 0..<10 {
+            #expect(try queue.append(payload(index)) == UInt64(index + 1))
+        }
+        let range = try queue.append(contentsOf: (10..<20).map { payload($0) })
+        #expect(range == 11...20)
+        let records = try readAll(queue)
+        #expect(records.map(\.sequence) == Array(1...20))
+        #expect(records.map(\.payload) == (0..<20).map { payload($0) })
+        #expect(try queue.read(from: 15, maxRecords: 3).map(\.sequence) == [15, 16, 17])
+        #expect(try queue.read(from: 21).isEmpty)
+    }
+
+    @Test func maxBytesLimitsButAlwaysReturnsOne() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue)
+        try queue.append(contentsOf: (0..<10).map { payload($0, size: 100) })
+        #expect(try queue.read(from: 1, maxBytes: 250).count == 2)
+        #expect(try queue.read(from: 1, maxBytes: 10).count == 1)
+    }
+
+    @Test func rotatesSegmentsAndSurvivesReopen() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = FileQueue.Configuration(segmentSize: 300)
+        do {
+            let queue = try FileQueue(directory: directory.queue, configuration: configuration)
+            for index in 0..<20 { try queue.append(payload(index)) }
+            try queue.append(contentsOf: (20..<50).map { payload($0) })
+            // One record larger than a segment gets a segment of its own.
+            try queue.append(payload(50, size: 1000))
+        }
+        let names = try segmentFiles(directory.queue).map(\.lastPathComponent)
+        #expect(names.count > 10)
+        #expect(names.first == "00000000000000000001.seg")
+        let queue = try FileQueue(directory: directory.queue, configuration: configuration)
+        let records = try readAll(queue)
+        #expect(records.map(\.sequence) == Array(1...51))
+        #expect(records.last?.payload.count == 1000)
+        #expect(try queue.append(payload(51)) == 52)
+        let status = try queue.status()
+        #expect(status.records == 52 && status.unacknowledged == 52 && status.segments == names.count + 1)
+        #expect(status.firstSequence == 1 && status.lastSequence == 52 && status.quarantined == 0)
+    }
+
+    @Test func groupCommitKeepsACallInOneSegmentUnlessItIsLargerThanOne() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue, configuration: .init(segmentSize: 1000))
+        try queue.append(contentsOf: (0..<5).map { payload($0, size: 100) })  // 620 bytes
+        try queue.append(contentsOf: (5..<10).map { payload($0, size: 100) })  // fits from its start: same segment
+        #expect(try segmentFiles(directory.queue).count == 1)
+        try queue.append(payload(10, size: 100))  // the tail is past the size: a new segment
+        #expect(try segmentFiles(directory.queue).map(\.lastPathComponent).last == "00000000000000000011.seg")
+        try queue.append(contentsOf: (11..<40).map { payload($0, size: 100) })  // larger than a segment: split
+        let sizes = try segmentFiles(directory.queue).map { try Data(contentsOf: $0).count }
+        #expect(sizes.count == 5 && sizes.allSatisfy { $0 < 2000 })
+        #expect(try readAll(queue).map(\.payload) == (0..<40).map { payload($0, size: 100) })
+    }
+
+    @Test func acknowledgementDeletesWholeSegmentsOnlyAndNeverReusesSequences() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = FileQueue.Configuration(segmentSize: 300)
+        let queue = try FileQueue(directory: directory.queue, configuration: configuration)
+        try queue.append(contentsOf: (0..<40).map { payload($0) })
+        let before = try segmentFiles(directory.queue).count
+        try queue.acknowledge(through: 17)
+        #expect(try queue.acknowledgedThrough == 17)
+        #expect(try segmentFiles(directory.queue).count < before)
+        // Unacknowledged records are all still there; the first remaining segment may hold acknowledged ones.
+        #expect(try readAll(queue, from: 18).map(\.sequence) == Array(18...40))
+        #expect(try readAll(queue).first!.sequence <= 18)
+        try queue.acknowledge(through: 5)
+        #expect(try queue.acknowledgedThrough == 17)
+        #expect(throws: FileQueueError.self) { try queue.acknowledge(through: 41) }
+        try queue.acknowledge(through: 40)
+        #expect(try segmentFiles(directory.queue).count == 1)
+        let reopened = try FileQueue(directory: directory.queue, configuration: configuration)
+        #expect(try reopened.append(payload(99)) == 41)
+        #expect(try reopened.status().unacknowledged == 1)
+    }
+
+    @Test func sizeCapRefusesAndKeepsWhatIsStored() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = FileQueue.Configuration(segmentSize: 1000, maxTotalBytes: 3000)
+        let queue = try FileQueue(directory: directory.queue, configuration: configuration)
+        var stored = 0
+        var refusal: FileQueueError?
+        while refusal == nil {
+            do {
+                try queue.append(payload(stored, size: 100))
+                stored += 1
+            } catch {
+                refusal = error
+            }
+        }
+        #expect(refusal?.code == .sizeCapReached)
+        #expect(stored == 3000 / 124)
+        #expect(throws: FileQueueError.self) { try queue.append(contentsOf: [payload(0), payload(1)]) }
+        #expect(try readAll(queue).map(\.payload) == (0..<stored).map { payload($0, size: 100) })
+        try queue.acknowledge(through: UInt64(stored))
+        #expect(try queue.append(payload(stored, size: 100)) == UInt64(stored + 1))
+    }
+
+    @Test func refusesBadInput() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue, configuration: .init(maxRecordSize: 10))
+        #expect { try queue.append(Data(count: 11)) } throws: { ($0 as? FileQueueError)?.code == .recordTooLarge }
+        #expect { try queue.append(contentsOf: [Data]()) } throws: { ($0 as? FileQueueError)?.code == .emptyBatch }
+        #expect(try queue.append(Data()) == 1)
+        #expect(try queue.read(from: 1).first?.payload == Data())
+    }
+
+    @Test func concurrentThreadsGetUniqueSequences() async throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(
+            directory: directory.queue, configuration: .init(segmentSize: 2000, syncPolicy: .none))
+        let sequences = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    try (0..<100).map { try queue.append(payload($0, prefix: "w\(worker)")) }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(Set(sequences).count == 400)
+        #expect(try readAll(queue).count == 400)
+    }
+
+    @Test func twoInstancesShareTheQueueLikeTwoProcesses() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = FileQueue.Configuration(segmentSize: 400, syncPolicy: .none)
+        let first = try FileQueue(directory: directory.queue, configuration: configuration)
+        let second = try FileQueue(directory: directory.queue, configuration: configuration)
+        var expected: [Data] = []
+        for index in 0..<60 {
+            let queue = index % 3 == 0 ? second : first
+            let data = payload(index)
+            if index % 7 == 0 {
+                try queue.append(contentsOf: [data, data])
+                expected += [data, data]
+            } else {
+                try queue.append(data)
+                expected.append(data)
+            }
+        }
+        #expect(try readAll(first).map(\.payload) == expected)
+        #expect(try readAll(second).map(\.sequence) == Array(1...UInt64(expected.count)))
+        try second.acknowledge(through: 30)
+        #expect(try first.acknowledgedThrough == 30)
+        #expect(try first.append(payload(100)) == UInt64(expected.count + 1))
+        #expect(try readAll(second, from: 31).count == expected.count - 30 + 1)
+    }
+}
