@@ -34,12 +34,18 @@ let package = Package(
         ),
 
         // MARK: ZeroMQ
-        .systemLibrary(name: "CZeroMQ", pkgConfig: "libzmq", providers: [.apt(["libzmq3-dev"])]),
+        // No pkgConfig: Debian's libzmq.pc adds krb5 -isystem flags SwiftPM refuses; zmq.h is on the default path.
+        .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"]), .brew(["zeromq"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
         .executableTarget(name: "zeromq-test-peer", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTestPeer"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "zeromq-test-peer"]),
         .executableTarget(name: "zeromq-benchmark", dependencies: ["ZeroMQ"], path: "Benchmarks/ZeroMQBenchmark"),
-        .executableTarget(name: "zeromq-c-baseline", dependencies: ["CZeroMQ"], path: "Benchmarks/ZeroMQCBaseline"),
+        .executableTarget(
+            name: "zeromq-c-baseline",
+            dependencies: ["CZeroMQ"],
+            path: "Benchmarks/ZeroMQCBaseline",
+            linkerSettings: [.linkedLibrary("zmq")]
+        ),
 
         // MARK: Queue
         .target(name: "CCRC32C"),
