@@ -39,7 +39,8 @@ func randomUUID(_ rng: inout SplitMix) -> UUID {
         UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
         UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
         UInt8(truncatingIfNeeded: a >> 48) & 0x0F | 0x40, UInt8(truncatingIfNeeded: a >> 56),
-        UInt8(truncatingIfNeeded: b) & 0x3F | 0x80, UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16),
+        UInt8(truncatingIfNeeded: b) & 0x3F | 0x80, UInt8(truncatingIfNeeded: b >> 8),
+        UInt8(truncatingIfNeeded: b >> 16),
         UInt8(truncatingIfNeeded: b >> 24), UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40),
         UInt8(truncatingIfNeeded: b >> 48), UInt8(truncatingIfNeeded: b >> 56)
     )
@@ -48,7 +49,9 @@ func randomUUID(_ rng: inout SplitMix) -> UUID {
 
 let flights = (1...20).map { try! FlightID("ZA\(100 + $0)/2026-11-21") }
 let seats = (1...30).flatMap { row in ["A", "B", "C", "D", "E", "F"].map { try! Seat("\(row)\($0)") } }
-let menu = [Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300), Item(name: "Popcorn", unitPrice: 400)]
+let menu = [
+    Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300), Item(name: "Popcorn", unitPrice: 400),
+]
 let owner = try! Owner(initial: "D", family: "ZMU")
 let devices = (1...10).map { "cart-\($0)" }
 let start = Date(timeIntervalSince1970: 1_795_250_000)
@@ -88,7 +91,8 @@ func makeGroup(_ group: Int, _ rng: inout SplitMix) -> [IncomingBatch] {
                 return IncomingRecord(record: .scan(scan), bytes: payload(170, &rng))
             }
         }
-        return IncomingBatch(device: device, first: UInt64(batchIndex * batchSize + 1),
+        return IncomingBatch(
+            device: device, first: UInt64(batchIndex * batchSize + 1),
             last: UInt64((batchIndex + 1) * batchSize), records: records)
     }
 }
@@ -124,12 +128,19 @@ do {
         storeSeconds += now() - t0
         new += outcomes.reduce(0) { $0 + $1.new }
     }
-    let t0 = now()
+    var t0 = now()
     try store.checkpoint()
     let checkpointSeconds = now() - t0
+    t0 = now()
+    let bags = try store.bags().count
+    print(
+        "bags:   \(bags) bags merged from \(records / 2) scans through BagState in \(String(format: "%.2f", now() - t0)) s"
+    )
     try store.close()
     precondition(new == records, "expected \(records) new records, got \(new)")
-    print("store:  \(records) records in \(String(format: "%.2f", storeSeconds)) s (checkpoint afterwards: \(String(format: "%.2f", checkpointSeconds)) s, not counted)")
+    print(
+        "store:  \(records) records in \(String(format: "%.2f", storeSeconds)) s (checkpoint afterwards: \(String(format: "%.2f", checkpointSeconds)) s, not counted)"
+    )
 }
 let storeRSS = peakRSS()
 
@@ -146,9 +157,12 @@ do {
     var db: OpaquePointer?
     check(sqlite3_open(directory.appendingPathComponent("direct.sqlite").path, &db), db, "open")
     func exec(_ sql: String) { check(sqlite3_exec(db, sql, nil, nil, nil), db, sql) }
-    exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 100000")
+    exec(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 100000"
+    )
     // The store's tables and indexes, without its constraints' upserts, statistics and receipt marks.
-    exec("""
+    exec(
+        """
         CREATE TABLE orders (id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
             device TEXT NOT NULL, record BLOB NOT NULL);
         CREATE UNIQUE INDEX orders_id ON orders(id);
@@ -161,7 +175,9 @@ do {
     var insertOrder: OpaquePointer?
     var insertScan: OpaquePointer?
     check(sqlite3_prepare_v2(db, "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)", -1, &insertOrder, nil), db, "prepare")
-    check(sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db, "prepare")
+    check(
+        sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db,
+        "prepare")
     let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
     func bind(_ statement: OpaquePointer?, _ index: Int32, _ uuid: UUID) {
         var bytes = uuid.uuid

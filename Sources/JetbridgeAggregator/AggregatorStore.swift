@@ -132,7 +132,8 @@ public final class AggregatorStore: Sendable {
                 batch.device, now.timeIntervalSince1970, batch.records.count, new, duplicates,
             ])
             outcomes.append(
-                BatchOutcome(device: batch.device, first: batch.first, last: batch.last, new: new, duplicates: duplicates))
+                BatchOutcome(
+                    device: batch.device, first: batch.first, last: batch.last, new: new, duplicates: duplicates))
         }
         if !dirty.isEmpty {
             let markDirty = try db.cachedStatement(sql: markDirtySQL)

@@ -165,6 +165,7 @@ public struct ReceiptWriter: Sendable {
         guard name.hasPrefix("."), name.hasSuffix(".tmp") else { return false }
         let inner = name.dropFirst().dropLast(4)
         guard let dot = inner.lastIndex(of: ".") else { return false }
-        return ownedStem(of: String(inner[..<dot])) != nil && UUID(uuidString: String(inner[inner.index(after: dot)...])) != nil
+        return ownedStem(of: String(inner[..<dot])) != nil
+            && UUID(uuidString: String(inner[inner.index(after: dot)...])) != nil
     }
 }

@@ -188,7 +188,8 @@ public struct ReportRenderer: Sendable {
         for row in table.rows {
             out += "<tr>"
             for (index, cell) in row.enumerated() {
-                out += (table.columns[index].numeric ? "<td class=\"n\">" : "<td>") + Self.escape(cell.display) + "</td>"
+                out +=
+                    (table.columns[index].numeric ? "<td class=\"n\">" : "<td>") + Self.escape(cell.display) + "</td>"
             }
             out += "</tr>\n"
         }
@@ -212,7 +213,8 @@ public struct ReportRenderer: Sendable {
             let y = index * rowHeight + 2
             let length = largest > 0 ? Int((bar.value / largest * Double(barSpace)).rounded()) : 0
             out += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(bar.label))</text>"
-            out += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" fill=\"#3b6fb6\"/>"
+            out +=
+                "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" fill=\"#3b6fb6\"/>"
             out += "<text x=\"\(labelWidth + length + 6)\" y=\"\(y + 15)\">\(escape(bar.display))</text>\n"
         }
         return out + "</svg>"

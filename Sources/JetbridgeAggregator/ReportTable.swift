@@ -193,7 +193,9 @@ extension ReportTable {
             charts: [
                 Chart(
                     title: "Records by device",
-                    bars: report.devices.map { .init(label: $0.device, value: Double($0.records), display: String($0.records)) }
+                    bars: report.devices.map {
+                        .init(label: $0.device, value: Double($0.records), display: String($0.records))
+                    }
                 ),
                 Chart(
                     title: "Duplicates and rejected batches by device",

@@ -24,7 +24,11 @@ struct ReceiptTests {
         #expect(try writer.refreshDirty(store) == 2)
         #expect(try store.dirtyReceiptCount() == 0)
         let files = try contents(fixture.receipts)
-        #expect(Set(files.keys) == ["ZA101_2026-11-21_17B.txt", "ZA101_2026-11-21_17B.json", "ZA101_2026-11-21_3A.txt", "ZA101_2026-11-21_3A.json"])
+        #expect(
+            Set(files.keys) == [
+                "ZA101_2026-11-21_17B.txt", "ZA101_2026-11-21_17B.json", "ZA101_2026-11-21_3A.txt",
+                "ZA101_2026-11-21_3A.json",
+            ])
         let expected = try Receipt(flight: flightA, seat: Seat("17B"), orders: orders(records))
         #expect(files["ZA101_2026-11-21_17B.txt"] == Data(expected.text.utf8))
         #expect(files["ZA101_2026-11-21_17B.json"] == (try ReceiptWriter.json(expected)))
@@ -87,7 +91,9 @@ struct ReceiptTests {
         let writer = fixture.writer()
         _ = try store.apply([batch("cart-1", 1, [order(1, seat: "17B"), order(2, seat: "17B")])])
         try writer.refreshDirty(store)
-        _ = try store.apply([batch("cart-1", 3, [order(1, revision: 2, seat: "18C"), order(2, revision: 2, seat: "18C")])])
+        _ = try store.apply([
+            batch("cart-1", 3, [order(1, revision: 2, seat: "18C"), order(2, revision: 2, seat: "18C")])
+        ])
         #expect(try store.dirtyReceiptCount() == 2)
         try writer.refreshDirty(store)
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: fixture.receipts.path))
@@ -105,7 +111,8 @@ struct ReceiptTests {
         try writer.write(changed)
         let names = try FileManager.default.contentsOfDirectory(atPath: fixture.receipts.path).sorted()
         #expect(names == [receipt.fileStem + ".json", receipt.fileStem + ".txt"])
-        let text = try String(contentsOf: fixture.receipts.appendingPathComponent(receipt.fileStem + ".txt"), encoding: .utf8)
+        let text = try String(
+            contentsOf: fixture.receipts.appendingPathComponent(receipt.fileStem + ".txt"), encoding: .utf8)
         #expect(text == changed.text)
     }
 }

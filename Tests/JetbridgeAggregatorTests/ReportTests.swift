@@ -99,7 +99,9 @@ struct ReportTests {
         _ = try store.apply([batch("cart-1", 1, [order(1, lines: [(odd, 2), (peanuts, 1)])])])
         let csv = ReportRenderer().render(.items(try store.itemReport()), as: .csv)
         #expect(
-            csv == "name,currency,count,revenue,flights\r\n\"Chips, \"\"salted\"\"\",USD,2,500,1\r\nPeanuts,USD,1,200,1\r\n")
+            csv
+                == "name,currency,count,revenue,flights\r\n\"Chips, \"\"salted\"\"\",USD,2,500,1\r\nPeanuts,USD,1,200,1\r\n"
+        )
         let devices = DeviceReport(devices: [
             DeviceStatistics(
                 device: "cart-1", lastSync: nil, batches: 0, records: 0, new: 0, duplicates: 0, rejects: 1,

@@ -67,7 +67,9 @@ func scan(
 ) -> Record {
     .scan(
         Scan(
-            id: uuid(n), tag: LuggageTag(id: uuid(1_000_000 + tag), owner: try! Owner(initial: owner.0, family: owner.1), weight: weight),
+            id: uuid(n),
+            tag: LuggageTag(
+                id: uuid(1_000_000 + tag), owner: try! Owner(initial: owner.0, family: owner.1), weight: weight),
             point: point, scannedAt: date(seconds), flight: flight, device: device))
 }
 
