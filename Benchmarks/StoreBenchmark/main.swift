@@ -103,6 +103,15 @@ func peakRSS() -> String {
     return line.dropFirst(6).trimmingCharacters(in: .whitespaces)
 }
 
+/// User plus system CPU seconds of this process: on a machine shared with other builds, CPU time per record says
+/// more than wall time.
+func cpu() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 func now() -> Double {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
@@ -115,6 +124,8 @@ let records = groups * batchSize * batchesPerTransaction
 // MARK: Store
 
 var storeSeconds = 0.0
+var storeCPU = 0.0
+var storeRSS = ""
 do {
     let store = try AggregatorStore(
         path: directory.appendingPathComponent("store.sqlite").path,
@@ -124,10 +135,13 @@ do {
     for group in 0..<groups {
         let batches = makeGroup(group, &rng)
         let t0 = now()
+        let c0 = cpu()
         let outcomes = try store.apply(batches)
         storeSeconds += now() - t0
+        storeCPU += cpu() - c0
         new += outcomes.reduce(0) { $0 + $1.new }
     }
+    storeRSS = peakRSS()
     var t0 = now()
     try store.checkpoint()
     let checkpointSeconds = now() - t0
@@ -142,7 +156,6 @@ do {
         "store:  \(records) records in \(String(format: "%.2f", storeSeconds)) s (checkpoint afterwards: \(String(format: "%.2f", checkpointSeconds)) s, not counted)"
     )
 }
-let storeRSS = peakRSS()
 
 // MARK: Direct
 
@@ -153,6 +166,7 @@ func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
 }
 
 var directSeconds = 0.0
+var directCPU = 0.0
 do {
     var db: OpaquePointer?
     check(sqlite3_open(directory.appendingPathComponent("direct.sqlite").path, &db), db, "open")
@@ -200,6 +214,7 @@ do {
     for group in 0..<groups {
         let batches = makeGroup(group, &rng)
         t0 = now()
+        let c0 = cpu()
         for batch in batches {
             for incoming in batch.records {
                 switch incoming.record {
@@ -226,10 +241,13 @@ do {
             }
         }
         directSeconds += now() - t0
+        directCPU += cpu() - c0
     }
     t0 = now()
+    let c0 = cpu()
     exec("COMMIT")
     directSeconds += now() - t0
+    directCPU += cpu() - c0
     sqlite3_finalize(insertOrder)
     sqlite3_finalize(insertScan)
     sqlite3_close(db)
@@ -239,8 +257,8 @@ do {
 let storeRate = Double(records) / storeSeconds
 let directRate = Double(records) / directSeconds
 print("")
-print("                      records/s")
-print(String(format: "store (20 batches/tx) %9.0f", storeRate))
-print(String(format: "direct (one tx)       %9.0f", directRate))
-print(String(format: "ratio store/direct    %9.2f", storeRate / directRate))
-print("peak RSS after store run: \(storeRSS); after both: \(peakRSS())")
+print("                      records/s   CPU µs/record")
+print(String(format: "store (20 batches/tx) %9.0f   %13.2f", storeRate, storeCPU / Double(records) * 1e6))
+print(String(format: "direct (one tx)       %9.0f   %13.2f", directRate, directCPU / Double(records) * 1e6))
+print(String(format: "ratio store/direct    %9.2f   %13.2f", storeRate / directRate, directCPU / storeCPU))
+print("peak RSS after applying: \(storeRSS); after the bag merge and the direct run: \(peakRSS())")
