@@ -180,7 +180,7 @@ do {
         CREATE TABLE orders (id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
             device TEXT NOT NULL, record BLOB NOT NULL);
         CREATE UNIQUE INDEX orders_id ON orders(id);
-        CREATE INDEX orders_flight_seat ON orders(flight, seat);
+        CREATE INDEX orders_flight ON orders(flight);
         CREATE TABLE scans (id BLOB NOT NULL, flight TEXT NOT NULL, tag BLOB NOT NULL, point INTEGER NOT NULL,
             scanned_at REAL NOT NULL, owner TEXT NOT NULL, weight REAL NOT NULL, device TEXT NOT NULL,
             record BLOB NOT NULL);

@@ -16,7 +16,7 @@ extension AggregatorStore {
         return result
     }
 
-    /// Every order at its latest revision, decoded from its stored bytes, by flight then seat.
+    /// Every order at its latest revision, decoded from its stored bytes, by flight, then in order of first arrival.
     ///
     /// - Parameter flight: Only this flight's orders, or all when `nil`.
     /// - Throws: `DatabaseError`, or ``StoreError`` when stored bytes no longer decode.
@@ -24,10 +24,10 @@ extension AggregatorStore {
         try pool.read { db in
             if let flight {
                 return try decodeOrders(
-                    db, sql: "SELECT record FROM orders WHERE flight = ? ORDER BY seat, rowid",
+                    db, sql: "SELECT record FROM orders WHERE flight = ? ORDER BY rowid",
                     arguments: [flight.rawValue])
             }
-            return try decodeOrders(db, sql: "SELECT record FROM orders ORDER BY flight, seat, rowid", arguments: [])
+            return try decodeOrders(db, sql: "SELECT record FROM orders ORDER BY flight, rowid", arguments: [])
         }
     }
 
@@ -47,15 +47,21 @@ extension AggregatorStore {
         return orders.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: orders)
     }
 
-    /// Every (flight, seat) that has orders, sorted; read from the `orders(flight, seat)` index alone.
-    func receiptSeats() throws -> [(flight: FlightID, seat: Seat)] {
+    /// Every flight that has orders, sorted; read from the `orders(flight)` index alone.
+    func flightsWithOrders() throws -> [FlightID] {
         try pool.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT DISTINCT flight, seat FROM orders ORDER BY flight, seat")
-            var result: [(flight: FlightID, seat: Seat)] = []
-            while let row = try rows.next() {
-                result.append((try flightID(row[0]), try seatValue(row[1])))
-            }
-            return result.sorted { ($0.flight, $0.seat) < ($1.flight, $1.seat) }
+            try String.fetchAll(db, sql: "SELECT DISTINCT flight FROM orders ORDER BY flight").map(flightID)
+        }
+    }
+
+    /// Every receipt of one flight, sorted by seat, from one read of the flight's orders.
+    ///
+    /// - Throws: `DatabaseError`, ``StoreError``, or ``ValidationError`` (an amount overflows, two currencies).
+    public func receipts(flight: FlightID) throws -> [Receipt] {
+        try pool.read { db in
+            try Receipt.all(
+                orders: decodeOrders(
+                    db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue]))
         }
     }
 
@@ -70,18 +76,42 @@ extension AggregatorStore {
 
     /// Up to `limit` marked seats and their receipts, read in one snapshot so each receipt covers at least the
     /// orders that marked it.
+    ///
+    /// Orders are read once per flight through the `orders(flight)` index, and only the marked seats' records are
+    /// decoded.
     func dirtyReceipts(limit: Int) throws -> [DirtyReceipt] {
         try pool.read { db in
-            let rows = try Row.fetchAll(
+            let marks = try Row.fetchAll(
                 db, sql: "SELECT flight, seat, generation FROM dirty_receipts ORDER BY flight, seat LIMIT ?",
                 arguments: [limit])
-            return try rows.map { row in
-                let flight = try flightID(row[0])
-                let seat = try seatValue(row[1])
-                return DirtyReceipt(
-                    flight: flight, seat: seat, generation: row[2],
-                    receipt: try receipt(flight: flight, seat: seat, in: db))
+            var result: [DirtyReceipt] = []
+            var index = 0
+            while index < marks.count {
+                let flightText: String = marks[index][0]
+                var seats: [String: Int64] = [:]
+                while index < marks.count, (marks[index][0] as String) == flightText {
+                    seats[marks[index][1]] = marks[index][2]
+                    index += 1
+                }
+                let flight = try flightID(flightText)
+                var orders: [String: [Order]] = [:]
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT seat, record FROM orders WHERE flight = ?", arguments: [flightText])
+                while let row = try rows.next() {
+                    let seat: String = row[0]
+                    guard seats[seat] != nil else { continue }
+                    orders[seat, default: []].append(try decodeOrder(row[1]))
+                }
+                for (seatText, generation) in seats.sorted(by: { $0.key < $1.key }) {
+                    let seat = try seatValue(seatText)
+                    let mine = orders[seatText] ?? []
+                    result.append(
+                        DirtyReceipt(
+                            flight: flight, seat: seat, generation: generation,
+                            receipt: mine.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: mine)))
+                }
             }
+            return result
         }
     }
 
@@ -106,21 +136,22 @@ extension AggregatorStore {
     func decodeOrders(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Order] {
         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
         var orders: [Order] = []
-        while let row = try rows.next() {
-            let bytes: Data = row[0]
-            let record: JetbridgeModel.Record
-            do { record = try decoder(bytes) } catch {
-                throw StoreError(
-                    .undecodableRecord,
-                    "a stored order no longer decodes (\(error)); open the store with the codec it was written with",
-                    path: path)
-            }
-            guard case .order(let order) = record else {
-                throw StoreError(.corruptRow, "a row of the orders table holds a \(record) record", path: path)
-            }
-            orders.append(order)
-        }
+        while let row = try rows.next() { orders.append(try decodeOrder(row[0])) }
         return orders
+    }
+
+    func decodeOrder(_ bytes: Data) throws -> Order {
+        let record: JetbridgeModel.Record
+        do { record = try decoder(bytes) } catch {
+            throw StoreError(
+                .undecodableRecord,
+                "a stored order no longer decodes (\(error)); open the store with the codec it was written with",
+                path: path)
+        }
+        guard case .order(let order) = record else {
+            throw StoreError(.corruptRow, "a row of the orders table holds a \(record) record", path: path)
+        }
+        return order
     }
 
     /// Streams merged bags one flight at a time, flights in order, bags in tag id order.

@@ -83,10 +83,12 @@ public struct ReceiptWriter: Sendable {
     public func rebuildAll(_ store: AggregatorStore) throws -> RebuildSummary {
         try prepareDirectory()
         var produced: Set<String> = []
-        for (flight, seat) in try store.receiptSeats() {
-            guard let receipt = try store.receipt(flight: flight, seat: seat) else { continue }
-            try replace(receipt)
-            produced.insert(receipt.fileStem)
+        // One flight's orders in memory at a time; the directory is synced once at the end.
+        for flight in try store.flightsWithOrders() {
+            for receipt in try store.receipts(flight: flight) {
+                try replace(receipt)
+                produced.insert(receipt.fileStem)
+            }
         }
         var removed = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {

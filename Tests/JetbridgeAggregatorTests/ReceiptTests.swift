@@ -37,6 +37,28 @@ struct ReceiptTests {
         #expect(try writer.refreshDirty(store) == 0)
     }
 
+    @Test func refreshCoversMoreSeatsThanOneChunkOverSeveralFlights() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let letters = ["A", "B", "C", "D", "E", "F"]
+        let records = (0..<600).map { n in
+            order(n, flight: n % 2 == 0 ? flightA : flightB, seat: "\(n / 12 + 1)\(letters[n / 2 % 6])", at: Double(n))
+        }
+        _ = try store.apply([batch("cart-1", 1, records)])
+        #expect(try store.dirtyReceiptCount() == 600)
+        #expect(try fixture.writer().refreshDirty(store) == 600)
+        #expect(try store.dirtyReceiptCount() == 0)
+        let expected = try Receipt.all(orders: orders(records))
+        #expect(expected.count == 600)
+        let files = try contents(fixture.receipts)
+        #expect(files.count == 1_200)
+        for receipt in expected {
+            #expect(files[receipt.fileStem + ".txt"] == Data(receipt.text.utf8))
+        }
+        #expect(try store.receipts(flight: flightB) == expected.filter { $0.flight == flightB })
+    }
+
     @Test func rebuildIsByteIdenticalAndRemovesOnlyStaleFilesItOwns() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
