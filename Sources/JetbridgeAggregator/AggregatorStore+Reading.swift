@@ -74,16 +74,20 @@ extension AggregatorStore {
         var receipt: Receipt?
     }
 
-    /// Up to `limit` marked seats and their receipts, read in one snapshot so each receipt covers at least the
+    /// Up to `limit` marked seats after `after` in (flight, seat) text order, and their receipts, read in one snapshot so each receipt covers at least the
     /// orders that marked it.
     ///
     /// Orders are read once per flight through the `orders(flight)` index, and only the marked seats' records are
     /// decoded.
-    func dirtyReceipts(limit: Int) throws -> [DirtyReceipt] {
+    func dirtyReceipts(after: (flight: FlightID, seat: Seat)?, limit: Int) throws -> [DirtyReceipt] {
         try pool.read { db in
             let marks = try Row.fetchAll(
-                db, sql: "SELECT flight, seat, generation FROM dirty_receipts ORDER BY flight, seat LIMIT ?",
-                arguments: [limit])
+                db,
+                sql: """
+                    SELECT flight, seat, generation FROM dirty_receipts WHERE (flight, seat) > (?, ?)
+                    ORDER BY flight, seat LIMIT ?
+                    """,
+                arguments: [after?.flight.rawValue ?? "", after?.seat.rawValue ?? "", limit])
             var result: [DirtyReceipt] = []
             var index = 0
             while index < marks.count {

@@ -42,13 +42,12 @@ public struct ReceiptWriter: Sendable {
     @discardableResult
     public func refreshDirty(_ store: AggregatorStore) throws -> Int {
         var refreshed = 0
-        var seen: Set<String> = []
+        // Walk the marks in key order, so seats a busy writer keeps marking cannot starve the others; whatever is
+        // marked again behind the walk waits for the next call.
+        var after: (flight: FlightID, seat: Seat)?
         while true {
-            let chunk = try store.dirtyReceipts(limit: Self.refreshChunk)
-            // A seat marked again while we wrote it comes back; once every seat of a chunk has been seen in this
-            // call, stop rather than chase a writer that keeps marking the same seats.
-            let fresh = chunk.filter { !seen.contains(Self.stem(flight: $0.flight, seat: $0.seat)) }
-            if chunk.isEmpty || fresh.isEmpty { break }
+            let chunk = try store.dirtyReceipts(after: after, limit: Self.refreshChunk)
+            guard let last = chunk.last else { break }
             try prepareDirectory()
             for entry in chunk {
                 if let receipt = entry.receipt {
@@ -56,12 +55,12 @@ public struct ReceiptWriter: Sendable {
                 } else {
                     try removeFiles(stem: Self.stem(flight: entry.flight, seat: entry.seat))
                 }
-                seen.insert(Self.stem(flight: entry.flight, seat: entry.seat))
             }
             try FileSystem.syncDirectory(directory.path)
             try store.clearDirty(chunk)
             refreshed += chunk.count
             if chunk.count < Self.refreshChunk { break }
+            after = (last.flight, last.seat)
         }
         if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(refreshed)"]) }
         return refreshed
