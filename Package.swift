@@ -85,6 +85,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .testTarget(name: "JetbridgeAggregatorTests", dependencies: ["JetbridgeAggregator", "JetbridgeModel"]),
+        .executableTarget(
+            name: "store-benchmark",
+            dependencies: [
+                "JetbridgeAggregator", "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/StoreBenchmark"
+        ),
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [

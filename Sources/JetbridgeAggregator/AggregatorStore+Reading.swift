@@ -1,0 +1,218 @@
+import Foundation
+internal import GRDB
+public import JetbridgeModel
+
+extension AggregatorStore {
+    /// Every bag, merged from its scans by JetbridgeModel's ``BagState``, sorted by flight, then tag id.
+    ///
+    /// - Parameter flight: Only this flight's bags, or all when `nil`.
+    /// - Returns: One state per (flight, tag id).
+    /// - Throws: `DatabaseError`, or ``StoreError`` for a row the store could not have written.
+    public func bags(flight: FlightID? = nil) throws -> [BagState] {
+        var result: [BagState] = []
+        try pool.read { db in
+            try Self.forEachBagGroup(flight: flight, in: db) { _, bags in result += bags }
+        }
+        return result
+    }
+
+    /// Every order at its latest revision, decoded from its stored bytes, by flight, then in order of first arrival.
+    ///
+    /// - Parameter flight: Only this flight's orders, or all when `nil`.
+    /// - Throws: `DatabaseError`, or ``StoreError`` when stored bytes no longer decode.
+    public func orders(flight: FlightID? = nil) throws -> [Order] {
+        try pool.read { db in
+            if let flight {
+                return try decodeOrders(
+                    db, sql: "SELECT record FROM orders WHERE flight = ? ORDER BY rowid",
+                    arguments: [flight.rawValue])
+            }
+            return try decodeOrders(db, sql: "SELECT record FROM orders ORDER BY flight, rowid", arguments: [])
+        }
+    }
+
+    /// The receipt for one seat from the orders stored now, or `nil` when the seat has no orders (any more).
+    ///
+    /// - Throws: `DatabaseError`, ``StoreError``, or ``ValidationError`` (an amount overflows, two currencies).
+    public func receipt(flight: FlightID, seat: Seat) throws -> Receipt? {
+        try pool.read { db in try receipt(flight: flight, seat: seat, in: db) }
+    }
+
+    // MARK: Internals shared with reports and receipts
+
+    func receipt(flight: FlightID, seat: Seat, in db: Database) throws -> Receipt? {
+        let orders = try decodeOrders(
+            db, sql: "SELECT record FROM orders WHERE flight = ? AND seat = ?",
+            arguments: [flight.rawValue, seat.rawValue])
+        return orders.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: orders)
+    }
+
+    /// Every flight that has orders, sorted; read from the `orders(flight)` index alone.
+    func flightsWithOrders() throws -> [FlightID] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT DISTINCT flight FROM orders ORDER BY flight").map(flightID)
+        }
+    }
+
+    /// Every receipt of one flight, sorted by seat, from one read of the flight's orders.
+    ///
+    /// - Throws: `DatabaseError`, ``StoreError``, or ``ValidationError`` (an amount overflows, two currencies).
+    public func receipts(flight: FlightID) throws -> [Receipt] {
+        try pool.read { db in
+            try Receipt.all(
+                orders: decodeOrders(
+                    db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue]))
+        }
+    }
+
+    /// A seat marked for a receipt rewrite, with the receipt as of the same snapshot (`nil`: remove it).
+    struct DirtyReceipt: Sendable {
+        var flight: FlightID
+        var seat: Seat
+        /// Raised by every later mark; clearing only removes the mark if it is unchanged.
+        var generation: Int64
+        var receipt: Receipt?
+    }
+
+    /// Up to `limit` marked seats after `after` in (flight, seat) text order, and their receipts, read in one snapshot so each receipt covers at least the
+    /// orders that marked it.
+    ///
+    /// Orders are read once per flight through the `orders(flight)` index, and only the marked seats' records are
+    /// decoded.
+    func dirtyReceipts(after: (flight: FlightID, seat: Seat)?, limit: Int) throws -> [DirtyReceipt] {
+        try pool.read { db in
+            let marks = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT flight, seat, generation FROM dirty_receipts WHERE (flight, seat) > (?, ?)
+                    ORDER BY flight, seat LIMIT ?
+                    """,
+                arguments: [after?.flight.rawValue ?? "", after?.seat.rawValue ?? "", limit])
+            var result: [DirtyReceipt] = []
+            var index = 0
+            while index < marks.count {
+                let flightText: String = marks[index][0]
+                var seats: [String: Int64] = [:]
+                while index < marks.count, (marks[index][0] as String) == flightText {
+                    seats[marks[index][1]] = marks[index][2]
+                    index += 1
+                }
+                let flight = try flightID(flightText)
+                var orders: [String: [Order]] = [:]
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT seat, record FROM orders WHERE flight = ?", arguments: [flightText])
+                while let row = try rows.next() {
+                    let seat: String = row[0]
+                    guard seats[seat] != nil else { continue }
+                    orders[seat, default: []].append(try decodeOrder(row[1]))
+                }
+                for (seatText, generation) in seats.sorted(by: { $0.key < $1.key }) {
+                    let seat = try seatValue(seatText)
+                    let mine = orders[seatText] ?? []
+                    result.append(
+                        DirtyReceipt(
+                            flight: flight, seat: seat, generation: generation,
+                            receipt: mine.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: mine)))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Removes the marks of receipts that were written, unless a newer commit marked them again meanwhile.
+    func clearDirty(_ done: [DirtyReceipt]) throws {
+        guard !done.isEmpty else { return }
+        try pool.write { db in
+            let delete = try db.cachedStatement(
+                sql: "DELETE FROM dirty_receipts WHERE flight = ? AND seat = ? AND generation = ?")
+            for entry in done {
+                try delete.execute(arguments: [entry.flight.rawValue, entry.seat.rawValue, entry.generation])
+            }
+        }
+    }
+
+    /// How many seats wait for a receipt rewrite.
+    public func dirtyReceiptCount() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM dirty_receipts") ?? 0 }
+    }
+
+    /// Decodes the `record` column of every row `sql` selects as an order.
+    func decodeOrders(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Order] {
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        var orders: [Order] = []
+        while let row = try rows.next() { orders.append(try decodeOrder(row[0])) }
+        return orders
+    }
+
+    func decodeOrder(_ bytes: Data) throws -> Order {
+        let record: JetbridgeModel.Record
+        do { record = try decoder(bytes) } catch {
+            throw StoreError(
+                .undecodableRecord,
+                "a stored order no longer decodes (\(error)); open the store with the codec it was written with",
+                path: path)
+        }
+        guard case .order(let order) = record else {
+            throw StoreError(.corruptRow, "a row of the orders table holds a \(record) record", path: path)
+        }
+        return order
+    }
+
+    /// Streams merged bags one flight at a time, flights in order, bags in tag id order.
+    ///
+    /// Scans are read sorted by (flight, tag) and folded through ``BagState`` as they come, so memory holds one
+    /// flight's bags, and the merge rules stay JetbridgeModel's.
+    static func forEachBagGroup(
+        flight: FlightID?, in db: Database, _ body: (FlightID, [BagState]) throws -> Void
+    ) throws {
+        let columns = "flight, tag, owner, weight, point, scanned_at, id, device"
+        let rows =
+            if let flight {
+                try Row.fetchCursor(
+                    db, sql: "SELECT \(columns) FROM scans WHERE flight = ? ORDER BY tag", arguments: [flight.rawValue])
+            } else {
+                try Row.fetchCursor(db, sql: "SELECT \(columns) FROM scans ORDER BY flight, tag")
+            }
+        var currentFlightText = ""
+        var currentFlight: FlightID?
+        var group: [BagState] = []
+        while let row = try rows.next() {
+            let flightText: String = row[0]
+            if flightText != currentFlightText {
+                if let currentFlight, !group.isEmpty { try body(currentFlight, group) }
+                group = []
+                currentFlightText = flightText
+                currentFlight = try flightID(flightText)
+            }
+            let ownerText: String = row[2]
+            let owner: Owner
+            do {
+                owner = try Owner(initial: String(ownerText.prefix(1)), family: String(ownerText.dropFirst()))
+            } catch {
+                throw StoreError(.corruptRow, "stored owner '\(ownerText)' is invalid: \(error)", path: "scans.owner")
+            }
+            let scan = Scan(
+                id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]),
+                point: (row[4] as Int) == 0 ? .origin : .destination,
+                scannedAt: Date(timeIntervalSinceReferenceDate: row[5]), flight: currentFlight!, device: row[7])
+            if let last = group.last, last.tagID == scan.tag.id {
+                group[group.count - 1].apply(scan)
+            } else {
+                group.append(BagState(scan: scan))
+            }
+        }
+        if let currentFlight, !group.isEmpty { try body(currentFlight, group) }
+    }
+}
+
+func flightID(_ text: String) throws -> FlightID {
+    do { return try FlightID(text) } catch {
+        throw StoreError(.corruptRow, "stored flight '\(text)' is invalid: \(error)", path: "flight")
+    }
+}
+
+func seatValue(_ text: String) throws -> Seat {
+    do { return try Seat(text) } catch {
+        throw StoreError(.corruptRow, "stored seat '\(text)' is invalid: \(error)", path: "seat")
+    }
+}

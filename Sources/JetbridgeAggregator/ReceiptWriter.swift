@@ -1,0 +1,172 @@
+public import Foundation
+public import JetbridgeModel
+public import Logging
+
+/// Writes one receipt per passenger seat per flight as `<fileStem>.txt` (``Receipt/text``) and `<fileStem>.json`
+/// under a directory it owns, each file replaced atomically: written to a temporary file in the same directory,
+/// fsynced, renamed over the old one, and the directory fsynced.
+///
+/// It owns the files whose names it could have written (`ZA101_2026-11-21_17B.txt`/`.json`) and its leftover
+/// temporary files; ``rebuildAll(_:)`` removes those it owns that no receipt produces, and nothing else.
+public struct ReceiptWriter: Sendable {
+    public let directory: URL
+    let logger: Logger
+
+    /// Receipts read per snapshot while refreshing, so a large backlog never sits in memory at once.
+    static let refreshChunk = 500
+
+    /// - Parameters:
+    ///   - directory: The receipts directory, such as `<home>/receipts`; created when first written.
+    ///   - logger: Where the writer logs.
+    public init(directory: URL, logger: Logger) {
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// Writes (or replaces) one receipt's text and JSON files.
+    /// - Throws: ``StoreError`` with code `fileSystem`.
+    public func write(_ receipt: Receipt) throws {
+        try prepareDirectory()
+        try replace(receipt)
+        try FileSystem.syncDirectory(directory.path)
+    }
+
+    /// Writes the receipts of every seat that new orders touched since the last refresh, then clears those marks.
+    ///
+    /// A seat whose orders all moved elsewhere loses its files. Marks are cleared only after the files are durable,
+    /// and only if no newer commit marked the seat again, so a crash at any point leaves work to redo, never a stale
+    /// receipt.
+    /// - Parameter store: The store whose marks to work off.
+    /// - Returns: How many seats were refreshed.
+    /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow.
+    @discardableResult
+    public func refreshDirty(_ store: AggregatorStore) throws -> Int {
+        var refreshed = 0
+        // Walk the marks in key order, so seats a busy writer keeps marking cannot starve the others; whatever is
+        // marked again behind the walk waits for the next call.
+        var after: (flight: FlightID, seat: Seat)?
+        while true {
+            let chunk = try store.dirtyReceipts(after: after, limit: Self.refreshChunk)
+            guard let last = chunk.last else { break }
+            try prepareDirectory()
+            for entry in chunk {
+                if let receipt = entry.receipt {
+                    try replace(receipt)
+                } else {
+                    try removeFiles(stem: Self.stem(flight: entry.flight, seat: entry.seat))
+                }
+            }
+            try FileSystem.syncDirectory(directory.path)
+            try store.clearDirty(chunk)
+            refreshed += chunk.count
+            if chunk.count < Self.refreshChunk { break }
+            after = (last.flight, last.seat)
+        }
+        if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(refreshed)"]) }
+        return refreshed
+    }
+
+    /// What ``rebuildAll(_:)`` did.
+    public struct RebuildSummary: Hashable, Sendable {
+        public var written: Int
+        public var removed: Int
+    }
+
+    /// Regenerates every receipt from the store and removes the files it owns that no receipt produces.
+    ///
+    /// Output depends only on stored data, so a rebuild of an unchanged store writes the same bytes.
+    /// - Parameter store: The store to read.
+    /// - Returns: Files written (receipts) and removed (stale).
+    /// - Throws: ``StoreError``, `DatabaseError`, ``ValidationError``.
+    @discardableResult
+    public func rebuildAll(_ store: AggregatorStore) throws -> RebuildSummary {
+        try prepareDirectory()
+        var produced: Set<String> = []
+        // One flight's orders in memory at a time; the directory is synced once at the end.
+        for flight in try store.flightsWithOrders() {
+            for receipt in try store.receipts(flight: flight) {
+                try replace(receipt)
+                produced.insert(receipt.fileStem)
+            }
+        }
+        var removed = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            if Self.isTemporary(name) || (Self.ownedStem(of: name).map { !produced.contains($0) } ?? false) {
+                try FileSystem.removeIfPresent(directory.appendingPathComponent(name).path)
+                removed += 1
+            }
+        }
+        try FileSystem.syncDirectory(directory.path)
+        // Everything is current now; marks taken before the rebuild began may still be cleared by a refresh later.
+        logger.info("receipts rebuilt", metadata: ["written": "\(produced.count)", "removed": "\(removed)"])
+        return RebuildSummary(written: produced.count, removed: removed)
+    }
+
+    /// The JSON file's bytes: sorted keys, ISO 8601 UTC dates, a trailing newline, so a rebuild writes the same bytes.
+    public static func json(_ receipt: Receipt) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return try encoder.encode(receipt) + Data("\n".utf8)
+    }
+
+    // MARK: Files
+
+    private func prepareDirectory() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    /// Replaces both files of a receipt; the caller syncs the directory once for many receipts.
+    private func replace(_ receipt: Receipt) throws {
+        let stem = receipt.fileStem
+        try replaceFile(named: stem + ".txt", with: Data(receipt.text.utf8))
+        try replaceFile(named: stem + ".json", with: try Self.json(receipt))
+    }
+
+    private func replaceFile(named name: String, with data: Data) throws {
+        let target = directory.appendingPathComponent(name).path
+        let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
+        do {
+            try FileSystem.writeNewFile(data, to: temporary)
+            try FileSystem.rename(temporary, to: target)
+        } catch {
+            try? FileSystem.removeIfPresent(temporary)
+            throw error
+        }
+    }
+
+    private func removeFiles(stem: String) throws {
+        try FileSystem.removeIfPresent(directory.appendingPathComponent(stem + ".txt").path)
+        try FileSystem.removeIfPresent(directory.appendingPathComponent(stem + ".json").path)
+    }
+
+    static func stem(flight: FlightID, seat: Seat) -> String {
+        Receipt(flight: flight, seat: seat, currency: "", orders: [], total: 0).fileStem
+    }
+
+    /// The receipt stem of a file this writer could have written, such as `ZA101_2026-11-21_17B` for
+    /// `ZA101_2026-11-21_17B.txt`, or `nil` for any other file.
+    static func ownedStem(of name: String) -> String? {
+        let stem: Substring
+        if name.hasSuffix(".txt") {
+            stem = name.dropLast(4)
+        } else if name.hasSuffix(".json") {
+            stem = name.dropLast(5)
+        } else {
+            return nil
+        }
+        let parts = stem.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, let flight = try? FlightID("\(parts[0])/\(parts[1])"),
+            let seat = try? Seat(String(parts[2])), stem == Self.stem(flight: flight, seat: seat)
+        else { return nil }
+        return String(stem)
+    }
+
+    static func isTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix("."), name.hasSuffix(".tmp") else { return false }
+        let inner = name.dropFirst().dropLast(4)
+        guard let dot = inner.lastIndex(of: ".") else { return false }
+        return ownedStem(of: String(inner[..<dot])) != nil
+            && UUID(uuidString: String(inner[inner.index(after: dot)...])) != nil
+    }
+}

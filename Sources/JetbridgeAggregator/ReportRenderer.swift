@@ -1,0 +1,239 @@
+import Foundation
+import JetbridgeModel
+
+/// How a report is printed.
+public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
+    /// Aligned columns for a terminal.
+    case table
+    /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF.
+    case csv
+    /// Compact JSON with a fixed key order; `report flights` prints DESIGN.md's `{"flights":[…]}` exactly.
+    case json
+    /// One self-contained HTML page with inline SVG bar charts and no external assets.
+    case html
+}
+
+/// Renders reports as text; the output depends only on the report, so the same data prints the same bytes.
+public struct ReportRenderer: Sendable {
+    public init() {}
+
+    /// Renders one report.
+    ///
+    /// - Parameters:
+    ///   - report: The report's data, from ``AggregatorStore/report(_:flight:)``.
+    ///   - format: The output format.
+    /// - Returns: The text, ending in a newline.
+    public func render(_ report: Report, as format: ReportFormat) -> String {
+        switch format {
+        case .json: json(report).text + "\n"
+        case .table: table(ReportTable(report))
+        case .csv: csv(ReportTable(report))
+        case .html: html(ReportTable(report))
+        }
+    }
+
+    // MARK: JSON
+
+    func json(_ report: Report) -> JSONText {
+        switch report {
+        case .flights(let reports):
+            return .object([("flights", .array(reports.flights.map(Self.json)))])
+        case .items(let report):
+            return .object([
+                (
+                    "items",
+                    .array(
+                        report.items.map {
+                            .object([
+                                ("name", .string($0.name)), ("currency", .string($0.currency)),
+                                ("count", .int($0.count)), ("revenue", .int($0.revenue)), ("flights", .int($0.flights)),
+                            ])
+                        })
+                )
+            ])
+        case .luggage(let report):
+            return .object([
+                (
+                    "bags",
+                    .array(
+                        report.bags.map {
+                            .object([
+                                ("flight", .string($0.bag.flight.rawValue)), ("tag", .string($0.bag.tagID.uuidString)),
+                                ("owner", .array([.string($0.bag.owner.initial), .string($0.bag.owner.family)])),
+                                ("weight", .double($0.bag.weight)), ("departedAt", .optional($0.bag.departedAt)),
+                                ("arrivedAt", .optional($0.bag.arrivedAt)), ("status", .string($0.status.rawValue)),
+                                ("conflict", .bool($0.bag.ownerConflict)),
+                            ])
+                        })
+                )
+            ])
+        case .devices(let report):
+            return .object([
+                (
+                    "devices",
+                    .array(
+                        report.devices.map {
+                            .object([
+                                ("device", .string($0.device)), ("lastSync", .optional($0.lastSync)),
+                                ("batches", .int($0.batches)), ("records", .int($0.records)), ("new", .int($0.new)),
+                                ("duplicates", .int($0.duplicates)), ("rejects", .int($0.rejects)),
+                                ("lastRejectAt", .optional($0.lastRejectAt)),
+                                ("lastRejectReason", .optional($0.lastRejectReason)),
+                            ])
+                        })
+                )
+            ])
+        }
+    }
+
+    /// One flight in DESIGN.md's key order.
+    static func json(_ report: FlightReport) -> JSONText {
+        .object([
+            ("flight", .string(report.flight.rawValue)), ("currency", .string(report.currency)),
+            ("orders", .int(report.orders)), ("revenue", .int(report.revenue)),
+            (
+                "items",
+                .array(
+                    report.items.map {
+                        .object([("name", .string($0.name)), ("count", .int($0.count)), ("revenue", .int($0.revenue))])
+                    })
+            ),
+            (
+                "bags",
+                .object([
+                    ("checked", .int(report.bags.checked)), ("departed", .int(report.bags.departed)),
+                    ("arrived", .int(report.bags.arrived)), ("missing", .int(report.bags.missing)),
+                    ("weight", .double(report.bags.weight)), ("conflicts", .int(report.bags.conflicts)),
+                ])
+            ),
+        ])
+    }
+
+    // MARK: Table
+
+    func table(_ table: ReportTable) -> String {
+        let cells = table.rows.map { $0.map(\.display) }
+        let widths = table.columns.indices.map { index in
+            max(table.columns[index].heading.count, cells.map { $0[index].count }.max() ?? 0)
+        }
+        func line(_ values: [String]) -> String {
+            var out = ""
+            for (index, value) in values.enumerated() {
+                let fill = String(repeating: " ", count: widths[index] - value.count)
+                if index > 0 { out += "  " }
+                out += table.columns[index].numeric ? fill + value : value + fill
+            }
+            // Trailing spaces of a left-aligned last column help nobody.
+            while out.last == " " { out.removeLast() }
+            return out + "\n"
+        }
+        var out = line(table.columns.map(\.heading))
+        out += line(widths.map { String(repeating: "-", count: $0) })
+        for row in cells { out += line(row) }
+        if cells.isEmpty { out += "(no \(table.title.lowercased()))\n" }
+        return out
+    }
+
+    // MARK: CSV
+
+    func csv(_ table: ReportTable) -> String {
+        var out = Self.csvRecord(table.columns.map(\.key))
+        for row in table.rows { out += Self.csvRecord(row.map(\.raw)) }
+        return out
+    }
+
+    static func csvRecord(_ fields: [String]) -> String {
+        fields.map(csvField).joined(separator: ",") + "\r\n"
+    }
+
+    static func csvField(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
+            return field
+        }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    // MARK: HTML
+
+    func html(_ table: ReportTable) -> String {
+        let title = "Jetbridge: \(table.title.lowercased()) report"
+        var out = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(Self.escape(title))</title>
+            <style>
+            body { font-family: system-ui, sans-serif; margin: 2rem; color: #1d2330; }
+            h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+            table { border-collapse: collapse; font-size: 0.9rem; }
+            th, td { padding: 0.25rem 0.75rem; border-bottom: 1px solid #d8dce3; text-align: left; }
+            td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+            svg text { font-size: 12px; fill: #1d2330; }
+            </style>
+            </head>
+            <body>
+            <h1>\(Self.escape(title))</h1>
+
+            """
+        for chart in table.charts where !chart.bars.isEmpty {
+            out += "<h2>\(Self.escape(chart.title))</h2>\n" + Self.svg(chart) + "\n"
+        }
+        out += "<h2>\(Self.escape(table.title))</h2>\n<table>\n<thead><tr>"
+        for column in table.columns {
+            out += (column.numeric ? "<th class=\"n\">" : "<th>") + Self.escape(column.heading) + "</th>"
+        }
+        out += "</tr></thead>\n<tbody>\n"
+        for row in table.rows {
+            out += "<tr>"
+            for (index, cell) in row.enumerated() {
+                out +=
+                    (table.columns[index].numeric ? "<td class=\"n\">" : "<td>") + Self.escape(cell.display) + "</td>"
+            }
+            out += "</tr>\n"
+        }
+        out += "</tbody>\n</table>\n"
+        if table.rows.isEmpty { out += "<p>No \(Self.escape(table.title.lowercased())).</p>\n" }
+        out += "</body>\n</html>\n"
+        return out
+    }
+
+    /// A horizontal bar chart: labels left, bars scaled to the largest value, values right of the bars.
+    static func svg(_ chart: ReportTable.Chart) -> String {
+        let labelWidth = 220
+        let barSpace = 360
+        let rowHeight = 22
+        let width = labelWidth + barSpace + 140
+        let height = chart.bars.count * rowHeight + 4
+        let largest = chart.bars.map(\.value).max() ?? 0
+        var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" role=\"img\""
+        out += " aria-label=\"\(escape(chart.title))\">\n"
+        for (index, bar) in chart.bars.enumerated() {
+            let y = index * rowHeight + 2
+            let length = largest > 0 ? Int((bar.value / largest * Double(barSpace)).rounded()) : 0
+            out += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(bar.label))</text>"
+            out +=
+                "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" fill=\"#3b6fb6\"/>"
+            out += "<text x=\"\(labelWidth + length + 6)\" y=\"\(y + 15)\">\(escape(bar.display))</text>\n"
+        }
+        return out + "</svg>"
+    }
+
+    /// Escapes text for HTML element content and quoted attribute values.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
