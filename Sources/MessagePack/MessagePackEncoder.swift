@@ -54,7 +54,9 @@ public struct MessagePackEncoder: Sendable {
     /// - Throws: `EncodingError` if a value refuses to encode, a string, array or map exceeds 2³²−1, a value
     ///   encodes nothing at the top level, or containers are filled out of order.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
-        Data(try encodeToBytes(value))
+        let impl = EncoderImpl(options: self)
+        try impl.encodeTopLevel(value)
+        return impl.takeData()
     }
 
     /// Encodes a value as MessagePack into an array of bytes, without the copy into `Data`.

@@ -11,6 +11,7 @@ public enum MessagePackStructure {
     public static func arrayHeader(count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= 0xffff_ffff, "A MessagePack array holds at most 2³²−1 elements")
         var writer = ByteWriter(capacity: 5)
+        defer { writer.deallocate() }
         try! writer.writeArrayHeader(count)
         return writer.bytes
     }
@@ -21,6 +22,7 @@ public enum MessagePackStructure {
     public static func mapHeader(count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= 0xffff_ffff, "A MessagePack map holds at most 2³²−1 pairs")
         var writer = ByteWriter(capacity: 5)
+        defer { writer.deallocate() }
         try! writer.writeMapHeader(count)
         return writer.bytes
     }

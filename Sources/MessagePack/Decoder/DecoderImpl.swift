@@ -9,12 +9,12 @@ final class DecoderImpl: Decoder {
     let options: MessagePackDecoder
     let usesDefaultKeys: Bool
     /// Keys of the current coding path; only the first `depth` are meaningful.
-    var keys: [any CodingKey] = []
-    var depth = 0
+    @exclusivity(unchecked) var keys: [any CodingKey] = []
+    @exclusivity(unchecked) var depth = 0
     /// Where the value being decoded by the current `init(from:)` starts.
-    var position = 0
+    @exclusivity(unchecked) var position = 0
     /// Known value ends, as (start, end) pairs by depth, so an array need not skip over an element it just decoded.
-    var ends: [Int] = []
+    @exclusivity(unchecked) var ends: [Int] = []
 
     init(reader: ByteReader, options: MessagePackDecoder) {
         self.reader = reader

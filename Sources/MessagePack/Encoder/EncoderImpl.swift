@@ -9,22 +9,29 @@ final class EncoderImpl: Encoder {
     struct Frame {
         var header: Int
         var count: Int
-        let isMap: Bool
-        let id: Int
+        var isMap: Bool
+        var id: Int
     }
 
-    var writer = ByteWriter(capacity: 256)
-    var frames: [Frame] = []
-    var nextFrameID = 0
+    @exclusivity(unchecked) var writer = ByteWriter(capacity: 256)
+    /// The innermost open container, kept out of `frames` because nearly every write touches it.
+    @exclusivity(unchecked) var top = Frame(header: 0, count: 0, isMap: false, id: 0)
+    /// The open containers around `top`, outermost first.
+    @exclusivity(unchecked) var frames: [Frame] = []
+    @exclusivity(unchecked) var nextFrameID = 0
     /// Keys of the current coding path; only the first `depth` are meaningful.
-    var keys: [any CodingKey] = []
-    var depth = 0
+    @exclusivity(unchecked) var keys: [any CodingKey] = []
+    @exclusivity(unchecked) var depth = 0
     /// Where the value being encoded by the current `encode(to:)` starts.
-    var valueStart = 0
-    var deferredError: (any Error)?
+    @exclusivity(unchecked) var valueStart = 0
+    /// Where a `Dictionary` opened its keyed container, so its entries can be rewritten in sorted order.
+    @exclusivity(unchecked) var dictionaryStart = -1
+    @exclusivity(unchecked) var deferredError: (any Error)?
     let options: MessagePackEncoder
     let usesDefaultKeys: Bool
-    var snakeCaseCache: [String: String] = [:]
+    @exclusivity(unchecked) var snakeCaseCache: [String: String] = [:]
+    /// Set only while finding out which key type `Dictionary` encodes with.
+    var probedKeyType: ObjectIdentifier?
 
     init(options: MessagePackEncoder) {
         self.options = options
@@ -33,7 +40,31 @@ final class EncoderImpl: Encoder {
         } else {
             usesDefaultKeys = false
         }
+        keys.reserveCapacity(8)
+        frames.reserveCapacity(8)
     }
+
+    deinit {
+        if ownsBuffer {
+            writer.deallocate()
+        }
+    }
+
+    private var ownsBuffer = true
+
+    /// The finished bytes as `Data` that owns the buffer; call once, at the end.
+    func takeData() -> Data {
+        ownsBuffer = false
+        return writer.takeData()
+    }
+
+    /// The standard library's private key type for `Dictionary`, found once by watching a dictionary encode itself.
+    static let dictionaryKeyType: ObjectIdentifier? = {
+        let probe = EncoderImpl(options: MessagePackEncoder())
+        probe.probedKeyType = ObjectIdentifier(EncoderImpl.self)
+        try? ["": 0].encode(to: probe)
+        return probe.probedKeyType
+    }()
 
     var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
 
@@ -62,7 +93,7 @@ final class EncoderImpl: Encoder {
         if let deferredError {
             throw deferredError
         }
-        if writer.bytes.isEmpty {
+        if writer.count == 0 {
             throw EncodingError.invalidValue(
                 value, EncodingError.Context(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
@@ -73,23 +104,26 @@ final class EncoderImpl: Encoder {
     /// Opens an array or map with a placeholder fix header and makes it the innermost open container.
     func openFrame(isMap: Bool) -> Int {
         nextFrameID += 1
-        frames.append(Frame(header: writer.bytes.count, count: 0, isMap: isMap, id: nextFrameID))
-        writer.bytes.append(isMap ? 0x80 : 0x90)
+        if top.id != 0 {
+            frames.append(top)
+        }
+        top = Frame(header: writer.count, count: 0, isMap: isMap, id: nextFrameID)
+        writer.writeByte(isMap ? 0x80 : 0x90)
         return nextFrameID
     }
 
     /// Makes the container `id` the innermost open one again, closing those opened inside it.
     @inline(__always)
     func activate(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
-        if let last = frames.last, last.id == id {
-            return
+        if top.id != id {
+            try reopen(id, codingPath: codingPath())
         }
-        try reopen(id, codingPath: codingPath())
     }
 
     func reopen(_ id: Int, codingPath: [any CodingKey]) throws {
-        if let index = frames.lastIndex(where: { $0.id == id }) {
-            frames.removeSubrange((index + 1)...)
+        if id > 0, let index = frames.lastIndex(where: { $0.id == id }) {
+            top = frames[index]
+            frames.removeSubrange(index...)
             return
         }
         if let deferredError {
@@ -107,35 +141,34 @@ final class EncoderImpl: Encoder {
     /// Counts one more element in the innermost open container and patches its header.
     @inline(__always)
     func bump() throws {
-        let top = frames.count - 1
-        let count = frames[top].count + 1
-        frames[top].count = count
+        let count = top.count + 1
+        top.count = count
         if count < 16 {
-            writer.bytes[frames[top].header] = (frames[top].isMap ? 0x80 : 0x90) | UInt8(truncatingIfNeeded: count)
+            writer.patch(top.header, (top.isMap ? 0x80 : 0x90) | UInt8(truncatingIfNeeded: count))
         } else {
-            try grow(top, count)
+            try grow(count)
         }
     }
 
-    func grow(_ top: Int, _ count: Int) throws {
-        let header = frames[top].header
-        let isMap = frames[top].isMap
+    func grow(_ count: Int) throws {
+        let header = top.header
+        let isMap = top.isMap
         if count <= 0xffff {
             if count == 16 {
-                writer.bytes.insert(contentsOf: repeatElement(0, count: 2), at: header + 1)
+                writer.insertGap(2, at: header + 1)
             }
-            writer.bytes[header] = isMap ? 0xde : 0xdc
-            writer.bytes[header + 1] = UInt8(truncatingIfNeeded: count >> 8)
-            writer.bytes[header + 2] = UInt8(truncatingIfNeeded: count)
+            writer.patch(header, isMap ? 0xde : 0xdc)
+            writer.patch(header + 1, UInt8(truncatingIfNeeded: count >> 8))
+            writer.patch(header + 2, UInt8(truncatingIfNeeded: count))
         } else if count <= 0xffff_ffff {
             if count == 0x1_0000 {
-                writer.bytes.insert(contentsOf: repeatElement(0, count: 2), at: header + 3)
+                writer.insertGap(2, at: header + 3)
             }
-            writer.bytes[header] = isMap ? 0xdf : 0xdd
-            writer.bytes[header + 1] = UInt8(truncatingIfNeeded: count >> 24)
-            writer.bytes[header + 2] = UInt8(truncatingIfNeeded: count >> 16)
-            writer.bytes[header + 3] = UInt8(truncatingIfNeeded: count >> 8)
-            writer.bytes[header + 4] = UInt8(truncatingIfNeeded: count)
+            writer.patch(header, isMap ? 0xdf : 0xdd)
+            writer.patch(header + 1, UInt8(truncatingIfNeeded: count >> 24))
+            writer.patch(header + 2, UInt8(truncatingIfNeeded: count >> 16))
+            writer.patch(header + 3, UInt8(truncatingIfNeeded: count >> 8))
+            writer.patch(header + 4, UInt8(truncatingIfNeeded: count))
         } else {
             throw ByteWriter.tooLong(isMap ? "map" : "array", count)
         }
@@ -144,8 +177,8 @@ final class EncoderImpl: Encoder {
     /// Writes an empty map where a super encoder was handed out but never used, as `JSONEncoder` does.
     @inline(__always)
     func settle(owed: Int) {
-        if writer.bytes.count == owed {
-            writer.bytes.append(0x80)
+        if writer.count == owed {
+            writer.writeByte(0x80)
         }
     }
 
@@ -188,9 +221,16 @@ final class EncoderImpl: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if writer.bytes.count != valueStart {
+        if let probe = probedKeyType {
+            if probe == ObjectIdentifier(EncoderImpl.self) {
+                probedKeyType = ObjectIdentifier(Key.self)
+            }
+        } else if ObjectIdentifier(Key.self) == Self.dictionaryKeyType {
+            dictionaryStart = valueStart
+        }
+        if writer.count != valueStart {
             // A second keyed container for the same value (a subclass and its superclass) shares the map.
-            if let frame = frames.last(where: { $0.header == valueStart }), frame.isMap {
+            if let frame = openFrame(at: valueStart), frame.isMap {
                 return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
             }
             return deadContainer(misuse("A keyed container"), keyedBy: Key.self)
@@ -200,8 +240,8 @@ final class EncoderImpl: Encoder {
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if writer.bytes.count != valueStart {
-            if let frame = frames.last(where: { $0.header == valueStart }), !frame.isMap {
+        if writer.count != valueStart {
+            if let frame = openFrame(at: valueStart), !frame.isMap {
                 return UnkeyedEncoder(impl: self, frame: frame.id, depth: depth, parentKey: nil, count: frame.count)
             }
             if deferredError == nil {
@@ -213,13 +253,21 @@ final class EncoderImpl: Encoder {
         return UnkeyedEncoder(impl: self, frame: id, depth: depth, parentKey: nil, count: 0)
     }
 
+    /// The open container whose header is at `offset`, if any.
+    func openFrame(at offset: Int) -> Frame? {
+        if top.id != 0 && top.header == offset {
+            return top
+        }
+        return frames.last(where: { $0.header == offset })
+    }
+
     func singleValueContainer() -> any SingleValueEncodingContainer {
         SingleValueEncoder(impl: self, depth: depth, start: valueStart)
     }
 
     /// Lets `MessagePackValue` and `MessagePackTimestamp` write themselves as one value.
     func encodeSingle(_ body: (inout ByteWriter) throws -> Void) throws {
-        guard writer.bytes.count == valueStart else {
+        guard writer.count == valueStart else {
             throw misuse("A single value")
         }
         try body(&writer)
@@ -237,11 +285,11 @@ final class EncoderImpl: Encoder {
         let savedDepth = depth
         depth = nestedDepth
         defer { depth = savedDepth }
-        let start = writer.bytes.count
+        let start = writer.count
         try encodeValue(value)
-        if writer.bytes.count == start {
+        if writer.count == start {
             // A value that encodes nothing still needs a value after its key: `{}`, as JSONEncoder writes.
-            writer.bytes.append(0x80)
+            writer.writeByte(0x80)
         }
     }
 
@@ -267,16 +315,31 @@ final class EncoderImpl: Encoder {
             try writer.writeValue(reinterpret(value, as: MessagePackValue.self))
         } else if T.self == MessagePackTimestamp.self {
             writer.writeTimestamp(reinterpret(value, as: MessagePackTimestamp.self))
-        } else if let dictionary = value as? any SortedDictionaryEncodable {
-            try dictionary.encodeSorted(into: self)
         } else {
+            let start = writer.count
             try encodeThroughSelf(value.encode(to:))
+            if dictionaryStart == start {
+                dictionaryStart = -1
+                try rewriteSorted(value, from: start)
+            }
         }
+    }
+
+    /// Encodes a `Dictionary` again with its keys sorted, over the entries it wrote in its own (per-process) order.
+    ///
+    /// Only `Dictionary` with `String` or `Int` keys is rewritten; other key types keep their iteration order.
+    func rewriteSorted<T: Encodable>(_ value: T, from start: Int) throws {
+        guard let dictionary = value as? any SortedDictionaryEncodable else { return }
+        writer.truncate(to: start)
+        while top.id != 0 && top.header >= start {
+            top = frames.popLast() ?? Frame(header: 0, count: 0, isMap: false, id: 0)
+        }
+        try dictionary.encodeSorted(into: self)
     }
 
     func encodeThroughSelf(_ body: (any Encoder) throws -> Void) throws {
         let savedStart = valueStart
-        valueStart = writer.bytes.count
+        valueStart = writer.count
         defer { valueStart = savedStart }
         try body(self)
     }
@@ -308,21 +371,26 @@ func reinterpret<T, U>(_ value: T, as type: U.Type) -> U {
 extension ByteWriter {
     /// Writes the canonical uppercase text of a UUID (`uuidString`) without building a `String`.
     mutating func writeUUID(_ uuid: UUID) {
-        bytes.append(0xd9)
-        bytes.append(36)
+        writeByte(0xd9)
+        writeByte(36)
         let digits: StaticString = "0123456789ABCDEF"
+        reserve(36)
+        var out = base + count
         withUnsafeBytes(of: uuid.uuid) { raw in
             digits.withUTF8Buffer { hex in
                 for i in 0..<16 {
                     if i == 4 || i == 6 || i == 8 || i == 10 {
-                        bytes.append(UInt8(ascii: "-"))
+                        out.pointee = UInt8(ascii: "-")
+                        out += 1
                     }
                     let byte = raw[i]
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 0x0f)])
+                    out[0] = hex[Int(byte >> 4)]
+                    out[1] = hex[Int(byte & 0x0f)]
+                    out += 2
                 }
             }
         }
+        count += 36
     }
 }
 

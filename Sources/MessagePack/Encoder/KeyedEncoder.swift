@@ -153,7 +153,7 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
                 impl.deferredError = error
             }
         }
-        owed = impl.writer.bytes.count
+        owed = impl.writer.count
         return SubEncoder(impl: impl, path: codingPath + [key], start: owed)
     }
 }

@@ -11,7 +11,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
 
     @inline(__always)
     func check() throws {
-        guard impl.writer.bytes.count == start else {
+        guard impl.writer.count == start else {
             throw EncodingError.invalidValue(
                 start,
                 EncodingError.Context(
@@ -98,8 +98,8 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
     mutating func encode<T: Encodable>(_ value: T) throws {
         try check()
         try impl.encodeValue(value)
-        if impl.writer.bytes.count == start {
-            impl.writer.bytes.append(0x80)
+        if impl.writer.count == start {
+            impl.writer.writeByte(0x80)
         }
     }
 }

@@ -143,7 +143,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
                 impl.deferredError = error
             }
         }
-        owed = impl.writer.bytes.count
+        owed = impl.writer.count
         return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: owed)
     }
 }
