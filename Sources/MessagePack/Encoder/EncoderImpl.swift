@@ -174,14 +174,6 @@ final class EncoderImpl: Encoder {
         }
     }
 
-    /// Writes an empty map where a super encoder was handed out but never used, as `JSONEncoder` does.
-    @inline(__always)
-    func settle(owed: Int) {
-        if writer.count == owed {
-            writer.writeByte(0x80)
-        }
-    }
-
     func writeKey(_ key: some CodingKey, depth: Int) throws {
         if usesDefaultKeys {
             try writer.writeString(key.stringValue)

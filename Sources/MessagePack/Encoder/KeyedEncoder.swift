@@ -8,8 +8,6 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let depth: Int
     /// The key this container was opened under, when it was opened by a parent container.
     let parentKey: (any CodingKey)?
-    /// Where a handed-out super encoder's value must appear.
-    var owed = -1
 
     init(impl: EncoderImpl, frame: Int, depth: Int, parentKey: (any CodingKey)?) {
         self.impl = impl
@@ -23,10 +21,6 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     @inline(__always)
     mutating func begin(_ key: some CodingKey) throws {
         try impl.activate(frame, codingPath: codingPath)
-        if owed >= 0 {
-            impl.settle(owed: owed)
-            owed = -1
-        }
         try impl.bump()
         try impl.writeKey(key, depth: depth)
         impl.restore(parentKey: parentKey, depth: depth)
@@ -153,7 +147,8 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
                 impl.deferredError = error
             }
         }
-        owed = impl.writer.count
-        return SubEncoder(impl: impl, path: codingPath + [key], start: owed)
+        // An empty map until the super encoder writes its value over it, as JSONEncoder leaves `{}` when unused.
+        impl.writer.writeByte(0x80)
+        return SubEncoder(impl: impl, path: codingPath + [key], start: impl.writer.count - 1)
     }
 }

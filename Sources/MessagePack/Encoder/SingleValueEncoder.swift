@@ -120,6 +120,10 @@ final class SubEncoder: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { impl.userInfo }
 
     private func prepare() {
+        // Replace the placeholder empty map, unless something was written after it (then the container refuses).
+        if impl.writer.count == start + 1 {
+            impl.writer.truncate(to: start)
+        }
         impl.keys = path
         impl.depth = path.count
         impl.valueStart = start

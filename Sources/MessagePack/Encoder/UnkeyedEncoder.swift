@@ -7,7 +7,6 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
     let depth: Int
     let parentKey: (any CodingKey)?
     private(set) var count: Int
-    var owed = -1
 
     init(impl: EncoderImpl, frame: Int, depth: Int, parentKey: (any CodingKey)?, count: Int) {
         self.impl = impl
@@ -22,10 +21,6 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
     @inline(__always)
     mutating func begin() throws {
         try impl.activate(frame, codingPath: codingPath)
-        if owed >= 0 {
-            impl.settle(owed: owed)
-            owed = -1
-        }
         try impl.bump()
         count += 1
         impl.restore(parentKey: parentKey, depth: depth)
@@ -143,7 +138,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
                 impl.deferredError = error
             }
         }
-        owed = impl.writer.count
-        return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: owed)
+        impl.writer.writeByte(0x80)
+        return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: impl.writer.count - 1)
     }
 }
