@@ -64,7 +64,8 @@ let package = Package(
         // MARK: Domain and protocol
         .target(name: "JetbridgeModel"),
         .testTarget(name: "JetbridgeModelTests", dependencies: ["JetbridgeModel"]),
-        .target(name: "JetbridgeProtocol", dependencies: ["MessagePack", "JetbridgeModel"]),
+        // CCRC32C is the leaf checksum primitive the queue uses too; the batch header carries a CRC-32C of frame 2.
+        .target(name: "JetbridgeProtocol", dependencies: ["MessagePack", "JetbridgeModel", "CCRC32C"]),
         .testTarget(name: "JetbridgeProtocolTests", dependencies: ["JetbridgeProtocol", "MessagePack", "JetbridgeModel"]),
 
         // MARK: Agent and aggregator

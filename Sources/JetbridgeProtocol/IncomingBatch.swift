@@ -1,0 +1,208 @@
+public import Foundation
+public import JetbridgeModel
+internal import MessagePack
+
+/// A batch as the ground receives it, checked record by record: every record decoded, valid and from the device
+/// that sent it.
+public struct IncomingBatch: Sendable {
+    /// Frame 1.
+    public let header: BatchHeader
+    /// The records in frame 2's order, each with its original bytes (stored as received, never re-encoded).
+    public let records: [Element]
+
+    /// One record of a batch.
+    public struct Element: Sendable {
+        public let record: Record
+        public let bytes: Data
+    }
+
+    /// Checks and decodes a batch message.
+    ///
+    /// Checks, in order: two frames; the header (a map with every required key, a version this build speaks, sane
+    /// numbers); the header's device against `authenticatedDevice`; frame 2's size and CRC-32C; frame 2 is an array
+    /// of exactly `count` well-formed values; each record decodes, passes the model's validation and names the
+    /// header's device.
+    /// - Parameters:
+    ///   - frames: The frames of one ZeroMQ message.
+    ///   - authenticatedDevice: The connection's `User-Id` from the ZAP handler, or nil in insecure mode.
+    /// - Returns: The batch, or why it is refused (with the header when it could be read, so the ack can name it).
+    public static func decode(frames: [Data], authenticatedDevice: String?) -> Result<IncomingBatch, BatchRejection> {
+        guard frames.count == 2 else {
+            return .failure(.malformed(nil, "a batch has 2 frames (header, records); this message has \(frames.count)"))
+        }
+        let header: BatchHeader
+        do {
+            header = try decodeHeader(frames[0])
+        } catch let rejection {
+            return .failure(rejection)
+        }
+        if let authenticatedDevice, header.device != authenticatedDevice {
+            return .failure(
+                BatchRejection(
+                    status: .forbidden, header: header, index: -1,
+                    reason: "the header names device '\(header.device.prefix(64))' but the connection's key belongs to "
+                        + "'\(authenticatedDevice)'"))
+        }
+        let body = frames[1]
+        guard body.count <= WireProtocol.maxBatchBytes else {
+            return .failure(
+                .malformed(header, "frame 2 has \(body.count) bytes; the limit is \(WireProtocol.maxBatchBytes)"))
+        }
+        let crc = Checksum.crc32c(body)
+        guard crc == header.crc32c else {
+            return .failure(
+                .malformed(header, "CRC-32C of frame 2 is \(hex(crc)) but the header says \(hex(header.crc32c))"))
+        }
+        let ranges: [Range<Int>]
+        do {
+            ranges = try MessagePackStructure.arrayElements(in: body, nestingLimit: WireProtocol.recordNestingLimit + 1)
+        } catch {
+            return .failure(
+                BatchRejection(status: .rejected, header: header, index: error.index ?? -1, reason: error.description))
+        }
+        guard ranges.count == header.count else {
+            return .failure(
+                .malformed(header, "frame 2 holds \(ranges.count) records but the header says \(header.count)"))
+        }
+        var decoder = MessagePackDecoder()
+        decoder.nestingLimit = WireProtocol.recordNestingLimit
+        var records: [Element] = []
+        records.reserveCapacity(ranges.count)
+        for (index, range) in ranges.enumerated() {
+            let bytes = body[range]
+            do {
+                let record = try decoder.decode(Record.self, from: bytes)
+                try record.validate()
+                guard record.device == header.device else {
+                    return .failure(
+                        BatchRejection(
+                            status: .rejected, header: header, index: index,
+                            reason: "record \(index) names device '\(record.device)' but the batch is from "
+                                + "'\(header.device)'"))
+                }
+                records.append(Element(record: record, bytes: Data(bytes)))
+            } catch let error as ValidationError {
+                return .failure(
+                    BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
+                )
+            } catch let error as DecodingError {
+                return .failure(
+                    BatchRejection(
+                        status: .rejected, header: header, index: index,
+                        reason: "record \(index): \(ValidationError(error))"))
+            } catch {
+                return .failure(
+                    BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
+                )
+            }
+        }
+        return .success(IncomingBatch(header: header, records: records))
+    }
+
+    /// Decodes and checks frame 1.
+    static func decodeHeader(_ frame: Data) throws(BatchRejection) -> BatchHeader {
+        var decoder = MessagePackDecoder()
+        decoder.nestingLimit = 4
+        // Read the version first, on its own, so a newer peer gets `unsupported-version` rather than a decode error
+        // about keys it renamed.
+        let probe: AddressProbe
+        do {
+            probe = try decoder.decode(AddressProbe.self, from: frame)
+        } catch {
+            throw .malformed(nil, "frame 1 is not a batch header: \(error)")
+        }
+        guard WireProtocol.supportedVersions.contains(probe.v) else {
+            // Address the ack if the newer header still names the batch the way version 1 does.
+            var address: BatchHeader?
+            if let device = probe.device, let first = probe.first, let last = probe.last {
+                address = BatchHeader(v: probe.v, device: device, first: first, last: last, count: 0, crc32c: 0)
+            }
+            throw BatchRejection(
+                status: .unsupportedVersion, header: address, index: -1,
+                reason:
+                    "protocol version \(probe.v) is not supported; this aggregator speaks \(WireProtocol.supportedVersions)"
+            )
+        }
+        let header: BatchHeader
+        do {
+            header = try decoder.decode(BatchHeader.self, from: frame)
+        } catch {
+            throw .malformed(nil, "frame 1 is not a batch header: \(error)")
+        }
+        guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
+            throw .malformed(nil, "the header's device id '\(header.device.prefix(64))' is not a valid device id")
+        }
+        guard header.first <= header.last else {
+            throw .malformed(header, "the header's first (\(header.first)) is after its last (\(header.last))")
+        }
+        guard (1...WireProtocol.maxBatchRecords).contains(header.count) else {
+            throw .malformed(header, "the header's count \(header.count) is outside 1…\(WireProtocol.maxBatchRecords)")
+        }
+        guard UInt64(header.count) - 1 <= header.last - header.first else {
+            throw .malformed(
+                header, "the header's count \(header.count) exceeds the sequence range \(header.first)…\(header.last)")
+        }
+        return header
+    }
+
+    /// The version, and whatever names the batch, read leniently.
+    private struct AddressProbe: Decodable {
+        var v: Int
+        var device: String?
+        var first: UInt64?
+        var last: UInt64?
+
+        enum CodingKeys: String, CodingKey { case v, device, first, last }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            v = try container.decode(Int.self, forKey: .v)
+            device = try? container.decode(String.self, forKey: .device)
+            first = try? container.decode(UInt64.self, forKey: .first)
+            last = try? container.decode(UInt64.self, forKey: .last)
+        }
+    }
+}
+
+private func hex(_ value: UInt32) -> String {
+    let digits = String(value, radix: 16)
+    return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+}
+
+/// Why the ground refuses a batch; becomes the ack's `status`, `index` and `reason`.
+public struct BatchRejection: Error, Hashable, Sendable, CustomStringConvertible {
+    /// `.rejected`, `.forbidden` or `.unsupportedVersion`.
+    public var status: Ack.Status
+    /// The header, when frame 1 could be read; an ack can name the batch only then.
+    public var header: BatchHeader?
+    /// The index of the offending record in frame 2, or −1 when the batch as a whole is malformed.
+    public var index: Int
+    /// What is wrong, for people.
+    public var reason: String
+
+    public init(status: Ack.Status, header: BatchHeader?, index: Int, reason: String) {
+        self.status = status
+        self.header = header
+        self.index = index
+        self.reason = reason
+    }
+
+    static func malformed(_ header: BatchHeader?, _ reason: String) -> BatchRejection {
+        BatchRejection(status: .rejected, header: header, index: -1, reason: reason)
+    }
+
+    public var description: String {
+        let what = header?.label ?? "batch"
+        return index >= 0
+            ? "\(what) \(status.rawValue) at record \(index): \(reason)" : "\(what) \(status.rawValue): \(reason)"
+    }
+
+    /// The ack that tells the device, when the batch can be named.
+    public var ack: Ack? {
+        guard let header else { return nil }
+        return Ack(
+            device: header.device, first: header.first, last: header.last, status: status,
+            index: status == .rejected ? index : nil, reason: reason,
+            supported: status == .unsupportedVersion ? WireProtocol.supportedVersions : nil)
+    }
+}

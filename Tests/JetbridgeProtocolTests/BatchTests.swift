@@ -1,0 +1,235 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import MessagePack
+import Testing
+
+/// The example order of docs/PROTOCOL.md.
+let exampleOrder = Order(
+    id: UUID(uuidString: "0D5B3E0C-3C35-4B7C-9C5D-6F1E2A3B4C5D")!, revision: 1,
+    flight: try! FlightID("ZA101/2026-11-21"),
+    seat: try! Seat("17B"), lineItems: [LineItem(item: Item(name: "Peanuts", unitPrice: 200), count: 2)],
+    currency: "USD",
+    createdAt: Date(timeIntervalSince1970: 1_795_255_200), device: "cart-1")
+
+func bytes(_ hex: String) -> Data {
+    let digits = hex.split(whereSeparator: \.isWhitespace)
+    return Data(digits.map { UInt8($0, radix: 16)! })
+}
+
+/// The bytes printed in docs/PROTOCOL.md, written there by Python's msgpack package: a second implementation.
+let documentedHeader = bytes(
+    """
+    86 a1 76 01 a6 64 65 76 69 63 65 a6 63 61 72 74 2d 31 a5 66 69 72 73 74 01 a4 6c 61 73 74 01
+    a5 63 6f 75 6e 74 01 a6 63 72 63 33 32 63 ce 09 8d 0b 75
+    """)
+let documentedRecord = bytes(
+    """
+    89 a4 74 79 70 65 a5 6f 72 64 65 72 a2 69 64 d9 24 30 44 35 42 33 45 30 43 2d 33 43 33 35 2d
+    34 42 37 43 2d 39 43 35 44 2d 36 46 31 45 32 41 33 42 34 43 35 44 a8 72 65 76 69 73 69 6f 6e
+    01 a6 66 6c 69 67 68 74 b0 5a 41 31 30 31 2f 32 30 32 36 2d 31 31 2d 32 31 a4 73 65 61 74 a3
+    31 37 42 a9 6c 69 6e 65 49 74 65 6d 73 91 82 a4 69 74 65 6d 82 a4 6e 61 6d 65 a7 50 65 61 6e
+    75 74 73 a9 75 6e 69 74 50 72 69 63 65 cc c8 a5 63 6f 75 6e 74 02 a8 63 75 72 72 65 6e 63 79
+    a3 55 53 44 a9 63 72 65 61 74 65 64 41 74 d6 ff 6b 01 6b a0 a6 64 65 76 69 63 65 a6 63 61 72
+    74 2d 31
+    """)
+
+func scan(device: String = "cart-1", weight: Double = 42.5) -> Scan {
+    Scan(
+        id: UUID(), tag: LuggageTag(id: UUID(), owner: try! Owner(initial: "D", family: "ZMU"), weight: weight),
+        point: .origin, scannedAt: Date(timeIntervalSince1970: 1_795_255_300),
+        flight: try! FlightID("ZA101/2026-11-21"),
+        device: device)
+}
+
+func encoded(_ record: Record) -> Data { try! MessagePackEncoder().encode(record) }
+
+func batch(_ payloads: [Data], device: String = "cart-1", from first: UInt64 = 1) -> OutgoingBatch {
+    OutgoingBatch(device: device, records: payloads.enumerated().map { (first + UInt64($0.offset), $0.element) })
+}
+
+func decode(_ frames: [Data], as device: String? = "cart-1") -> Result<IncomingBatch, BatchRejection> {
+    IncomingBatch.decode(frames: frames, authenticatedDevice: device)
+}
+
+func rejection(_ result: Result<IncomingBatch, BatchRejection>) -> BatchRejection? {
+    if case .failure(let rejection) = result { return rejection }
+    return nil
+}
+
+@Suite struct GoldenBytes {
+    @Test func theDocumentedRecordIsWhatTheEncoderWrites() throws {
+        #expect(encoded(.order(exampleOrder)) == documentedRecord)
+    }
+
+    @Test func theDocumentedHeaderFramesTheDocumentedRecord() throws {
+        let outgoing = batch([documentedRecord])
+        let frames = try outgoing.frames()
+        #expect(frames[0] == documentedHeader)
+        #expect(frames[1] == Data([0x91]) + documentedRecord)
+        #expect(outgoing.header == .example)
+    }
+
+    @Test func theCRCIsCastagnoli() {
+        #expect(Checksum.crc32c(Data("123456789".utf8)) == 0xE306_9283)
+    }
+
+    @Test func ackBytesAreTheDocumentedMapWithoutAbsentKeys() throws {
+        let expected = bytes(
+            """
+            87 a1 76 01 a6 64 65 76 69 63 65 a6 63 61 72 74 2d 31 a5 66 69 72 73 74 01 a4 6c 61 73 74 01
+            a6 73 74 61 74 75 73 a6 73 74 6f 72 65 64 a3 6e 65 77 01 aa 64 75 70 6c 69 63 61 74 65 73 00
+            """)
+        #expect(try WireCoding.encode(Ack.example) == expected)
+        #expect(try WireCoding.decode(Ack.self, from: expected) == .example)
+    }
+}
+
+@Suite struct Decoding {
+    @Test func aGoodBatchDecodesEveryRecordWithItsOriginalBytes() throws {
+        let records: [Record] = [.order(exampleOrder), .scan(scan()), .scan(scan())]
+        let outgoing = batch(records.map(encoded), from: 40)
+        let incoming = try decode(try outgoing.frames()).get()
+        #expect(incoming.header.first == 40 && incoming.header.last == 42 && incoming.header.count == 3)
+        #expect(incoming.records.map(\.record) == records)
+        #expect(incoming.records.map(\.bytes) == records.map(encoded))
+    }
+
+    @Test func sequencesMayHaveGapsWhereRecordsWereSetAside() throws {
+        let payloads = [encoded(.scan(scan())), encoded(.scan(scan()))]
+        let outgoing = OutgoingBatch(device: "cart-1", records: [(5, payloads[0]), (9, payloads[1])])
+        let incoming = try decode(try outgoing.frames()).get()
+        #expect(incoming.header.first == 5 && incoming.header.last == 9 && incoming.records.count == 2)
+    }
+
+    @Test func anInvalidRecordIsNamedByIndexAndTheBatchIsRejectedWhole() throws {
+        var bad = scan()
+        bad.tag.weight = -1
+        let outgoing = batch([encoded(.scan(scan())), encoded(.scan(scan())), encoded(.scan(bad))])
+        let found = try #require(rejection(decode(try outgoing.frames())))
+        #expect(found.status == .rejected)
+        #expect(found.index == 2)
+        #expect(found.reason.contains("weight"))
+        #expect(found.ack?.index == 2 && found.ack?.first == 1 && found.ack?.last == 3)
+    }
+
+    @Test func aRecordThatIsNotMessagePackIsNamedByIndex() throws {
+        let hostile = Data([0xdb, 0xff, 0xff, 0xff, 0xff, 0x41])  // str32 claiming 4 GiB
+        let outgoing = batch([encoded(.scan(scan())), hostile])
+        let found = try #require(rejection(decode(try outgoing.frames())))
+        #expect(found.status == .rejected && found.index == 1)
+    }
+
+    @Test func aRecordOfUnknownShapeIsNamedByIndex() throws {
+        let outgoing = batch([try MessagePackEncoder().encode(["type": "refund", "id": "x"])])
+        let found = try #require(rejection(decode(try outgoing.frames())))
+        #expect(found.index == 0)
+        #expect(found.reason.contains("refund"))
+    }
+
+    @Test func aRecordFromAnotherDeviceIsRejected() throws {
+        let outgoing = batch([encoded(.scan(scan(device: "cart-2")))])
+        let found = try #require(rejection(decode(try outgoing.frames())))
+        #expect(found.status == .rejected && found.index == 0 && found.reason.contains("cart-2"))
+    }
+
+    @Test func aHeaderNamingAnotherDeviceThanTheKeyIsForbidden() throws {
+        let outgoing = batch([encoded(.scan(scan(device: "cart-2")))], device: "cart-2")
+        let found = try #require(rejection(decode(try outgoing.frames(), as: "cart-1")))
+        #expect(found.status == .forbidden)
+        #expect(found.ack?.device == "cart-2")
+        // Insecure mode has no authenticated device and takes the header on trust.
+        #expect((try? decode(try outgoing.frames(), as: nil).get()) != nil)
+    }
+
+    @Test func aCorruptedRecordFailsTheChecksum() throws {
+        var frames = try batch([encoded(.scan(scan()))]).frames()
+        frames[1][frames[1].count - 1] ^= 0x01
+        let found = try #require(rejection(decode(frames)))
+        #expect(found.status == .rejected && found.index == -1 && found.reason.contains("CRC-32C"))
+    }
+
+    @Test func aCountThatDisagreesWithTheArrayIsRejected() throws {
+        let outgoing = batch([encoded(.scan(scan())), encoded(.scan(scan()))])
+        var header = outgoing.header
+        header.count = 1
+        let found = try #require(rejection(decode([try MessagePackEncoder().encode(header), outgoing.records])))
+        #expect(found.index == -1 && found.reason.contains("2 records"))
+    }
+
+    @Test func aNewerVersionGetsUnsupportedVersion() throws {
+        let outgoing = batch([encoded(.scan(scan()))])
+        var header = outgoing.header
+        header.v = 2
+        let found = try #require(rejection(decode([try MessagePackEncoder().encode(header), outgoing.records])))
+        #expect(found.status == .unsupportedVersion)
+        #expect(found.ack?.supported == [1])
+    }
+
+    @Test func unknownHeaderKeysAreIgnored() throws {
+        let outgoing = batch([encoded(.scan(scan()))])
+        let h = outgoing.header
+        let extended: MessagePackValue = .map([
+            (.string("v"), .int(1)), (.string("device"), .string(h.device)), (.string("first"), .uint(h.first)),
+            (.string("last"), .uint(h.last)), (.string("count"), .int(Int64(h.count))),
+            (.string("crc32c"), .uint(UInt64(h.crc32c))), (.string("compression"), .string("none")),
+        ])
+        let frames = [try MessagePackEncoder().encode(extended), outgoing.records]
+        #expect((try? decode(frames).get()) != nil)
+    }
+
+    @Test(arguments: [
+        [Data()],
+        [Data(), Data()],
+        [Data([0xc1]), Data([0x90])],
+        [Data([0x80]), Data([0x90])],
+        [Data([0x81, 0xa1, 0x76, 0x01]), Data([0x90])],
+    ])
+    func malformedMessagesAreRejectedWithoutAHeader(frames: [Data]) {
+        let found = rejection(decode(frames))
+        #expect(found?.status == .rejected && found?.index == -1)
+        #expect(found?.ack == nil)
+    }
+
+    @Test func insaneHeaderNumbersAreRejected() throws {
+        let record = encoded(.scan(scan()))
+        let body = Data([0x91]) + record
+        for header in [
+            BatchHeader(device: "cart-1", first: 5, last: 4, count: 1, crc32c: Checksum.crc32c(body)),
+            BatchHeader(device: "cart-1", first: 1, last: 1, count: 0, crc32c: Checksum.crc32c(body)),
+            BatchHeader(device: "cart-1", first: 1, last: 2, count: 3, crc32c: Checksum.crc32c(body)),
+            BatchHeader(device: "not a device!", first: 1, last: 1, count: 1, crc32c: Checksum.crc32c(body)),
+        ] {
+            let found = rejection(decode([try MessagePackEncoder().encode(header), body], as: nil))
+            #expect(found?.index == -1, "\(header)")
+        }
+    }
+
+    @Test func unknownAckStatusesReadAsRetry() throws {
+        let ack = try WireCoding.decode(
+            Ack.self,
+            from: try MessagePackEncoder().encode(
+                MessagePackValue.map([
+                    (.string("v"), .int(1)), (.string("device"), .string("cart-1")), (.string("first"), .int(1)),
+                    (.string("last"), .int(2)), (.string("status"), .string("throttled")),
+                ])))
+        #expect(ack.status == .retry)
+    }
+
+    @Test func helloRoundTrips() throws {
+        let hello = try WireCoding.decode(Hello.self, from: try WireCoding.encode(Hello(device: "cart-1")))
+        #expect(hello.type == "hello" && hello.device == "cart-1" && hello.v == 1)
+    }
+
+    @Test func weightTravelsAsFloat32() throws {
+        let record = encoded(.scan(scan(weight: 42.3)))
+        // 0xca is float 32; the model reads it back at 1/1000 lb.
+        #expect(record.contains(0xca))
+        let incoming = try decode(try batch([record]).frames()).get()
+        guard case .scan(let back) = incoming.records[0].record else {
+            Issue.record("not a scan")
+            return
+        }
+        #expect(back.tag.weight == 42.3)
+    }
+}
