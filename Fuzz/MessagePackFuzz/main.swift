@@ -1,1 +1,87 @@
-print("not built yet")
+// libFuzzer entry point for the MessagePack decoder. Build and run with Fuzz/run-fuzz.sh.
+// Every input must decode or throw DecodingError; anything that decodes must re-encode and decode to the same value.
+import Foundation
+import MessagePack
+
+struct Item: Codable {
+    var name: String
+    var unitPrice: Int
+}
+
+struct LineItem: Codable {
+    var item: Item
+    var count: Int
+}
+
+struct Order: Codable {
+    var type: String
+    var id: UUID
+    var revision: Int
+    var flight: String
+    var seat: String
+    var lineItems: [LineItem]
+    var currency: String
+    var createdAt: Date
+    var device: String
+}
+
+/// A recursive type, so typed decoding meets deep nesting too.
+indirect enum Tree: Codable {
+    case leaf(Int8)
+    case node([Tree])
+
+    init(from decoder: any Decoder) throws {
+        if var container = try? decoder.unkeyedContainer() {
+            var children: [Tree] = []
+            while !container.isAtEnd {
+                children.append(try container.decode(Tree.self))
+            }
+            self = .node(children)
+        } else {
+            self = .leaf(try decoder.singleValueContainer().decode(Int8.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {}
+}
+
+struct Mixed: Codable {
+    var a: Int?
+    var b: [String: Double]?
+    var c: [Int: Data]?
+    var d: MessagePackTimestamp?
+    var e: Float?
+    var f: [UInt16]?
+}
+
+func check(_ data: Data) {
+    let decoder = MessagePackDecoder()
+    let encoder = MessagePackEncoder()
+    if let value = try? decoder.decode(MessagePackValue.self, from: data) {
+        guard let again = try? encoder.encode(value) else { fatalError("decoded value does not re-encode") }
+        guard again.count <= data.count else { fatalError("re-encoding grew: \(again.count) > \(data.count)") }
+        guard let back = try? decoder.decode(MessagePackValue.self, from: again) else { fatalError("re-encoding does not decode") }
+        // NaN is not equal to itself; compare bytes instead.
+        guard (try? encoder.encode(back)) == again else { fatalError("round trip changed the bytes") }
+    }
+    _ = try? decoder.decode(Order.self, from: data)
+    _ = try? decoder.decode([Order].self, from: data)
+    _ = try? decoder.decode(Tree.self, from: data)
+    _ = try? decoder.decode(Mixed.self, from: data)
+    _ = try? decoder.decode([String: Int].self, from: data)
+    _ = try? decoder.decode(Date.self, from: data)
+    if let ranges = try? MessagePackStructure.arrayElements(in: data) {
+        for range in ranges {
+            guard (try? decoder.decode(MessagePackValue.self, from: data[range])) != nil else {
+                fatalError("arrayElements accepted an element that does not decode: \(range)")
+            }
+        }
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
+    let data = start.map { Data(bytes: $0, count: count) } ?? Data()
+    check(data)
+    return 0
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Fuzzes the MessagePack decoder for SECONDS (default 60) with libFuzzer and AddressSanitizer.
+# Seeds come from the test suite fixtures, written to a temporary directory (not into git).
+# Exits non-zero when libFuzzer reports a crash, leak, timeout or out-of-memory input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+
+swift build --scratch-path .build-fuzz --product messagepack-fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
+binary="$(swift build --scratch-path .build-fuzz --product messagepack-fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --show-bin-path)/messagepack-fuzz"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/corpus" "$work/artifacts"
+python3 - "$work/corpus" <<'PY'
+import json, sys, os
+suite = json.load(open("Tests/MessagePackTests/Fixtures/msgpack-test-suite/msgpack-test-suite.json"))
+n = 0
+for cases in suite.values():
+    for case in cases:
+        for hexform in case["msgpack"]:
+            open(os.path.join(sys.argv[1], "seed-%03d" % n), "wb").write(bytes.fromhex(hexform.replace("-", "")))
+            n += 1
+# An order-shaped record and an array of two, as the codec writes them.
+order = bytes.fromhex(
+    "89a474797065a56f72646572a26964d924" + "41"*36 + "a87265766973696f6e01a6666c69676874aa5a413130312f32303236"
+    "a473656174a3313742a96c696e654974656d739182a46974656d82a46e616d65a75065616e757473a9756e69745072696365ccc8"
+    "a5636f756e7402a863757272656e6379a3555344a9637265617465644174d6ff5a4af6a5a6646576696365a164")
+open(os.path.join(sys.argv[1], "seed-order"), "wb").write(order)
+open(os.path.join(sys.argv[1], "seed-orders"), "wb").write(b"\x92" + order + order)
+PY
+
+echo "fuzzing messagepack-fuzz for ${seconds}s"
+set +e
+SWIFT_BACKTRACE=enable=no "$binary" "$work/corpus" \
+    -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$work/artifacts/" -print_final_stats=1 >"$work/log" 2>&1
+status=$?
+set -e
+grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)' "$work/log" | tail -n 60
+if ls "$work/artifacts"/* >/dev/null 2>&1; then
+    mkdir -p .build-fuzz/findings
+    cp "$work/artifacts"/* .build-fuzz/findings/
+    echo "fuzzing found a problem; inputs saved in .build-fuzz/findings" >&2
+    exit 1
+fi
+exit "$status"

@@ -1,0 +1,261 @@
+import Foundation
+
+/// The `Decoder` handed to every `init(from:)`: one object per decoding, reading the input in place.
+///
+/// Containers remember byte offsets, not the decoder's state, so a failed attempt at one kind of container leaves the
+/// decoder ready for the next.
+final class DecoderImpl: Decoder {
+    let reader: ByteReader
+    let options: MessagePackDecoder
+    let usesDefaultKeys: Bool
+    /// Keys of the current coding path; only the first `depth` are meaningful.
+    @exclusivity(unchecked) var keys: [any CodingKey] = []
+    @exclusivity(unchecked) var depth = 0
+    /// Where the value being decoded by the current `init(from:)` starts.
+    @exclusivity(unchecked) var position = 0
+    /// Known value ends, as (start, end) pairs by depth, so an array need not skip over an element it just decoded.
+    @exclusivity(unchecked) var ends: [Int] = []
+
+    init(reader: ByteReader, options: MessagePackDecoder) {
+        self.reader = reader
+        self.options = options
+        if case .useDefaultKeys = options.keyDecodingStrategy {
+            usesDefaultKeys = true
+        } else {
+            usesDefaultKeys = false
+        }
+    }
+
+    var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
+
+    var userInfo: [CodingUserInfoKey: Any] { options.userInfo.mapValues { $0 as Any } }
+
+    func path(depth: Int, parentKey: (any CodingKey)?) -> [any CodingKey] {
+        guard let parentKey else { return Array(keys.prefix(depth)) }
+        return Array(keys.prefix(depth - 1)) + [parentKey]
+    }
+
+    @inline(__always)
+    func restore(parentKey: (any CodingKey)?, depth: Int) {
+        guard let parentKey else { return }
+        if keys.count >= depth {
+            keys[depth - 1] = parentKey
+        } else {
+            keys.append(parentKey)
+        }
+    }
+
+    // MARK: Ends
+
+    @inline(__always)
+    func recordEnd(depth: Int, start: Int, end: Int) {
+        let slot = 2 * depth
+        while ends.count <= slot + 1 {
+            ends.append(-1)
+        }
+        ends[slot] = start
+        ends[slot + 1] = end
+    }
+
+    /// Where the value at `start`, at coding depth `depth`, ends.
+    @inline(__always)
+    func end(of start: Int, depth: Int) throws(ReadFailure) -> Int {
+        let slot = 2 * depth
+        if slot + 1 < ends.count && ends[slot] == start {
+            return ends[slot + 1]
+        }
+        return try reader.skip(at: start, levels: options.nestingLimit - depth)
+    }
+
+    // MARK: Top level
+
+    func decodeTopLevel<T: Decodable>(_ type: T.Type) throws -> T {
+        let value = try decodeValue(type, at: 0)
+        let end: Int
+        do {
+            end = try self.end(of: 0, depth: 0)
+        } catch {
+            throw error.decodingError([])
+        }
+        guard end == reader.count else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: [],
+                    debugDescription:
+                        "Unexpected data at offset \(end): \(reader.count - end) bytes left over after the top-level value"))
+        }
+        return value
+    }
+
+    // MARK: Containers
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(try KeyedDecoder<Key>(impl: self, start: position, depth: depth, parentKey: nil))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try UnkeyedDecoder(impl: self, start: position, depth: depth, parentKey: nil)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        SingleValueDecoder(impl: self, start: position, depth: depth)
+    }
+
+    func checkNesting(depth: Int, at offset: Int) throws {
+        guard depth < options.nestingLimit else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: codingPath,
+                    debugDescription:
+                        "Nesting too deep at offset \(offset): more than \(options.nestingLimit) levels of arrays and maps"))
+        }
+    }
+
+    // MARK: Values
+
+    /// Decodes a value one level below the container at `depth - 1`, under `key`.
+    func decodeNested<T: Decodable>(_ type: T.Type, at offset: Int, depth nestedDepth: Int, key: any CodingKey) throws -> T {
+        if keys.count >= nestedDepth {
+            keys[nestedDepth - 1] = key
+        } else {
+            keys.append(key)
+        }
+        let savedDepth = depth
+        depth = nestedDepth
+        defer { depth = savedDepth }
+        return try decodeValue(type, at: offset)
+    }
+
+    @inline(__always)
+    func read<V>(_ body: () throws(ReadFailure) -> V) throws -> V {
+        do {
+            return try body()
+        } catch {
+            throw error.decodingError(codingPath)
+        }
+    }
+
+    /// Decodes a value at the current depth, reading the types MessagePack represents natively directly.
+    func decodeValue<T: Decodable>(_ type: T.Type, at offset: Int) throws -> T {
+        if T.self == String.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.string(at: offset).0 }, as: T.self)
+        } else if T.self == Int.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.integer(Int.self, at: offset).0 }, as: T.self)
+        } else if T.self == Double.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.double(at: offset).0 }, as: T.self)
+        } else if T.self == Bool.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.bool(at: offset).0 }, as: T.self)
+        } else if T.self == Date.self {
+            return reinterpret(try decodeDate(at: offset), as: T.self)
+        } else if T.self == UUID.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.uuid(at: offset) }, as: T.self)
+        } else if T.self == Data.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.binary(at: offset).0 }, as: T.self)
+        } else if T.self == URL.self {
+            let string = try read { () throws(ReadFailure) in try reader.string(at: offset).0 }
+            guard let url = URL(string: string) else {
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(codingPath: codingPath, debugDescription: "Invalid URL string at offset \(offset)"))
+            }
+            return reinterpret(url, as: T.self)
+        } else if T.self == MessagePackValue.self {
+            let levels = options.nestingLimit - depth
+            return reinterpret(
+                try read { () throws(ReadFailure) in try reader.value(at: offset, levels: levels).0 }, as: T.self)
+        } else if T.self == MessagePackTimestamp.self {
+            return reinterpret(try read { () throws(ReadFailure) in try reader.timestamp(at: offset).0 }, as: T.self)
+        } else {
+            let savedPosition = position
+            position = offset
+            defer { position = savedPosition }
+            return try T(from: self)
+        }
+    }
+
+    func decodeDate(at offset: Int) throws -> Date {
+        switch options.dateDecodingStrategy {
+        case .timestamp:
+            return try read { () throws(ReadFailure) in try reader.timestamp(at: offset).0 }.date
+        case .deferredToDate:
+            return try decodeThroughSelf(at: offset, Date.init(from:))
+        case .secondsSince1970:
+            return Date(timeIntervalSince1970: try read { () throws(ReadFailure) in try reader.double(at: offset).0 })
+        case .millisecondsSince1970:
+            return Date(
+                timeIntervalSince1970: try read { () throws(ReadFailure) in try reader.double(at: offset).0 } / 1000)
+        case .iso8601:
+            let string = try read { () throws(ReadFailure) in try reader.string(at: offset).0 }
+            do {
+                return try Date(string, strategy: .iso8601)
+            } catch {
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(
+                        codingPath: codingPath,
+                        debugDescription: "Expected an ISO 8601 date at offset \(offset) but found \"\(string)\""))
+            }
+        case .custom(let decode):
+            return try decodeThroughSelf(at: offset, decode)
+        }
+    }
+
+    func decodeThroughSelf<V>(at offset: Int, _ body: (any Decoder) throws -> V) throws -> V {
+        let savedPosition = position
+        position = offset
+        defer { position = savedPosition }
+        return try body(self)
+    }
+
+    /// For `MessagePackValue.init(from:)` called with this decoder.
+    func decodeValueHere() throws -> MessagePackValue {
+        let levels = options.nestingLimit - depth
+        return try read { () throws(ReadFailure) in try reader.value(at: position, levels: levels).0 }
+    }
+
+    /// For `MessagePackTimestamp.init(from:)` called with this decoder.
+    func decodeTimestampHere() throws -> MessagePackTimestamp {
+        try read { () throws(ReadFailure) in try reader.timestamp(at: position).0 }
+    }
+}
+
+extension ByteReader {
+    /// A UUID from its 36-character text in either case, without building a `String`.
+    func uuid(at offset: Int) throws(ReadFailure) -> UUID {
+        let (start, length) = try stringRange(at: offset, as: UUID.self)
+        let invalid = ReadFailure.corrupted("Invalid UUID string at offset \(offset)")
+        guard length == 36 else { throw invalid }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var failed = false
+        withUnsafeMutableBytes(of: &uuid) { out in
+            var position = start
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    if base[position] != UInt8(ascii: "-") {
+                        failed = true
+                        return
+                    }
+                    position += 1
+                }
+                let high = Self.hexValue(base[position])
+                let low = Self.hexValue(base[position + 1])
+                if high > 15 || low > 15 {
+                    failed = true
+                    return
+                }
+                out[i] = high << 4 | low
+                position += 2
+            }
+        }
+        if failed { throw invalid }
+        return UUID(uuid: uuid)
+    }
+
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> UInt8 {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
+        default: return 0xff
+        }
+    }
+}

@@ -1,0 +1,406 @@
+import Foundation
+
+/// Where each key and value of one map sits, built in one pass when a keyed container opens.
+///
+/// One allocation holds the entries and the lookup cursor. Lookups try the entry after the last hit first, because
+/// types read their keys in the order they wrote them, so a whole struct decodes with one comparison per key.
+final class KeyIndex: ManagedBuffer<KeyIndex.Header, KeyIndex.Entry> {
+    struct Header {
+        var count: Int
+        var last: Int
+    }
+
+    struct Entry {
+        /// The offset of a string key's bytes, or the value of an integer key.
+        var key: Int
+        /// The length of a string key, or −1 for an integer key.
+        var length: Int
+        var value: Int
+    }
+
+    static func make(capacity: Int) -> KeyIndex {
+        let buffer = KeyIndex.create(minimumCapacity: capacity) { _ in Header(count: 0, last: -1) }
+        return unsafeDowncast(buffer, to: KeyIndex.self)
+    }
+}
+
+/// A map being read by a `Decodable` type.
+struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let impl: DecoderImpl
+    let depth: Int
+    let parentKey: (any CodingKey)?
+    let index: KeyIndex
+    /// Map keys after the key decoding strategy, when it is not the default.
+    let names: [String]?
+
+    init(impl: DecoderImpl, start: Int, depth: Int, parentKey: (any CodingKey)?) throws {
+        self.impl = impl
+        self.depth = depth
+        self.parentKey = parentKey
+        let reader = impl.reader
+        let path = { impl.path(depth: depth, parentKey: parentKey) }
+        let (count, first): (Int, Int)
+        do {
+            (count, first) = try reader.mapHeader(at: start, as: [String: Any].self)
+        } catch {
+            throw error.decodingError(path())
+        }
+        try impl.checkNesting(depth: depth, at: start)
+        let capacity = Swift.min(count, (reader.count - first) / 2)
+        index = KeyIndex.make(capacity: capacity)
+        let levels = impl.options.nestingLimit - depth - 1
+        var position = first
+        do {
+            try index.withUnsafeMutablePointers { header, entries throws(ReadFailure) in
+                for i in 0..<count {
+                    guard i < capacity else {
+                        throw .corrupted(
+                            "Unexpected end of data at offset \(position): the map at offset \(start) claims \(count) "
+                                + "entries (\(reader.count - position) bytes left)")
+                    }
+                    let keyOffset = position
+                    let byte = try reader.byte(at: position)
+                    let entryKey: Int
+                    let entryLength: Int
+                    switch byte {
+                    case 0xa0...0xbf, 0xd9, 0xda, 0xdb:
+                        let (keyStart, length) = try reader.stringRange(at: position)
+                        try Self.checkUTF8(reader, keyStart, length, at: position)
+                        entryKey = keyStart
+                        entryLength = length
+                        position = keyStart + length
+                    case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
+                        let (value, end) = try reader.integer(Int.self, at: position)
+                        entryKey = value
+                        entryLength = -1
+                        position = end
+                    default:
+                        throw ReadFailure(
+                            kind: .typeMismatch(String.self),
+                            message: "Expected a string or integer map key at offset \(keyOffset) but found "
+                                + ByteReader.describe(byte))
+                    }
+                    let valueOffset = position
+                    position = try reader.skip(at: position, levels: levels)
+                    (entries + i).initialize(to: Entry(key: entryKey, length: entryLength, value: valueOffset))
+                    header.pointee.count = i + 1
+                }
+                try Self.checkDuplicates(reader, entries, count, mapOffset: start)
+            }
+        } catch {
+            throw error.decodingError(path())
+        }
+        impl.recordEnd(depth: depth, start: start, end: position)
+        if impl.usesDefaultKeys {
+            names = nil
+        } else {
+            names = Self.convertedNames(impl, index, path())
+        }
+    }
+
+    @inline(__always)
+    static func checkUTF8(_ reader: ByteReader, _ start: Int, _ length: Int, at offset: Int) throws(ReadFailure) {
+        let bytes = reader.bytes(start, length)
+        var ascii = true
+        for byte in bytes where byte >= 0x80 {
+            ascii = false
+            break
+        }
+        if !ascii {
+            _ = try reader.makeString(start, length, at: offset)
+        }
+    }
+
+    static func sameKey(_ reader: ByteReader, _ a: Entry, _ b: Entry) -> Bool {
+        guard a.length == b.length else { return false }
+        if a.length < 0 { return a.key == b.key }
+        return memcmp(reader.base + a.key, reader.base + b.key, a.length) == 0
+    }
+
+    typealias Entry = KeyIndex.Entry
+
+    /// Rejects a key present twice: which of the two values a type reads would otherwise be an accident.
+    static func checkDuplicates(
+        _ reader: ByteReader, _ entries: UnsafeMutablePointer<Entry>, _ count: Int, mapOffset: Int
+    ) throws(ReadFailure) {
+        func duplicate(_ entry: Entry) -> ReadFailure {
+            let name =
+                entry.length < 0
+                ? String(entry.key) : "\"\(String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self))\""
+            return .corrupted("Duplicate key \(name) in the map at offset \(mapOffset)")
+        }
+        if count <= 16 {
+            for i in 0..<count {
+                for j in (i + 1)..<count where sameKey(reader, entries[i], entries[j]) {
+                    throw duplicate(entries[i])
+                }
+            }
+            return
+        }
+        // Large maps (dictionaries): sort and compare neighbours, so hostile input cannot make this quadratic.
+        let sorted = UnsafeBufferPointer(start: entries, count: count).sorted { a, b in
+            if a.length != b.length { return a.length < b.length }
+            if a.length < 0 { return a.key < b.key }
+            return memcmp(reader.base + a.key, reader.base + b.key, a.length) < 0
+        }
+        for i in 1..<count where sameKey(reader, sorted[i - 1], sorted[i]) {
+            throw duplicate(sorted[i])
+        }
+    }
+
+    static func convertedNames(_ impl: DecoderImpl, _ index: KeyIndex, _ path: [any CodingKey]) -> [String] {
+        let reader = impl.reader
+        return index.withUnsafeMutablePointers { header, entries in
+            var names: [String] = []
+            names.reserveCapacity(header.pointee.count)
+            for i in 0..<header.pointee.count {
+                let entry = entries[i]
+                let raw =
+                    entry.length < 0
+                    ? String(entry.key) : String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)
+                switch impl.options.keyDecodingStrategy {
+                case .useDefaultKeys:
+                    names.append(raw)
+                case .convertFromSnakeCase:
+                    names.append(KeyConversion.fromSnakeCase(raw))
+                case .custom(let convert):
+                    let key: any CodingKey =
+                        entry.length < 0 ? AnyCodingKey(intValue: entry.key) : AnyCodingKey(stringValue: raw)
+                    names.append(convert(path + [key]).stringValue)
+                }
+            }
+            return names
+        }
+    }
+
+    var codingPath: [any CodingKey] { impl.path(depth: depth, parentKey: parentKey) }
+
+    var allKeys: [Key] {
+        let reader = impl.reader
+        return index.withUnsafeMutablePointers { header, entries in
+            var keys: [Key] = []
+            keys.reserveCapacity(header.pointee.count)
+            for i in 0..<header.pointee.count {
+                let entry = entries[i]
+                if let names {
+                    if let key = Key(stringValue: names[i]) {
+                        keys.append(key)
+                    }
+                } else if entry.length < 0 {
+                    if let key = Key(intValue: entry.key) ?? Key(stringValue: String(entry.key)) {
+                        keys.append(key)
+                    }
+                } else if let key = Key(stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)) {
+                    keys.append(key)
+                }
+            }
+            return keys
+        }
+    }
+
+    /// The offset of the value under `key`, or nil.
+    func find(_ key: Key) -> Int? {
+        let reader = impl.reader
+        let names = self.names
+        var name = key.stringValue
+        let intValue = key.intValue
+        return name.withUTF8 { wanted in
+            index.withUnsafeMutablePointers { header, entries -> Int? in
+                let count = header.pointee.count
+                guard count > 0 else { return nil }
+                func matches(_ i: Int) -> Bool {
+                    if let names {
+                        return names[i] == key.stringValue
+                    }
+                    let entry = entries[i]
+                    if entry.length < 0 {
+                        return entry.key == intValue
+                    }
+                    return entry.length == wanted.count
+                        && (wanted.count == 0 || memcmp(reader.base + entry.key, wanted.baseAddress!, wanted.count) == 0)
+                }
+                let last = header.pointee.last
+                var i = last + 1 == count ? 0 : last + 1
+                for _ in 0..<count {
+                    if matches(i) {
+                        header.pointee.last = i
+                        return entries[i].value
+                    }
+                    i = i + 1 == count ? 0 : i + 1
+                }
+                return nil
+            }
+        }
+    }
+
+    func offset(_ key: Key) throws -> Int {
+        guard let offset = find(key) else {
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")"))
+        }
+        return offset
+    }
+
+    @inline(__always)
+    func read<V>(_ key: Key, _ body: (Int) throws(ReadFailure) -> V) throws -> V {
+        let offset = try offset(key)
+        do {
+            return try body(offset)
+        } catch {
+            throw error.decodingError(codingPath + [key])
+        }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        find(key) != nil
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        impl.reader.base[try offset(key)] == 0xc0
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.bool(at: offset).0 }
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.string(at: offset).0 }
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.double(at: offset).0 }
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.float(at: offset).0 }
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(Int.self, at: offset).0 }
+    }
+
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(Int8.self, at: offset).0 }
+    }
+
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(Int16.self, at: offset).0 }
+    }
+
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(Int32.self, at: offset).0 }
+    }
+
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(Int64.self, at: offset).0 }
+    }
+
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(UInt.self, at: offset).0 }
+    }
+
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(UInt8.self, at: offset).0 }
+    }
+
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(UInt16.self, at: offset).0 }
+    }
+
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(UInt32.self, at: offset).0 }
+    }
+
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try read(key) { offset throws(ReadFailure) in try impl.reader.integer(UInt64.self, at: offset).0 }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        let offset = try offset(key)
+        impl.restore(parentKey: parentKey, depth: depth)
+        return try impl.decodeNested(type, at: offset, depth: depth + 1, key: key)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        let offset = try offset(key)
+        impl.restore(parentKey: parentKey, depth: depth)
+        return KeyedDecodingContainer(try KeyedDecoder<NestedKey>(impl: impl, start: offset, depth: depth + 1, parentKey: key))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        let offset = try offset(key)
+        impl.restore(parentKey: parentKey, depth: depth)
+        return try UnkeyedDecoder(impl: impl, start: offset, depth: depth + 1, parentKey: key)
+    }
+
+    func superDecoder() throws -> any Decoder {
+        guard let offset = find(key: AnyCodingKey.super) else {
+            throw DecodingError.keyNotFound(
+                AnyCodingKey.super,
+                DecodingError.Context(codingPath: codingPath, debugDescription: "No value associated with key \"super\""))
+        }
+        return SubDecoder(impl: impl, path: codingPath + [AnyCodingKey.super], start: offset)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        SubDecoder(impl: impl, path: codingPath + [key], start: try offset(key))
+    }
+
+    private func find(key: AnyCodingKey) -> Int? {
+        let reader = impl.reader
+        return index.withUnsafeMutablePointers { header, entries -> Int? in
+            for i in 0..<header.pointee.count {
+                let entry = entries[i]
+                let name: String =
+                    if let names { names[i] } else if entry.length < 0 { String(entry.key) } else {
+                        String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)
+                    }
+                if name == key.stringValue {
+                    return entry.value
+                }
+            }
+            return nil
+        }
+    }
+}
+
+/// The decoder a `superDecoder()` hands out, reading the value it was given.
+final class SubDecoder: Decoder {
+    let impl: DecoderImpl
+    let path: [any CodingKey]
+    let start: Int
+
+    init(impl: DecoderImpl, path: [any CodingKey], start: Int) {
+        self.impl = impl
+        self.path = path
+        self.start = start
+    }
+
+    var codingPath: [any CodingKey] { path }
+    var userInfo: [CodingUserInfoKey: Any] { impl.userInfo }
+
+    private func prepare() {
+        impl.keys = path
+        impl.depth = path.count
+        impl.position = start
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        prepare()
+        return try impl.container(keyedBy: type)
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        prepare()
+        return try impl.unkeyedContainer()
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        prepare()
+        return try impl.singleValueContainer()
+    }
+}

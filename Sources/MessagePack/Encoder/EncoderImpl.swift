@@ -1,0 +1,425 @@
+import Foundation
+
+/// The `Encoder` handed to every `encode(to:)`: one object per encoding, one byte buffer, a stack of open containers.
+///
+/// An open array or map starts with a one-byte fix header whose count is patched after each element; when the count
+/// outgrows it (16, then 65,536) the payload moves right once to make room for the wider header. Only the innermost
+/// open container may grow, so nothing after it has to move.
+final class EncoderImpl: Encoder {
+    struct Frame {
+        var header: Int
+        var count: Int
+        var isMap: Bool
+        var id: Int
+    }
+
+    @exclusivity(unchecked) var writer = ByteWriter(capacity: 256)
+    /// The innermost open container, kept out of `frames` because nearly every write touches it.
+    @exclusivity(unchecked) var top = Frame(header: 0, count: 0, isMap: false, id: 0)
+    /// The open containers around `top`, outermost first.
+    @exclusivity(unchecked) var frames: [Frame] = []
+    @exclusivity(unchecked) var nextFrameID = 0
+    /// Keys of the current coding path; only the first `depth` are meaningful.
+    @exclusivity(unchecked) var keys: [any CodingKey] = []
+    @exclusivity(unchecked) var depth = 0
+    /// Where the value being encoded by the current `encode(to:)` starts.
+    @exclusivity(unchecked) var valueStart = 0
+    /// Where a `Dictionary` opened its keyed container, so its entries can be rewritten in sorted order.
+    @exclusivity(unchecked) var dictionaryStart = -1
+    @exclusivity(unchecked) var deferredError: (any Error)?
+    let options: MessagePackEncoder
+    let usesDefaultKeys: Bool
+    @exclusivity(unchecked) var snakeCaseCache: [String: String] = [:]
+    /// Set only while finding out which key type `Dictionary` encodes with.
+    var probedKeyType: ObjectIdentifier?
+
+    init(options: MessagePackEncoder) {
+        self.options = options
+        if case .useDefaultKeys = options.keyEncodingStrategy {
+            usesDefaultKeys = true
+        } else {
+            usesDefaultKeys = false
+        }
+        keys.reserveCapacity(8)
+        frames.reserveCapacity(8)
+    }
+
+    deinit {
+        if ownsBuffer {
+            writer.deallocate()
+        }
+    }
+
+    private var ownsBuffer = true
+
+    /// The finished bytes as `Data` that owns the buffer; call once, at the end.
+    func takeData() -> Data {
+        ownsBuffer = false
+        return writer.takeData()
+    }
+
+    /// The standard library's private key type for `Dictionary`, found once by watching a dictionary encode itself.
+    static let dictionaryKeyType: ObjectIdentifier? = {
+        let probe = EncoderImpl(options: MessagePackEncoder())
+        probe.probedKeyType = ObjectIdentifier(EncoderImpl.self)
+        try? ["": 0].encode(to: probe)
+        return probe.probedKeyType
+    }()
+
+    var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
+
+    var userInfo: [CodingUserInfoKey: Any] { options.userInfo.mapValues { $0 as Any } }
+
+    func path(depth: Int, parentKey: (any CodingKey)?) -> [any CodingKey] {
+        guard let parentKey else { return Array(keys.prefix(depth)) }
+        return Array(keys.prefix(depth - 1)) + [parentKey]
+    }
+
+    /// Keeps `keys[depth - 1]` right for a container that may be used after a sibling changed it.
+    @inline(__always)
+    func restore(parentKey: (any CodingKey)?, depth: Int) {
+        guard let parentKey else { return }
+        if keys.count >= depth {
+            keys[depth - 1] = parentKey
+        } else {
+            keys.append(parentKey)
+        }
+    }
+
+    // MARK: Top level
+
+    func encodeTopLevel<T: Encodable>(_ value: T) throws {
+        try encodeValue(value)
+        if let deferredError {
+            throw deferredError
+        }
+        if writer.count == 0 {
+            throw EncodingError.invalidValue(
+                value, EncodingError.Context(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+        }
+    }
+
+    // MARK: Containers
+
+    /// Opens an array or map with a placeholder fix header and makes it the innermost open container.
+    func openFrame(isMap: Bool) -> Int {
+        nextFrameID += 1
+        if top.id != 0 {
+            frames.append(top)
+        }
+        top = Frame(header: writer.count, count: 0, isMap: isMap, id: nextFrameID)
+        writer.writeByte(isMap ? 0x80 : 0x90)
+        return nextFrameID
+    }
+
+    /// Makes the container `id` the innermost open one again, closing those opened inside it.
+    @inline(__always)
+    func activate(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
+        if top.id != id {
+            try reopen(id, codingPath: codingPath())
+        }
+    }
+
+    func reopen(_ id: Int, codingPath: [any CodingKey]) throws {
+        if id > 0, let index = frames.lastIndex(where: { $0.id == id }) {
+            top = frames[index]
+            frames.removeSubrange(index...)
+            return
+        }
+        if let deferredError {
+            throw deferredError
+        }
+        throw EncodingError.invalidValue(
+            id,
+            EncodingError.Context(
+                codingPath: codingPath,
+                debugDescription:
+                    "A container was written to after a container opened beside or around it; MessagePackEncoder "
+                    + "writes bytes once, so fill each container before opening the next"))
+    }
+
+    /// Counts one more element in the innermost open container and patches its header.
+    @inline(__always)
+    func bump() throws {
+        let count = top.count + 1
+        top.count = count
+        if count < 16 {
+            writer.patch(top.header, (top.isMap ? 0x80 : 0x90) | UInt8(truncatingIfNeeded: count))
+        } else {
+            try grow(count)
+        }
+    }
+
+    func grow(_ count: Int) throws {
+        let header = top.header
+        let isMap = top.isMap
+        if count <= 0xffff {
+            if count == 16 {
+                writer.insertGap(2, at: header + 1)
+            }
+            writer.patch(header, isMap ? 0xde : 0xdc)
+            writer.patch(header + 1, UInt8(truncatingIfNeeded: count >> 8))
+            writer.patch(header + 2, UInt8(truncatingIfNeeded: count))
+        } else if count <= 0xffff_ffff {
+            if count == 0x1_0000 {
+                writer.insertGap(2, at: header + 3)
+            }
+            writer.patch(header, isMap ? 0xdf : 0xdd)
+            writer.patch(header + 1, UInt8(truncatingIfNeeded: count >> 24))
+            writer.patch(header + 2, UInt8(truncatingIfNeeded: count >> 16))
+            writer.patch(header + 3, UInt8(truncatingIfNeeded: count >> 8))
+            writer.patch(header + 4, UInt8(truncatingIfNeeded: count))
+        } else {
+            throw ByteWriter.tooLong(isMap ? "map" : "array", count)
+        }
+    }
+
+    func writeKey(_ key: some CodingKey, depth: Int) throws {
+        if usesDefaultKeys {
+            try writer.writeString(key.stringValue)
+            return
+        }
+        switch options.keyEncodingStrategy {
+        case .useDefaultKeys:
+            try writer.writeString(key.stringValue)
+        case .convertToSnakeCase:
+            let name = key.stringValue
+            if let converted = snakeCaseCache[name] {
+                try writer.writeString(converted)
+            } else {
+                let converted = KeyConversion.toSnakeCase(name)
+                snakeCaseCache[name] = converted
+                try writer.writeString(converted)
+            }
+        case .custom(let convert):
+            let path = Array(keys.prefix(depth)) + [key]
+            try writer.writeString(convert(path).stringValue)
+        }
+    }
+
+    func deadContainer<Key: CodingKey>(_ error: any Error, keyedBy: Key.Type) -> KeyedEncodingContainer<Key> {
+        if deferredError == nil {
+            deferredError = error
+        }
+        return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: -1, depth: depth, parentKey: nil))
+    }
+
+    func misuse(_ what: String) -> EncodingError {
+        EncodingError.invalidValue(
+            what,
+            EncodingError.Context(
+                codingPath: codingPath,
+                debugDescription: "\(what) was requested after this value had already written something"))
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        if let probe = probedKeyType {
+            if probe == ObjectIdentifier(EncoderImpl.self) {
+                probedKeyType = ObjectIdentifier(Key.self)
+            }
+        } else if ObjectIdentifier(Key.self) == Self.dictionaryKeyType {
+            dictionaryStart = valueStart
+        }
+        if writer.count != valueStart {
+            // A second keyed container for the same value (a subclass and its superclass) shares the map.
+            if let frame = openFrame(at: valueStart), frame.isMap {
+                return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
+            }
+            return deadContainer(misuse("A keyed container"), keyedBy: Key.self)
+        }
+        let id = openFrame(isMap: true)
+        return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: id, depth: depth, parentKey: nil))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        if writer.count != valueStart {
+            if let frame = openFrame(at: valueStart), !frame.isMap {
+                return UnkeyedEncoder(impl: self, frame: frame.id, depth: depth, parentKey: nil, count: frame.count)
+            }
+            if deferredError == nil {
+                deferredError = misuse("An unkeyed container")
+            }
+            return UnkeyedEncoder(impl: self, frame: -1, depth: depth, parentKey: nil, count: 0)
+        }
+        let id = openFrame(isMap: false)
+        return UnkeyedEncoder(impl: self, frame: id, depth: depth, parentKey: nil, count: 0)
+    }
+
+    /// The open container whose header is at `offset`, if any.
+    func openFrame(at offset: Int) -> Frame? {
+        if top.id != 0 && top.header == offset {
+            return top
+        }
+        return frames.last(where: { $0.header == offset })
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueEncoder(impl: self, depth: depth, start: valueStart)
+    }
+
+    /// Lets `MessagePackValue` and `MessagePackTimestamp` write themselves as one value.
+    func encodeSingle(_ body: (inout ByteWriter) throws -> Void) throws {
+        guard writer.count == valueStart else {
+            throw misuse("A single value")
+        }
+        try body(&writer)
+    }
+
+    // MARK: Values
+
+    /// Encodes a value one level below the container at `depth - 1`, under `key`.
+    func encodeNested<T: Encodable>(_ value: T, depth nestedDepth: Int, key: any CodingKey) throws {
+        if keys.count >= nestedDepth {
+            keys[nestedDepth - 1] = key
+        } else {
+            keys.append(key)
+        }
+        let savedDepth = depth
+        depth = nestedDepth
+        defer { depth = savedDepth }
+        let start = writer.count
+        try encodeValue(value)
+        if writer.count == start {
+            // A value that encodes nothing still needs a value after its key: `{}`, as JSONEncoder writes.
+            writer.writeByte(0x80)
+        }
+    }
+
+    /// Encodes a value at the current depth, with the types MessagePack represents natively written directly.
+    func encodeValue<T: Encodable>(_ value: T) throws {
+        if T.self == String.self {
+            try writer.writeString(reinterpret(value, as: String.self))
+        } else if T.self == Int.self {
+            writer.writeInt(Int64(reinterpret(value, as: Int.self)))
+        } else if T.self == Double.self {
+            writer.writeDouble(reinterpret(value, as: Double.self))
+        } else if T.self == Bool.self {
+            writer.writeBool(reinterpret(value, as: Bool.self))
+        } else if T.self == Date.self {
+            try encodeDate(reinterpret(value, as: Date.self))
+        } else if T.self == UUID.self {
+            writer.writeUUID(reinterpret(value, as: UUID.self))
+        } else if T.self == Data.self {
+            try writer.writeBinary(reinterpret(value, as: Data.self))
+        } else if T.self == URL.self {
+            try writer.writeString(reinterpret(value, as: URL.self).absoluteString)
+        } else if T.self == MessagePackValue.self {
+            try writer.writeValue(reinterpret(value, as: MessagePackValue.self))
+        } else if T.self == MessagePackTimestamp.self {
+            writer.writeTimestamp(reinterpret(value, as: MessagePackTimestamp.self))
+        } else {
+            let start = writer.count
+            try encodeThroughSelf(value.encode(to:))
+            if dictionaryStart == start {
+                dictionaryStart = -1
+                try rewriteSorted(value, from: start)
+            }
+        }
+    }
+
+    /// Encodes a `Dictionary` again with its keys sorted, over the entries it wrote in its own (per-process) order.
+    ///
+    /// Only `Dictionary` with `String` or `Int` keys is rewritten; other key types keep their iteration order.
+    func rewriteSorted<T: Encodable>(_ value: T, from start: Int) throws {
+        guard let dictionary = value as? any SortedDictionaryEncodable else { return }
+        writer.truncate(to: start)
+        while top.id != 0 && top.header >= start {
+            top = frames.popLast() ?? Frame(header: 0, count: 0, isMap: false, id: 0)
+        }
+        try dictionary.encodeSorted(into: self)
+    }
+
+    func encodeThroughSelf(_ body: (any Encoder) throws -> Void) throws {
+        let savedStart = valueStart
+        valueStart = writer.count
+        defer { valueStart = savedStart }
+        try body(self)
+    }
+
+    func encodeDate(_ date: Date) throws {
+        switch options.dateEncodingStrategy {
+        case .timestamp:
+            writer.writeTimestamp(MessagePackTimestamp(date))
+        case .deferredToDate:
+            try encodeThroughSelf(date.encode(to:))
+        case .secondsSince1970:
+            writer.writeDouble(date.timeIntervalSince1970)
+        case .millisecondsSince1970:
+            writer.writeDouble(date.timeIntervalSince1970 * 1000)
+        case .iso8601:
+            try writer.writeString(date.formatted(.iso8601))
+        case .custom(let encode):
+            try encodeThroughSelf { try encode(date, $0) }
+        }
+    }
+}
+
+/// Reads a value of generic type `T` as the concrete type `U` that the caller has just checked `T` to be.
+@inline(__always)
+func reinterpret<T, U>(_ value: T, as type: U.Type) -> U {
+    withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+}
+
+extension ByteWriter {
+    /// Writes the canonical uppercase text of a UUID (`uuidString`) without building a `String`.
+    mutating func writeUUID(_ uuid: UUID) {
+        writeByte(0xd9)
+        writeByte(36)
+        let digits: StaticString = "0123456789ABCDEF"
+        reserve(36)
+        var out = base + count
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            digits.withUTF8Buffer { hex in
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out.pointee = UInt8(ascii: "-")
+                        out += 1
+                    }
+                    let byte = raw[i]
+                    out[0] = hex[Int(byte >> 4)]
+                    out[1] = hex[Int(byte & 0x0f)]
+                    out += 2
+                }
+            }
+        }
+        count += 36
+    }
+}
+
+/// Dictionaries whose keys are sorted before encoding, so equal dictionaries give equal bytes in every process.
+protocol SortedDictionaryEncodable {
+    func encodeSorted(into impl: EncoderImpl) throws
+}
+
+/// Dictionary key types that become map keys: `String` as str, `Int` as an integer.
+protocol MapKeyEncodable: Comparable {
+    func write(into writer: inout ByteWriter) throws
+    var codingKey: AnyCodingKey { get }
+}
+
+extension String: MapKeyEncodable {
+    func write(into writer: inout ByteWriter) throws {
+        try writer.writeString(self)
+    }
+
+    var codingKey: AnyCodingKey { AnyCodingKey(stringValue: self) }
+}
+
+extension Int: MapKeyEncodable {
+    func write(into writer: inout ByteWriter) throws {
+        writer.writeInt(Int64(self))
+    }
+
+    var codingKey: AnyCodingKey { AnyCodingKey(intValue: self) }
+}
+
+extension Dictionary: SortedDictionaryEncodable where Key: MapKeyEncodable, Value: Encodable {
+    func encodeSorted(into impl: EncoderImpl) throws {
+        try impl.writer.writeMapHeader(count)
+        let depth = impl.depth
+        for (key, value) in self.sorted(by: { $0.key < $1.key }) {
+            try key.write(into: &impl.writer)
+            try impl.encodeNested(value, depth: depth + 1, key: key.codingKey)
+        }
+    }
+}

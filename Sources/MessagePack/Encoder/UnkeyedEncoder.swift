@@ -1,0 +1,144 @@
+import Foundation
+
+/// An array being written.
+struct UnkeyedEncoder: UnkeyedEncodingContainer {
+    let impl: EncoderImpl
+    let frame: Int
+    let depth: Int
+    let parentKey: (any CodingKey)?
+    private(set) var count: Int
+
+    init(impl: EncoderImpl, frame: Int, depth: Int, parentKey: (any CodingKey)?, count: Int) {
+        self.impl = impl
+        self.frame = frame
+        self.depth = depth
+        self.parentKey = parentKey
+        self.count = count
+    }
+
+    var codingPath: [any CodingKey] { impl.path(depth: depth, parentKey: parentKey) }
+
+    @inline(__always)
+    mutating func begin() throws {
+        try impl.activate(frame, codingPath: codingPath)
+        try impl.bump()
+        count += 1
+        impl.restore(parentKey: parentKey, depth: depth)
+    }
+
+    mutating func encodeNil() throws {
+        try begin()
+        impl.writer.writeNil()
+    }
+
+    mutating func encode(_ value: Int) throws {
+        try begin()
+        impl.writer.writeInt(Int64(value))
+    }
+
+    mutating func encode(_ value: Int8) throws {
+        try begin()
+        impl.writer.writeInt(Int64(value))
+    }
+
+    mutating func encode(_ value: Int16) throws {
+        try begin()
+        impl.writer.writeInt(Int64(value))
+    }
+
+    mutating func encode(_ value: Int32) throws {
+        try begin()
+        impl.writer.writeInt(Int64(value))
+    }
+
+    mutating func encode(_ value: Int64) throws {
+        try begin()
+        impl.writer.writeInt(Int64(value))
+    }
+
+    mutating func encode(_ value: UInt) throws {
+        try begin()
+        impl.writer.writeUInt(UInt64(value))
+    }
+
+    mutating func encode(_ value: UInt8) throws {
+        try begin()
+        impl.writer.writeUInt(UInt64(value))
+    }
+
+    mutating func encode(_ value: UInt16) throws {
+        try begin()
+        impl.writer.writeUInt(UInt64(value))
+    }
+
+    mutating func encode(_ value: UInt32) throws {
+        try begin()
+        impl.writer.writeUInt(UInt64(value))
+    }
+
+    mutating func encode(_ value: UInt64) throws {
+        try begin()
+        impl.writer.writeUInt(UInt64(value))
+    }
+
+    mutating func encode(_ value: Bool) throws {
+        try begin()
+        impl.writer.writeBool(value)
+    }
+
+    mutating func encode(_ value: Float) throws {
+        try begin()
+        impl.writer.writeFloat(value)
+    }
+
+    mutating func encode(_ value: Double) throws {
+        try begin()
+        impl.writer.writeDouble(value)
+    }
+
+    mutating func encode(_ value: String) throws {
+        try begin()
+        try impl.writer.writeString(value)
+    }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try begin()
+        try impl.encodeNested(value, depth: depth + 1, key: IndexKey(index: count - 1))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        do {
+            try begin()
+        } catch {
+            return impl.deadContainer(error, keyedBy: NestedKey.self)
+        }
+        let id = impl.openFrame(isMap: true)
+        return KeyedEncodingContainer(
+            KeyedEncoder<NestedKey>(impl: impl, frame: id, depth: depth + 1, parentKey: IndexKey(index: count - 1)))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        do {
+            try begin()
+        } catch {
+            if impl.deferredError == nil {
+                impl.deferredError = error
+            }
+            return UnkeyedEncoder(impl: impl, frame: -1, depth: depth + 1, parentKey: IndexKey(index: count), count: 0)
+        }
+        let id = impl.openFrame(isMap: false)
+        return UnkeyedEncoder(impl: impl, frame: id, depth: depth + 1, parentKey: IndexKey(index: count - 1), count: 0)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        do {
+            try begin()
+        } catch {
+            if impl.deferredError == nil {
+                impl.deferredError = error
+            }
+        }
+        impl.writer.writeByte(0x80)
+        return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: impl.writer.count - 1)
+    }
+}
