@@ -129,7 +129,7 @@ public struct AgentConfiguration: Sendable, Hashable {
     ) throws(AgentError) -> AgentConfiguration {
         let fileURL: URL?
         if let configFile {
-            let url = URL(fileURLWithPath: configFile, relativeTo: currentDirectory).absoluteURL.standardizedFileURL
+            let url = resolvePath(configFile, against: currentDirectory)
             guard FileManager.default.fileExists(atPath: url.path) else {
                 throw AgentError(
                     .noInput,
@@ -165,7 +165,7 @@ public struct AgentConfiguration: Sendable, Hashable {
         }
 
         let queueDirectory =
-            contents?.queue.map { URL(fileURLWithPath: $0, relativeTo: home.url).absoluteURL.standardizedFileURL }
+            contents?.queue.map { resolvePath($0, against: home.url) }
             ?? home.defaultQueueDirectory
         if let cap = contents?.queueMaxBytes, cap <= 0 {
             throw AgentError(.dataError, "\(path): queueMaxBytes: \(cap) must be a positive number of bytes, or null")
@@ -173,11 +173,9 @@ public struct AgentConfiguration: Sendable, Hashable {
 
         let inventory: InventorySource
         if let name = contents?.inventory, let fileURL {
-            inventory = .file(
-                URL(fileURLWithPath: name, relativeTo: fileURL.deletingLastPathComponent()).absoluteURL
-                    .standardizedFileURL)
+            inventory = .file(resolvePath(name, against: fileURL.deletingLastPathComponent()))
         } else {
-            let shipped = currentDirectory.appendingPathComponent("config/Inventory.plist").standardizedFileURL
+            let shipped = resolvePath("config/Inventory.plist", against: currentDirectory)
             inventory = FileManager.default.fileExists(atPath: shipped.path) ? .file(shipped) : .builtIn
         }
 

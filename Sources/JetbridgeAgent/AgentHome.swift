@@ -31,7 +31,7 @@ public struct AgentHome: Sendable, Hashable {
     public static func resolve(flag: String?, environment: [String: String], currentDirectory: URL) -> AgentHome {
         let path =
             flag ?? environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath
-        return AgentHome(url: URL(fileURLWithPath: path, relativeTo: currentDirectory).absoluteURL)
+        return AgentHome(url: resolvePath(path, against: currentDirectory))
     }
 
     public var configurationFile: URL { url.appendingPathComponent("agent.json") }
@@ -39,4 +39,13 @@ public struct AgentHome: Sendable, Hashable {
     public var ordersDirectory: URL { url.appendingPathComponent("orders", isDirectory: true) }
     public var rejectedDirectory: URL { url.appendingPathComponent("rejected", isDirectory: true) }
     public var syncStateFile: URL { url.appendingPathComponent("sync-state.json") }
+}
+
+/// `path` if absolute, else `path` under the directory `base`, standardized.
+///
+/// Not `URL(fileURLWithPath:relativeTo:)`: that resolves against `base`'s parent unless `base` ends in `/`, which
+/// depends on whether the directory existed when its URL was made.
+func resolvePath(_ path: String, against base: URL) -> URL {
+    let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : base.appendingPathComponent(path)
+    return url.standardizedFileURL
 }
