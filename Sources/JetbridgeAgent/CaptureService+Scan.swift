@@ -86,68 +86,78 @@ extension CaptureService {
         let flightID = try resolveFlight(flight)
         try validate(
             Scan(tag: .example, point: point, scannedAt: timestamp(), flight: flightID, device: configuration.device))
-        let queue = try openQueue()
+        let committer = GroupCommitter(queue: try openQueue())
         var reader = TagLineReader(fd: fd, path: name)
         var summary = ScanSummary(
             point: point, flight: flightID.rawValue, scanned: 0, rejected: 0, firstSequence: nil, lastSequence: nil)
+        var ids = RandomUUIDs()
         var pending: [Data] = []
         pending.reserveCapacity(Self.scanBatchSize)
         var pendingFirstLine = 1
         let device = configuration.device
 
-        func flush() throws(AgentError) {
-            guard !pending.isEmpty else { return }
-            do {
-                let range = try queue.append(contentsOf: pending)
-                summary.firstSequence = summary.firstSequence ?? range.lowerBound
-                summary.lastSequence = range.upperBound
-                summary.scanned += pending.count
-                pending.removeAll(keepingCapacity: true)
-            } catch {
-                var agentError = AgentError(queue: error)
-                agentError.message =
-                    "\(summary.scanned) scans were stored; nothing from line \(pendingFirstLine) on was: "
-                    + agentError.message
-                throw agentError
+        func finish() throws(AgentError) {
+            let outcome = committer.finish()
+            summary.scanned = outcome.stored
+            summary.firstSequence = outcome.firstSequence
+            summary.lastSequence = outcome.lastSequence
+            if let failure = outcome.failure {
+                var error = AgentError(queue: failure.error)
+                error.message =
+                    "\(outcome.stored) scans were stored; nothing from line \(failure.firstLine) on was: "
+                    + error.message
+                throw error
             }
         }
 
-        while let line = try reader.next() {
-            let number = reader.lineNumber
-            let payload: String
-            switch line {
-            case .tooLong(let length):
-                summary.rejected += 1
-                rejected(
-                    RejectedLine(
-                        line: number,
-                        reason:
-                            "tag payload is \(length) bytes; a tag is at most \(LuggageTag.maxPayloadBytes) bytes of JSON"
-                    ))
-                continue
-            case .bytes(let bytes):
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                guard let text = String(validating: bytes, as: UTF8.self) else {
+        do throws(AgentError) {
+            while let line = try reader.next() {
+                let number = reader.lineNumber
+                let payload: String
+                switch line {
+                case .tooLong(let length):
                     summary.rejected += 1
-                    rejected(RejectedLine(line: number, reason: "not valid UTF-8 text; a tag is JSON"))
+                    rejected(
+                        RejectedLine(
+                            line: number,
+                            reason:
+                                "tag payload is \(length) bytes; a tag is at most \(LuggageTag.maxPayloadBytes) bytes of JSON"
+                        ))
+                    continue
+                case .bytes(let bytes):
+                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                    guard let text = String(validating: bytes, as: UTF8.self) else {
+                        summary.rejected += 1
+                        rejected(RejectedLine(line: number, reason: "not valid UTF-8 text; a tag is JSON"))
+                        continue
+                    }
+                    payload = text
+                }
+                let scan: Scan
+                do {
+                    let tag = try LuggageTag.parse(qrPayload: payload)
+                    scan = Scan(
+                        id: ids.make(), tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: device
+                    )
+                } catch {
+                    summary.rejected += 1
+                    rejected(RejectedLine(line: number, reason: (error as? ValidationError)?.description ?? "\(error)"))
                     continue
                 }
-                payload = text
+                if pending.isEmpty { pendingFirstLine = number }
+                pending.append(try encode(scan))
+                if pending.count >= Self.scanBatchSize {
+                    guard committer.submit(pending, firstLine: pendingFirstLine) else { break }
+                    pending.removeAll(keepingCapacity: true)
+                }
             }
-            let scan: Scan
-            do {
-                let tag = try LuggageTag.parse(qrPayload: payload)
-                scan = Scan(tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: device)
-            } catch {
-                summary.rejected += 1
-                rejected(RejectedLine(line: number, reason: (error as? ValidationError)?.description ?? "\(error)"))
-                continue
-            }
-            if pending.isEmpty { pendingFirstLine = number }
-            pending.append(try encode(scan))
-            if pending.count >= Self.scanBatchSize { try flush() }
+            if !pending.isEmpty { _ = committer.submit(pending, firstLine: pendingFirstLine) }
+        } catch {
+            // A read error: keep what was already handed over durable, then report.
+            _ = committer.finish()
+            throw error
         }
-        try flush()
+        try finish()
         logger.debug(
             "scans recorded", metadata: ["scanned": "\(summary.scanned)", "rejected": "\(summary.rejected)"])
         return summary

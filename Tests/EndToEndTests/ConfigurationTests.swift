@@ -104,6 +104,17 @@ struct ConfigurationTests {
         #expect(ledger.filter { $0.hasSuffix(".msgpack") }.count == 2, "the refused order left no ledger entry")
     }
 
+    @Test("a bulk scan that fills the queue keeps a durable prefix and says where it stopped")
+    func sizeCapMidInput() throws {
+        let sandbox = try AgentSandbox()
+        let config = try sandbox.write(#"{"queueMaxBytes": 1000000}"#, to: "agent.json")
+        let tags = (0..<5000).map { _ in Tags.json() }.joined(separator: "\n")
+        let run = try sandbox.agent(["--config", config.path, "scan", "--at", "origin"], stdin: Data(tags.utf8))
+        #expect(run.status == 75, "\(run)")
+        #expect(run.stderr.contains("4096 scans were stored; nothing from line 4097 on was"), "\(run)")
+        #expect(try sandbox.records().map(\.sequence) == Array(1...4096))
+    }
+
     @Test("status shows queued records, set-aside records and the last sync")
     func status() throws {
         let sandbox = try AgentSandbox()

@@ -121,3 +121,18 @@ struct TagLineReaderTests {
         #expect(try lines("") == [])
     }
 }
+
+@Suite("RandomUUIDs")
+struct RandomUUIDsTests {
+    @Test("version 4, RFC 4122 variant, no repeats across refills")
+    func version4() {
+        var ids = RandomUUIDs()
+        let made = (0..<10_000).map { _ in ids.make() }
+        #expect(Set(made).count == made.count)
+        for id in made.prefix(100) {
+            let text = id.uuidString
+            #expect(Array(text)[14] == "4")
+            #expect("89AB".contains(Array(text)[19]))
+        }
+    }
+}
