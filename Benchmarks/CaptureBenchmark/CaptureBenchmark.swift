@@ -3,6 +3,10 @@ import Foundation
 import JetbridgeModel
 import MessagePack
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Measures capture through the release `jetbridge-agent` binary, as a scanner or an attendant uses it:
 ///
 /// 1. `scan --at origin` with 100,000 tag lines on standard input, into a fresh home: scans per second, durable at
@@ -61,17 +65,18 @@ struct CaptureBenchmark {
             guard stored == tagCount else { fatalError("expected \(tagCount) records, found \(stored)") }
             agentRates.append(Double(tagCount) / seconds)
 
-            // The same work without the process and the disk: parse each line, build and encode a scan.
+            // The same work without the process and the disk: parse each line, build and encode a scan (ids made
+            // beforehand: Foundation's UUID() costs three system calls each; the agent draws them in bulk).
             let flight = try FlightID("ZA101/2026-11-21")
+            let ids = (0..<tagCount).map { _ in UUID() }
             let encoder = MessagePackEncoder()
             var payloads: [Data] = []
             payloads.reserveCapacity(tagCount)
             let cpuStart = DispatchTime.now()
-            for line in lines {
+            for (line, id) in zip(lines, ids) {
                 let tag = try LuggageTag.parse(qrPayload: line)
-                payloads.append(
-                    try encoder.encode(
-                        Scan(tag: tag, point: .origin, scannedAt: Date(), flight: flight, device: "bench")))
+                let scan = Scan(id: id, tag: tag, point: .origin, scannedAt: Date(), flight: flight, device: "bench")
+                payloads.append(try encoder.encode(scan))
             }
             cpuRates.append(Double(tagCount) / elapsed(since: cpuStart))
 
@@ -127,25 +132,49 @@ struct CaptureBenchmark {
     }
 
     /// Runs a process with `stdin` fed through a pipe by another thread, output discarded; returns its exit status.
+    ///
+    /// `posix_spawn` and `waitpid`, not Foundation's `Process`: on Linux its `waitUntilExit` polls a run loop every
+    /// 50 ms, which would be most of what an `order` latency measures.
     static func run(_ executable: URL, _ arguments: [String], stdin: Data? = nil) throws -> Int32 {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        if stdin != nil { process.standardInput = pipe } else { process.standardInput = FileHandle.nullDevice }
-        try process.run()
-        if let stdin {
-            let writer = pipe.fileHandleForWriting
-            let thread = Thread {
-                writer.write(stdin)
-                try? writer.close()
-            }
-            thread.start()
+        var fds: [Int32] = [-1, -1]
+        if stdin != nil { guard pipe(&fds) == 0 else { fatalError("pipe: \(errno)") } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if stdin != nil {
+            posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+            posix_spawn_file_actions_addclose(&actions, fds[0])
+            posix_spawn_file_actions_addclose(&actions, fds[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        process.waitUntilExit()
-        return process.terminationStatus
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { fatalError("posix_spawn \(executable.path): \(spawned)") }
+        if let stdin {
+            close(fds[0])
+            let writeEnd = fds[1]
+            stdin.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(writeEnd, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        break
+                    }
+                    offset += written
+                }
+            }
+            close(writeEnd)
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS, which Swift does not import.
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 
     static func count(queue: URL) throws -> Int {
