@@ -113,7 +113,13 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["jetbridge-agent", "jetbridge-aggregator", "MessagePack", "JetbridgeModel"]
+            dependencies: ["jetbridge-agent", "jetbridge-aggregator", "MessagePack", "JetbridgeModel", "FileQueue"]
+        ),
+        .testTarget(name: "JetbridgeAgentTests", dependencies: ["JetbridgeAgent", "JetbridgeModel"]),
+        .executableTarget(
+            name: "capture-benchmark",
+            dependencies: ["FileQueue", "MessagePack", "JetbridgeModel"],
+            path: "Benchmarks/CaptureBenchmark"
         ),
     ],
     swiftLanguageModes: [.v6]

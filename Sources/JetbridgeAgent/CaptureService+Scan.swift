@@ -1,0 +1,182 @@
+import FileQueue
+import Foundation
+public import JetbridgeModel
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What a scan command stored.
+public struct ScanSummary: Codable, Sendable, Hashable {
+    public var point: ScanPoint
+    public var flight: String
+    /// Tags stored, durably.
+    public var scanned: Int
+    /// Non-empty lines that were not valid tags.
+    public var rejected: Int
+    /// The queue sequences of the first and last stored scan.
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+}
+
+/// One input line that is not a valid tag.
+public struct RejectedLine: Sendable, Hashable {
+    /// The line number, from 1 (empty lines count).
+    public var line: Int
+    public var reason: String
+}
+
+extension CaptureService {
+    /// How many scans go into one group commit: enough to make the `fdatasync` cheap per record, few enough that
+    /// memory stays small (about 1 MB of records).
+    public static let scanBatchSize = 4096
+
+    /// Records the scan of one tag, durably.
+    ///
+    /// - Parameters:
+    ///   - payload: The QR code's JSON.
+    ///   - point: Origin or destination.
+    ///   - flight: A flight overriding the configuration's, or `nil`.
+    /// - Throws: ``AgentError`` `dataError` for an invalid tag, `tryAgain` for a full queue.
+    public func recordScan(payload: String, at point: ScanPoint, flight: String? = nil) throws(AgentError)
+        -> ScanSummary
+    {
+        let flightID = try resolveFlight(flight)
+        let tag: LuggageTag
+        do {
+            tag = try LuggageTag.parse(qrPayload: payload)
+        } catch {
+            throw AgentError(error, context: "--tag")
+        }
+        let scan = Scan(tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: configuration.device)
+        try validate(scan)
+        let encoded = try encode(scan)
+        let queue = try openQueue()
+        let sequence: UInt64
+        do {
+            sequence = try queue.append(encoded)
+        } catch {
+            throw AgentError(queue: error)
+        }
+        return ScanSummary(
+            point: point, flight: flightID.rawValue, scanned: 1, rejected: 0, firstSequence: sequence,
+            lastSequence: sequence)
+    }
+
+    /// Records the tags read from a file descriptor, one JSON payload per line, in group commits.
+    ///
+    /// Empty lines are skipped; a line that is not a valid tag is passed to `rejected` and the others are kept.
+    /// Every stored scan is durable when this returns.
+    ///
+    /// - Parameters:
+    ///   - fd: Where to read from (standard input, a file).
+    ///   - name: The input's name for messages (`standard input`, a path).
+    ///   - point: Origin or destination.
+    ///   - flight: A flight overriding the configuration's, or `nil`.
+    ///   - rejected: Called for each bad line, in order.
+    /// - Returns: The counts, once every stored scan is durable.
+    /// - Throws: ``AgentError``: a read error, or `tryAgain` for a full disk or queue (the message says how many
+    ///   scans were stored before it and from which line on nothing was).
+    public func recordScans(
+        fd: Int32, name: String, at point: ScanPoint, flight: String? = nil, rejected: (RejectedLine) -> Void
+    ) throws(AgentError) -> ScanSummary {
+        let flightID = try resolveFlight(flight)
+        try validate(
+            Scan(tag: .example, point: point, scannedAt: timestamp(), flight: flightID, device: configuration.device))
+        let committer = GroupCommitter(queue: try openQueue())
+        var reader = TagLineReader(fd: fd, path: name)
+        var summary = ScanSummary(
+            point: point, flight: flightID.rawValue, scanned: 0, rejected: 0, firstSequence: nil, lastSequence: nil)
+        var ids = RandomUUIDs()
+        var pending: [Data] = []
+        pending.reserveCapacity(Self.scanBatchSize)
+        var pendingFirstLine = 1
+        let device = configuration.device
+
+        func finish() throws(AgentError) {
+            let outcome = committer.finish()
+            summary.scanned = outcome.stored
+            summary.firstSequence = outcome.firstSequence
+            summary.lastSequence = outcome.lastSequence
+            if let failure = outcome.failure {
+                var error = AgentError(queue: failure.error)
+                error.message =
+                    "\(outcome.stored) scans were stored; nothing from line \(failure.firstLine) on was: "
+                    + error.message
+                throw error
+            }
+        }
+
+        do throws(AgentError) {
+            while let line = try reader.next() {
+                let number = reader.lineNumber
+                let payload: String
+                switch line {
+                case .tooLong(let length):
+                    summary.rejected += 1
+                    rejected(
+                        RejectedLine(
+                            line: number,
+                            reason:
+                                "tag payload is \(length) bytes; a tag is at most \(LuggageTag.maxPayloadBytes) bytes of JSON"
+                        ))
+                    continue
+                case .bytes(let bytes):
+                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                    guard let text = String(validating: bytes, as: UTF8.self) else {
+                        summary.rejected += 1
+                        rejected(RejectedLine(line: number, reason: "not valid UTF-8 text; a tag is JSON"))
+                        continue
+                    }
+                    payload = text
+                }
+                let scan: Scan
+                do {
+                    let tag = try LuggageTag.parse(qrPayload: payload)
+                    scan = Scan(
+                        id: ids.make(), tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: device
+                    )
+                } catch {
+                    summary.rejected += 1
+                    rejected(RejectedLine(line: number, reason: (error as? ValidationError)?.description ?? "\(error)"))
+                    continue
+                }
+                if pending.isEmpty { pendingFirstLine = number }
+                pending.append(try encode(scan))
+                if pending.count >= Self.scanBatchSize {
+                    guard committer.submit(pending, firstLine: pendingFirstLine) else { break }
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+            if !pending.isEmpty { _ = committer.submit(pending, firstLine: pendingFirstLine) }
+        } catch {
+            // A read error: keep what was already handed over durable, then report.
+            _ = committer.finish()
+            throw error
+        }
+        try finish()
+        logger.debug(
+            "scans recorded", metadata: ["scanned": "\(summary.scanned)", "rejected": "\(summary.rejected)"])
+        return summary
+    }
+
+    func resolveFlight(_ flight: String?) throws(AgentError) -> FlightID {
+        guard let flight else { return configuration.flight }
+        do {
+            return try FlightID(parsing: flight)
+        } catch {
+            throw AgentError(.dataError, "--flight: \(AgentError(error).message)")
+        }
+    }
+
+    func validate(_ scan: Scan) throws(AgentError) {
+        do {
+            try scan.validate()
+        } catch {
+            throw AgentError(error, context: "scan")
+        }
+    }
+}

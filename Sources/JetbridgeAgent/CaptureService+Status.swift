@@ -1,0 +1,97 @@
+import FileQueue
+public import Foundation
+import JetbridgeModel
+
+/// What `status` shows: this device's configuration, its queue, and how sync last went.
+public struct AgentStatus: Codable, Sendable, Hashable {
+    public var device: String
+    public var flight: String
+    public var home: String
+    /// The configuration file read, or `null` for built-in defaults.
+    public var configuration: String?
+    public var inventory: String
+    public var queue: String
+    /// Records in the queue's segment files (acknowledged ones stay until their segment is deleted).
+    public var records: Int
+    /// Records the ground has not acknowledged yet: what sync still has to send.
+    public var unacknowledged: Int
+    public var acknowledgedThrough: UInt64
+    public var firstSequence: UInt64?
+    public var lastSequence: UInt64?
+    /// Damaged byte ranges copied out of segments (see FILEQUEUE.md).
+    public var quarantined: Int
+    /// Damage found that the next open will repair.
+    public var unrepaired: Int
+    public var segments: Int
+    public var bytes: Int64
+    /// Records the ground refused, set aside by sync in `<home>/rejected/`.
+    public var rejected: Int
+    public var rejectedDirectory: String
+    /// When sync last ended, or `null` for never.
+    public var lastSyncAt: Date?
+    public var lastSyncResult: String?
+
+    enum CodingKeys: String, CodingKey {
+        case device, flight, home, configuration, inventory, queue, records, unacknowledged, acknowledgedThrough
+        case firstSequence, lastSequence, quarantined, unrepaired, segments, bytes, rejected, rejectedDirectory
+        case lastSyncAt, lastSyncResult
+    }
+
+    /// Writes every key, absent values as `null`, so scripts see `"lastSyncAt": null` for "never".
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(device, forKey: .device)
+        try container.encode(flight, forKey: .flight)
+        try container.encode(home, forKey: .home)
+        try container.encode(configuration, forKey: .configuration)
+        try container.encode(inventory, forKey: .inventory)
+        try container.encode(queue, forKey: .queue)
+        try container.encode(records, forKey: .records)
+        try container.encode(unacknowledged, forKey: .unacknowledged)
+        try container.encode(acknowledgedThrough, forKey: .acknowledgedThrough)
+        try container.encode(firstSequence, forKey: .firstSequence)
+        try container.encode(lastSequence, forKey: .lastSequence)
+        try container.encode(quarantined, forKey: .quarantined)
+        try container.encode(unrepaired, forKey: .unrepaired)
+        try container.encode(segments, forKey: .segments)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(rejected, forKey: .rejected)
+        try container.encode(rejectedDirectory, forKey: .rejectedDirectory)
+        try container.encode(lastSyncAt, forKey: .lastSyncAt)
+        try container.encode(lastSyncResult, forKey: .lastSyncResult)
+    }
+}
+
+extension CaptureService {
+    /// Reads the queue (without changing it) and the files sync keeps.
+    /// - Throws: ``AgentError`` when the queue cannot be read.
+    public func status() throws(AgentError) -> AgentStatus {
+        let queueURL = configuration.queueDirectory
+        let queueStatus: FileQueueStatus
+        if FileManager.default.fileExists(atPath: queueURL.path) {
+            do {
+                queueStatus = try FileQueue.check(directory: queueURL).status
+            } catch {
+                throw AgentError(.failure, "cannot read the queue \(queueURL.path): \(error)")
+            }
+        } else {
+            queueStatus = FileQueueStatus(
+                records: 0, bytes: 0, unacknowledged: 0, firstSequence: nil, lastSequence: nil,
+                acknowledgedThrough: 0, quarantined: 0, segments: 0, unrepaired: 0)
+        }
+        let rejectedURL = configuration.home.rejectedDirectory
+        let rejected =
+            ((try? FileManager.default.contentsOfDirectory(atPath: rejectedURL.path)) ?? [])
+            .filter { !$0.hasPrefix(".") }.count
+        let syncState = try SyncState.load(from: configuration.home.syncStateFile)
+        return AgentStatus(
+            device: configuration.device, flight: configuration.flight.rawValue, home: configuration.home.url.path,
+            configuration: configuration.file?.path, inventory: configuration.inventory.description,
+            queue: queueURL.path, records: queueStatus.records, unacknowledged: queueStatus.unacknowledged,
+            acknowledgedThrough: queueStatus.acknowledgedThrough, firstSequence: queueStatus.firstSequence,
+            lastSequence: queueStatus.lastSequence, quarantined: queueStatus.quarantined,
+            unrepaired: queueStatus.unrepaired, segments: queueStatus.segments, bytes: queueStatus.bytes,
+            rejected: rejected, rejectedDirectory: rejectedURL.path, lastSyncAt: syncState?.lastSyncAt,
+            lastSyncResult: syncState?.lastResult)
+    }
+}

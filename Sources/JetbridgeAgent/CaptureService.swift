@@ -1,0 +1,55 @@
+import FileQueue
+public import Foundation
+public import Logging
+import MessagePack
+
+/// Records sales and bag scans into the device's queue, durably, for any number of processes at once.
+///
+/// Every call does blocking file I/O (`fdatasync`, `flock`): run it on a thread of its own, never on Swift's
+/// cooperative pool. The command-line tool calls it from its main thread.
+public struct CaptureService: Sendable {
+    public let configuration: AgentConfiguration
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - configuration: The resolved configuration.
+    ///   - logger: Where diagnostics go (the command's output is the caller's to print).
+    ///   - now: The clock for `createdAt` and `scannedAt`.
+    public init(
+        configuration: AgentConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+    }
+
+    var ledger: OrderLedger { OrderLedger(directory: configuration.home.ordersDirectory) }
+
+    /// The current time truncated to whole milliseconds, so a record's time survives a round trip through any
+    /// MessagePack reader (timestamps hold nanoseconds; a `Date` holds a binary fraction).
+    func timestamp() -> Date {
+        let milliseconds = (now().timeIntervalSince1970 * 1000).rounded(.down)
+        return Date(timeIntervalSince1970: milliseconds / 1000)
+    }
+
+    /// Opens (creating if needed) the queue; open also repairs a torn tail left by a killed process.
+    func openQueue() throws(AgentError) -> FileQueue {
+        try Files.makeDirectory(configuration.home.url)
+        do {
+            return try FileQueue(
+                directory: configuration.queueDirectory,
+                configuration: FileQueue.Configuration(maxTotalBytes: configuration.queueMaxBytes))
+        } catch {
+            throw AgentError(queue: error)
+        }
+    }
+
+    func encode(_ value: some Encodable) throws(AgentError) -> Data {
+        do {
+            return try MessagePackEncoder().encode(value)
+        } catch {
+            throw AgentError(.failure, "cannot encode the record: \(error)")
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+/// The contents of `agent.json`, as written: every key optional, unknown keys refused so typos do not pass silently.
+struct ConfigurationFile: Decodable {
+    var device: String?
+    var flight: String?
+    var queue: String?
+    var queueMaxBytes: Int64?
+    var inventory: String?
+    var ground: AgentConfiguration.Ground?
+    var sync: AgentConfiguration.Sync?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case device, flight, queue, queueMaxBytes, inventory, ground, sync
+    }
+
+    init(from decoder: any Decoder) throws {
+        try StrictKeys.check(decoder, known: CodingKeys.self)
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        device = try container.decodeIfPresent(String.self, forKey: .device)
+        flight = try container.decodeIfPresent(String.self, forKey: .flight)
+        queue = try container.decodeIfPresent(String.self, forKey: .queue)
+        queueMaxBytes = try container.decodeIfPresent(Int64.self, forKey: .queueMaxBytes)
+        inventory = try container.decodeIfPresent(String.self, forKey: .inventory)
+        ground = try container.decodeIfPresent(GroundFile.self, forKey: .ground)?.value
+        sync = try container.decodeIfPresent(SyncFile.self, forKey: .sync)?.value
+    }
+
+    /// Reads and decodes a configuration file.
+    /// - Throws: ``AgentError``: `noInput` when unreadable, `dataError` when malformed or holding an unknown key.
+    static func load(from url: URL) throws(AgentError) -> ConfigurationFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw AgentError(.noInput, "cannot read the configuration file \(url.path): \(error.localizedDescription)")
+        }
+        do {
+            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch let error as StrictKeys.UnknownKey {
+            throw AgentError(
+                .dataError,
+                "\(url.path): unknown key '\(error.path)'; the keys here are \(error.known.joined(separator: ", ")) (see docs/AGENT.md)"
+            )
+        } catch let error as DecodingError {
+            throw AgentError(.dataError, "\(url.path): \(Self.describe(error)); see docs/AGENT.md for the format")
+        } catch {
+            throw AgentError(.dataError, "\(url.path): \(error)")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.isEmpty ? "" : keys.map(\.stringValue).joined(separator: ".") + ": "
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            let expected =
+                switch type {
+                case is Double.Type: "a number"
+                case is Int.Type, is Int64.Type: "a whole number"
+                case is String.Type: "a string"
+                default: "\(type)"
+                }
+            return "\(path(context.codingPath))expected \(expected)"
+        case .valueNotFound(_, let context):
+            return "\(path(context.codingPath))a value is required"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath))required key '\(key.stringValue)' is missing"
+        case .dataCorrupted(let context):
+            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            if context.codingPath.isEmpty {
+                return "not valid JSON (\(underlying ?? context.debugDescription))"
+            }
+            return "\(path(context.codingPath))\(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}
+
+/// `ground` in `agent.json`: keys optional, defaults from ``AgentConfiguration/Ground/defaults``.
+private struct GroundFile: Decodable {
+    var value: AgentConfiguration.Ground
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case data, acks, serverPublicKey }
+
+    init(from decoder: any Decoder) throws {
+        try StrictKeys.check(decoder, known: CodingKeys.self, prefix: "ground.")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AgentConfiguration.Ground.defaults
+        value = AgentConfiguration.Ground(
+            data: try container.decodeIfPresent(String.self, forKey: .data) ?? defaults.data,
+            acks: try container.decodeIfPresent(String.self, forKey: .acks) ?? defaults.acks,
+            serverPublicKey: try container.decodeIfPresent(String.self, forKey: .serverPublicKey))
+    }
+}
+
+/// `sync` in `agent.json`: keys optional, defaults from ``AgentConfiguration/Sync/defaults``.
+private struct SyncFile: Decodable {
+    var value: AgentConfiguration.Sync
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case batchRecords, batchBytes, window, ackTimeoutSeconds }
+
+    init(from decoder: any Decoder) throws {
+        try StrictKeys.check(decoder, known: CodingKeys.self, prefix: "sync.")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AgentConfiguration.Sync.defaults
+        value = AgentConfiguration.Sync(
+            batchRecords: try container.decodeIfPresent(Int.self, forKey: .batchRecords) ?? defaults.batchRecords,
+            batchBytes: try container.decodeIfPresent(Int.self, forKey: .batchBytes) ?? defaults.batchBytes,
+            window: try container.decodeIfPresent(Int.self, forKey: .window) ?? defaults.window,
+            ackTimeoutSeconds: try container.decodeIfPresent(Double.self, forKey: .ackTimeoutSeconds)
+                ?? defaults.ackTimeoutSeconds)
+    }
+}
+
+/// Refuses keys a configuration object does not know.
+enum StrictKeys {
+    struct UnknownKey: Error {
+        var path: String
+        var known: [String]
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static func check<Keys: CodingKey & CaseIterable>(
+        _ decoder: any Decoder, known: Keys.Type, prefix: String = ""
+    ) throws {
+        let names = Keys.allCases.map(\.stringValue)
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { !names.contains($0) }) {
+            throw UnknownKey(path: prefix + unknown, known: names.map { prefix + $0 })
+        }
+    }
+}

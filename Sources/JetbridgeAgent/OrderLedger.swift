@@ -1,0 +1,60 @@
+import FileQueue
+import Foundation
+import JetbridgeModel
+import MessagePack
+
+/// This device's record of the latest revision of every order it took, so that `order --amend` can raise the
+/// revision even after the order's records were synced and removed from the queue.
+///
+/// One file per order, `<home>/orders/<UUID>.msgpack`, holding the order record (MessagePack) and replaced
+/// atomically. Amendments hold an exclusive lock on `<home>/orders/lock` from reading the latest revision until the
+/// new one is durable in the queue, so two concurrent amendments never produce the same revision.
+struct OrderLedger {
+    let directory: URL
+    /// How long an amendment waits for another one holding the lock.
+    var lockTimeout: Double = 10
+
+    func file(for id: UUID) -> URL {
+        directory.appendingPathComponent(id.uuidString + ".msgpack")
+    }
+
+    /// Runs `body` holding the ledger lock.
+    func withLock<T>(_ body: () throws(AgentError) -> T) throws(AgentError) -> T {
+        try Files.makeDirectory(directory)
+        let lock = try FileLock(
+            path: directory.appendingPathComponent("lock").path, timeout: lockTimeout, purpose: "order --amend")
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// The latest revision recorded for `id`, or `nil` when this device never took that order.
+    func read(id: UUID) throws(AgentError) -> Order? {
+        let url = file(for: id)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        do {
+            let order = try MessagePackDecoder().decode(Order.self, from: Data(contentsOf: url))
+            guard order.id == id else {
+                throw AgentError(
+                    .failure, "the ledger file \(url.path) holds order \(order.id.uuidString), not \(id.uuidString)")
+            }
+            return order
+        } catch let error as AgentError {
+            throw error
+        } catch {
+            throw AgentError(
+                .failure,
+                "the order ledger file \(url.path) is damaged (\(error)); the order's records are still in the queue or on the ground, but it cannot be amended here"
+            )
+        }
+    }
+
+    /// Records `order` as its id's latest revision, durably.
+    func write(_ order: Order, encoded: Data) throws(AgentError) {
+        try Files.makeDirectory(directory)
+        try Files.writeAtomically(encoded, to: file(for: order.id))
+    }
+
+    func remove(id: UUID) throws(AgentError) {
+        try Files.remove(file(for: id))
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import JetbridgeModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Splits a stream of bytes (standard input, a file) into lines, in bounded memory.
+///
+/// A line longer than ``LuggageTag/maxPayloadBytes`` is not kept: only its length is, so a hostile 1 GB line costs
+/// no more memory than a tag. `\r\n` line ends are accepted.
+struct TagLineReader {
+    enum Line {
+        /// The line's bytes, without its line end.
+        case bytes(ArraySlice<UInt8>)
+        /// The line was longer than the cap; its length in bytes.
+        case tooLong(Int)
+    }
+
+    private let fd: Int32
+    private let path: String
+    private let cap: Int
+    private var buffer: [UInt8]
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    /// The number of the line last returned, from 1.
+    private(set) var lineNumber = 0
+
+    init(fd: Int32, path: String, cap: Int = LuggageTag.maxPayloadBytes, chunk: Int = 1 << 20) {
+        self.fd = fd
+        self.path = path
+        self.cap = cap
+        buffer = [UInt8](repeating: 0, count: max(chunk, cap * 2 + 2))
+    }
+
+    /// The next line, or `nil` at the end of input (a last line without a line end counts).
+    mutating func next() throws(AgentError) -> Line? {
+        var skipped = 0  // bytes of an over-long line already dropped
+        while true {
+            if let newline = buffer[start..<end].firstIndex(of: 0x0A) {
+                let lineStart = start
+                start = newline + 1
+                lineNumber += 1
+                return finish(lineStart..<newline, skipped: skipped)
+            }
+            if atEOF {
+                guard start < end || skipped > 0 else { return nil }
+                let lineStart = start
+                start = end
+                lineNumber += 1
+                return finish(lineStart..<end, skipped: skipped)
+            }
+            // No line end in what is buffered: drop an over-long prefix, compact, read more.
+            if end - start > cap + 1 {
+                skipped += end - start
+                start = end
+            }
+            if start > 0 {
+                buffer.withUnsafeMutableBytes { raw in
+                    _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
+                }
+                end -= start
+                start = 0
+            }
+            let count = try fill()
+            if count == 0 { atEOF = true }
+        }
+    }
+
+    private func finish(_ range: Range<Int>, skipped: Int) -> Line {
+        var range = range
+        if skipped == 0, range.count > 0, buffer[range.upperBound - 1] == 0x0D { range = range.dropLast() }
+        let length = skipped + range.count
+        return length > cap ? .tooLong(length) : .bytes(buffer[range])
+    }
+
+    private mutating func fill() throws(AgentError) -> Int {
+        let capacity = buffer.count - end
+        let offset = end
+        let fd = self.fd
+        // Array's closure methods rethrow untyped errors, so the errno travels out as a negative count.
+        let count = buffer.withUnsafeMutableBytes { raw -> Int in
+            while true {
+                let result = read(fd, raw.baseAddress! + offset, capacity)
+                if result >= 0 { return result }
+                if errno != EINTR { return -Int(errno) }
+            }
+        }
+        guard count >= 0 else { throw Files.error("read", path, Int32(-count)) }
+        end += count
+        return count
+    }
+}

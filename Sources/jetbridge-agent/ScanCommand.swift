@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import JetbridgeAgent
+import JetbridgeModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `scan`: record bag tags scanned at the origin or the destination.
+struct ScanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Record luggage tag scans: one tag, a file of tags, or tags on standard input, one per line.",
+        usage: """
+            jetbridge-agent scan --at origin --tag '{"id":"F432BDB8-D84F-4461-8362-AFF89F6C493E","owner":["D","ZMU"],"weight":42.0}'
+            scanner-feed | jetbridge-agent scan --at destination
+            """,
+        discussion: """
+            A tag is the QR code's JSON: {"id": "<UUID>", "owner": ["D", "ZMU"], "weight": 42.0}. \
+            With --tag-file or standard input, empty lines are skipped, each bad line is reported on standard \
+            error as `line N: reason` and the good ones are stored; every stored scan is durable when the \
+            summary is printed. Exit 65 when any line was rejected, 0 otherwise.
+            """
+    )
+
+    enum Point: String, ExpressibleByArgument, CaseIterable {
+        case origin, destination
+    }
+
+    @ParentCommand var root: JetbridgeAgentCommand
+
+    @Option(help: ArgumentHelp("Where the bag is: origin (departing) or destination (arriving).", valueName: "point"))
+    var at: Point
+
+    @Option(help: ArgumentHelp("One tag's JSON.", valueName: "json"))
+    var tag: String?
+
+    @Option(help: ArgumentHelp("A file of tags, one JSON object per line ('-' for standard input).", valueName: "file"))
+    var tagFile: String?
+
+    @Option(help: ArgumentHelp("The flight leg, overriding the configuration.", valueName: "flight"))
+    var flight: String?
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    /// Rejected lines shown on standard error before the rest are only counted.
+    static let maxReportedLines = 1000
+
+    func validate() throws {
+        if tag != nil, tagFile != nil {
+            throw ValidationError("give --tag or --tag-file, not both")
+        }
+    }
+
+    func run() throws {
+        let service = try root.options.service()
+        let point: ScanPoint = at == .origin ? .origin : .destination
+        let summary: ScanSummary
+        if let tag {
+            summary = try service.recordScan(payload: tag, at: point, flight: flight)
+        } else {
+            let (fd, name) = try openInput()
+            defer { if fd != 0 { close(fd) } }
+            if fd == 0, isatty(0) != 0 {
+                Output.standardError("reading tags from standard input, one per line; end with Ctrl-D\n")
+            }
+            var reported = 0
+            summary = try service.recordScans(fd: fd, name: name, at: point, flight: flight) { rejected in
+                reported += 1
+                if reported <= Self.maxReportedLines {
+                    Output.standardError("line \(rejected.line): \(rejected.reason)\n")
+                }
+            }
+            if reported > Self.maxReportedLines {
+                Output.standardError("… and \(Output.grouped(reported - Self.maxReportedLines)) more rejected lines\n")
+            }
+        }
+        if json {
+            try Output.json(summary)
+        } else {
+            var text = "scanned \(Output.count(summary.scanned, "tag")) at \(summary.point.rawValue)"
+            if summary.rejected > 0 { text += "; \(Output.count(summary.rejected, "line")) rejected" }
+            print(text)
+        }
+        if summary.rejected > 0 { throw ExitCode(AgentError.Code.dataError.exitCode) }
+    }
+
+    private func openInput() throws(AgentError) -> (Int32, String) {
+        guard let tagFile, tagFile != "-" else { return (0, "standard input") }
+        let fd = open(tagFile, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            let reason = String(cString: strerror(code))
+            throw AgentError(
+                code == ENOENT || code == EACCES ? .noInput : .failure,
+                "cannot read the tag file \(tagFile): \(reason); check the path given to --tag-file")
+        }
+        return (fd, tagFile)
+    }
+}

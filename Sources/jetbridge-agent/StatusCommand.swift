@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import JetbridgeAgent
+
+/// `status`: what this device holds and how sync last went.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the device, its flight, queued and unacknowledged records, quarantined damage, last sync.",
+        discussion: "Reads the queue without changing it; safe to run while capture and sync run.")
+
+    @ParentCommand var root: JetbridgeAgentCommand
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let status = try root.options.service().status()
+        if json {
+            try Output.json(status)
+            return
+        }
+        let sequences = status.firstSequence.map { " (sequences \($0)…\(status.lastSequence ?? $0))" } ?? ""
+        let lastSync =
+            status.lastSyncAt.map {
+                $0.formatted(.iso8601) + (status.lastSyncResult.map { ", \($0)" } ?? "")
+            } ?? "never"
+        print(
+            """
+            device          \(status.device)
+            flight          \(status.flight)
+            configuration   \(status.configuration ?? "built-in defaults")
+            inventory       \(status.inventory)
+            queue           \(status.queue)
+            queued          \(Output.count(status.records, "record"))\(sequences)
+            unacknowledged  \(Output.grouped(status.unacknowledged))
+            acknowledged    through \(status.acknowledgedThrough)
+            quarantined     \(Output.grouped(status.quarantined))\(status.unrepaired > 0 ? " (\(status.unrepaired) damaged, repaired on next open)" : "")
+            segments        \(Output.grouped(status.segments)) (\(Output.count(Int(status.bytes), "byte")))
+            set aside       \(Output.count(status.rejected, "record")) in \(status.rejectedDirectory)
+            last sync       \(lastSync)
+            """)
+    }
+}

@@ -1,0 +1,161 @@
+import FileQueue
+import Foundation
+import JetbridgeModel
+import MessagePack
+import Testing
+
+/// A temporary directory in which tests run the built `jetbridge-agent` the way a person would.
+final class AgentSandbox: Sendable {
+    /// The result of one process run.
+    struct Run: CustomStringConvertible, Sendable {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+    }
+
+    /// The temporary working directory (the processes' current directory); removed at the end.
+    let directory: URL
+    /// The agent home that ``agent(_:stdin:environment:)`` passes with `--home`.
+    var home: URL { directory.appendingPathComponent("home") }
+    var queue: URL { home.appendingPathComponent("queue") }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "jetbridge-e2e-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `jetbridge-agent --home <home> ARGS` in ``directory``.
+    func agent(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Run {
+        try Self.run(
+            Self.executable("jetbridge-agent"), ["--home", home.path] + arguments, in: directory, stdin: stdin,
+            environment: environment)
+    }
+
+    /// Runs `jetbridge-agent ARGS` without adding `--home`.
+    func agentWithoutHome(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        try Self.run(Self.executable("jetbridge-agent"), arguments, in: directory, environment: environment)
+    }
+
+    /// Writes a file under ``directory``, creating its parents.
+    @discardableResult
+    func write(_ data: Data, to name: String) throws -> URL {
+        let url = directory.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+        return url
+    }
+
+    @discardableResult
+    func write(_ text: String, to name: String) throws -> URL {
+        try write(Data(text.utf8), to: name)
+    }
+
+    /// Every record in the home's queue, in sequence order (read-only; empty when there is no queue).
+    func records() throws -> [FileQueue.Record] {
+        guard FileManager.default.fileExists(atPath: queue.path) else { return [] }
+        var records: [FileQueue.Record] = []
+        try FileQueue.forEachRecord(directory: queue) { sequence, payload in
+            records.append(FileQueue.Record(sequence: sequence, payload: Data(payload)))
+        }
+        return records
+    }
+
+    /// The queue's records decoded as Jetbridge records.
+    func decodedRecords() throws -> [Record] {
+        try records().map { try MessagePackDecoder().decode(Record.self, from: $0.payload) }
+    }
+
+    /// Runs a program; its output goes to files, so a chatty child never blocks on a full pipe.
+    static func run(
+        _ executable: URL, _ arguments: [String], in directory: URL, stdin: Data? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Run {
+        let id = UUID().uuidString
+        let temporary = FileManager.default.temporaryDirectory
+        let outURL = temporary.appendingPathComponent("jetbridge-e2e-out-\(id)")
+        let errURL = temporary.appendingPathComponent("jetbridge-e2e-err-\(id)")
+        let inURL = temporary.appendingPathComponent("jetbridge-e2e-in-\(id)")
+        defer {
+            for url in [outURL, errURL, inURL] { try? FileManager.default.removeItem(at: url) }
+        }
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var env = ProcessInfo.processInfo.environment
+        env["JETBRIDGE_HOME"] = nil
+        env["JETBRIDGE_LOG_LEVEL"] = nil
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        let input = try FileHandle(forReadingFrom: inURL)
+        defer {
+            try? out.close()
+            try? err.close()
+            try? input.close()
+        }
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    /// A built executable of this package, found next to the test bundle (`.build/<config>/`) or above it.
+    static func executable(_ name: String) throws -> URL {
+        var starts: [URL] = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        if let url = Bundle.main.executableURL { starts.append(url.deletingLastPathComponent()) }
+        starts.append(Bundle.main.bundleURL)
+        for start in starts {
+            var directory = start.standardizedFileURL
+            for _ in 0..<6 {
+                let url = directory.appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        throw ExecutableNotFound(name: name, searched: starts.map(\.path))
+    }
+
+    struct ExecutableNotFound: Error, CustomStringConvertible {
+        var name: String
+        var searched: [String]
+        var description: String {
+            "\(name) not found next to the test bundle (searched from \(searched)); build it: swift build --product \(name)"
+        }
+    }
+}
+
+/// Luggage tag payloads for tests.
+enum Tags {
+    static func json(id: UUID = UUID(), initial: String = "D", family: String = "ZMU", weight: String = "42.0")
+        -> String
+    {
+        #"{"id": "\#(id.uuidString)", "owner": ["\#(initial)", "\#(family)"], "weight": \#(weight)}"#
+    }
+}
+
+extension AgentSandbox.Run {
+    /// The order id printed by `order`.
+    var orderID: String? {
+        guard let range = stdout.range(of: #"order ([0-9A-F-]{36}) revision"#, options: .regularExpression) else {
+            return nil
+        }
+        return String(stdout[range].dropFirst("order ".count).prefix(36))
+    }
+}
