@@ -214,3 +214,12 @@ struct IndexKey: CodingKey, Sendable {
     var intValue: Int? { index }
     var stringValue: String { "Index \(index)" }
 }
+
+/// A coding key in a box, so containers that rarely have one carry a pointer rather than an existential.
+final class ParentKey {
+    let key: any CodingKey
+
+    init(_ key: any CodingKey) {
+        self.key = key
+    }
+}

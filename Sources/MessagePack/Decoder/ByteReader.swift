@@ -328,12 +328,61 @@ struct ByteReader {
         return (try makeString(start, length, at: offset), start + length)
     }
 
+    /// A `String` from bytes that must be valid UTF-8.
+    ///
+    /// ASCII, the common case, needs no further check; otherwise the bytes must survive decoding unchanged, since
+    /// decoding replaces every invalid sequence. (`String(validating:)` is not specialized and costs far more.)
     @inline(__always)
     func makeString(_ start: Int, _ length: Int, at offset: Int) throws(ReadFailure) -> String {
-        guard let string = String(validating: bytes(start, length), as: UTF8.self) else {
+        let buffer = bytes(start, length)
+        if Self.isASCII(buffer) {
+            return String(decoding: buffer, as: UTF8.self)
+        }
+        var string = String(decoding: buffer, as: UTF8.self)
+        let unchanged = string.withUTF8 { utf8 in
+            utf8.count == length && memcmp(utf8.baseAddress!, buffer.baseAddress!, length) == 0
+        }
+        guard unchanged else {
             throw .corrupted("Invalid UTF-8 in the string at offset \(offset)")
         }
         return string
+    }
+
+    @inline(__always)
+    static func isASCII(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = buffer.count
+        guard count > 0, let base = buffer.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        while i + 8 <= count {
+            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                return false
+            }
+            i += 8
+        }
+        while i < count {
+            if base[i] >= 0x80 {
+                return false
+            }
+            i += 1
+        }
+        return true
+    }
+
+    /// Whether `length` bytes at two places are equal; keys are short, so a loop beats calling `memcmp`.
+    @inline(__always)
+    static func equal(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ length: Int) -> Bool {
+        if length > 16 {
+            return memcmp(a, b, length) == 0
+        }
+        var i = 0
+        while i < length {
+            if a[i] != b[i] {
+                return false
+            }
+            i += 1
+        }
+        return true
     }
 
     func binaryRange(at offset: Int) throws(ReadFailure) -> (start: Int, length: Int) {

@@ -15,6 +15,8 @@ final class DecoderImpl: Decoder {
     @exclusivity(unchecked) var position = 0
     /// Known value ends, as (start, end) pairs by depth, so an array need not skip over an element it just decoded.
     @exclusivity(unchecked) var ends: [Int] = []
+    /// One key index per depth, reused once its container is gone.
+    @exclusivity(unchecked) var indexCache: [KeyIndex?] = []
 
     init(reader: ByteReader, options: MessagePackDecoder) {
         self.reader = reader

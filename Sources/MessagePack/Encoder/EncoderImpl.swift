@@ -13,7 +13,7 @@ final class EncoderImpl: Encoder {
         var id: Int
     }
 
-    @exclusivity(unchecked) var writer = ByteWriter(capacity: 256)
+    @exclusivity(unchecked) var writer = ByteWriter(capacity: 512)
     /// The innermost open container, kept out of `frames` because nearly every write touches it.
     @exclusivity(unchecked) var top = Frame(header: 0, count: 0, isMap: false, id: 0)
     /// The open containers around `top`, outermost first.
@@ -40,8 +40,6 @@ final class EncoderImpl: Encoder {
         } else {
             usesDefaultKeys = false
         }
-        keys.reserveCapacity(8)
-        frames.reserveCapacity(8)
     }
 
     deinit {
@@ -116,11 +114,11 @@ final class EncoderImpl: Encoder {
     @inline(__always)
     func activate(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
         if top.id != id {
-            try reopen(id, codingPath: codingPath())
+            try reopen(id, codingPath: codingPath)
         }
     }
 
-    func reopen(_ id: Int, codingPath: [any CodingKey]) throws {
+    func reopen(_ id: Int, codingPath: () -> [any CodingKey]) throws {
         if id > 0, let index = frames.lastIndex(where: { $0.id == id }) {
             top = frames[index]
             frames.removeSubrange(index...)
@@ -132,7 +130,7 @@ final class EncoderImpl: Encoder {
         throw EncodingError.invalidValue(
             id,
             EncodingError.Context(
-                codingPath: codingPath,
+                codingPath: codingPath(),
                 debugDescription:
                     "A container was written to after a container opened beside or around it; MessagePackEncoder "
                     + "writes bytes once, so fill each container before opening the next"))
