@@ -527,6 +527,17 @@ struct ByteReader {
     /// must be UTF-8 and timestamps well formed, as decoding them would require.
     func skip(at offset: Int, levels: Int, validate: Bool = false) throws(ReadFailure) -> Int {
         let byte = try byte(at: offset)
+        // Scalars of fixed size (most values) need only a bounds check.
+        let size = Int(Self.fixedSizes[Int(byte)])
+        if size != 0 {
+            guard size <= count - offset else { throw truncated(byte, at: offset, size: size) }
+            return offset + size
+        }
+        if byte & 0xe0 == 0xa0 && !validate {
+            let end = offset + 1 + Int(byte & 0x1f)
+            guard end <= count else { throw truncated(byte, at: offset, size: end - offset) }
+            return end
+        }
         switch byte {
         case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3:
             return offset + 1
@@ -583,6 +594,24 @@ struct ByteReader {
         default:
             throw .corrupted("Invalid byte 0xc1 at offset \(offset): it is never used in MessagePack")
         }
+    }
+
+    /// The whole size of each header byte's value when it is fixed (ints, floats, nil, bools, fixext), else 0.
+    static let fixedSizes: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch byte {
+        case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3: return 1
+        case 0xcc, 0xd0: return 2
+        case 0xcd, 0xd1: return 3
+        case 0xce, 0xd2, 0xca: return 5
+        case 0xcf, 0xd3, 0xcb: return 9
+        default: return 0
+        }
+    }
+
+    func truncated(_ byte: UInt8, at offset: Int, size: Int) -> ReadFailure {
+        .corrupted(
+            "Unexpected end of data at offset \(offset): \(Self.describe(byte)) needs \(size) bytes "
+                + "(\(Swift.max(0, count - offset)) left)")
     }
 
     // MARK: Any value

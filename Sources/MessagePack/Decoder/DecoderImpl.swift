@@ -26,6 +26,10 @@ final class DecoderImpl: Decoder {
         } else {
             usesDefaultKeys = false
         }
+        // One allocation each instead of regrowing from empty for every small record.
+        keys.reserveCapacity(8)
+        ends.reserveCapacity(16)
+        indexCache.reserveCapacity(8)
     }
 
     var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }

@@ -40,6 +40,9 @@ final class EncoderImpl: Encoder {
         } else {
             usesDefaultKeys = false
         }
+        // One allocation each instead of regrowing from empty for every small record.
+        keys.reserveCapacity(8)
+        frames.reserveCapacity(8)
     }
 
     deinit {
