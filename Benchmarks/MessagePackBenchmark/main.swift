@@ -44,7 +44,10 @@ struct SplitMix64 {
 
 func makeOrders(_ count: Int) -> [Order] {
     var random = SplitMix64(state: 42)
-    let menu = [Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300), Item(name: "Popcorn", unitPrice: 400)]
+    let menu = [
+        Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300),
+        Item(name: "Popcorn", unitPrice: 400),
+    ]
     let start = Date(timeIntervalSince1970: 1_795_000_000)
     return (0..<count).map { n in
         var uuid = UUID().uuid
@@ -62,7 +65,8 @@ func makeOrders(_ count: Int) -> [Order] {
         let row = 1 + random.next(below: 40)
         let seat = "\(row)\(["A", "B", "C", "D", "E", "F"][random.next(below: 6)])"
         return Order(
-            type: "order", id: UUID(uuid: uuid), revision: random.next(below: 3), flight: "ZA\(100 + n % 20)/2026-11-21",
+            type: "order", id: UUID(uuid: uuid), revision: random.next(below: 3),
+            flight: "ZA\(100 + n % 20)/2026-11-21",
             seat: seat, lineItems: lines, currency: "USD",
             createdAt: start + Double(n) * 0.25 + Double(random.next(below: 1000)) / 1000,
             device: "device-\(random.next(below: 10))")
@@ -138,7 +142,8 @@ struct Row {
 var rows: [Row] = []
 @MainActor func run(_ operation: String, _ codec: String, bytes: Int, _ body: () throws -> Void) rethrows {
     if let only, !"\(operation) \(codec)".contains(only) {
-        rows.append(Row(operation: operation, codec: codec, seconds: Timing(cpu: 1, cpuWorst: 1, wall: 1), bytes: bytes))
+        rows.append(
+            Row(operation: operation, codec: codec, seconds: Timing(cpu: 1, cpuWorst: 1, wall: 1), bytes: bytes))
         return
     }
     rows.append(Row(operation: operation, codec: codec, seconds: try measure(runs: runs, body), bytes: bytes))
@@ -153,8 +158,12 @@ try run("encode each", "MessagePack", bytes: mpSingleBytes) {
 try run("encode each", "JSON", bytes: jsonSingleBytes) {
     for order in orders { sink &+= try jsonEncoder.encode(order).count }
 }
-try run("decode array", "MessagePack", bytes: mpArray.count) { sink &+= try mpDecoder.decode([Order].self, from: mpArray).count }
-try run("decode array", "JSON", bytes: jsonArray.count) { sink &+= try jsonDecoder.decode([Order].self, from: jsonArray).count }
+try run("decode array", "MessagePack", bytes: mpArray.count) {
+    sink &+= try mpDecoder.decode([Order].self, from: mpArray).count
+}
+try run("decode array", "JSON", bytes: jsonArray.count) {
+    sink &+= try jsonDecoder.decode([Order].self, from: jsonArray).count
+}
 try run("decode each", "MessagePack", bytes: mpSingleBytes) {
     for data in mpSingles { sink &+= try mpDecoder.decode(Order.self, from: data).revision }
 }
@@ -171,7 +180,9 @@ func format(_ value: Double, _ digits: Int) -> String {
     String(format: "%.\(digits)f", value)
 }
 
-print("\(count) orders; best of \(runs) runs by thread CPU time (spread = slowest/fastest CPU time; wall = ratio by wall time)")
+print(
+    "\(count) orders; best of \(runs) runs by thread CPU time (spread = slowest/fastest CPU time; wall = ratio by wall time)"
+)
 print(
     pad("operation", 14) + pad("codec", 13) + pad("orders/s", 12, right: true) + pad("MB/s", 9, right: true)
         + pad("B/order", 9, right: true) + pad("spread", 8, right: true) + pad("vs JSON", 9, right: true)

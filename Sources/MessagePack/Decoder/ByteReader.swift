@@ -57,7 +57,8 @@ struct ByteReader {
     func need(_ offset: Int, _ length: Int, _ what: @autoclosure () -> String) throws(ReadFailure) {
         guard length <= count - offset else {
             throw .corrupted(
-                "Unexpected end of data at offset \(offset): \(what()) needs \(length) bytes (\(max(0, count - offset)) left)")
+                "Unexpected end of data at offset \(offset): \(what()) needs \(length) bytes (\(max(0, count - offset)) left)"
+            )
         }
     }
 
@@ -184,7 +185,9 @@ struct ByteReader {
     }
 
     @inline(__always)
-    func fit<S: BinaryInteger, T: FixedWidthInteger>(_ value: S, _ type: T.Type, at offset: Int) throws(ReadFailure) -> T {
+    func fit<S: BinaryInteger, T: FixedWidthInteger>(_ value: S, _ type: T.Type, at offset: Int) throws(ReadFailure)
+        -> T
+    {
         guard let result = T(exactly: value) else { throw outOfRange(value, T.self, at: offset) }
         return result
     }
@@ -208,7 +211,9 @@ struct ByteReader {
             return (Double(Float(bitPattern: u32(offset + 1))), offset + 5)
         case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
             let (value, end) = try integerValue(at: offset)
-            guard let exact = value.double else { throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Double") }
+            guard let exact = value.double else {
+                throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Double")
+            }
             return (exact, end)
         default:
             throw mismatch(Double.self, at: offset, byte)
@@ -231,7 +236,9 @@ struct ByteReader {
             return (exact, offset + 9)
         case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
             let (value, end) = try integerValue(at: offset)
-            guard let exact = value.float else { throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Float") }
+            guard let exact = value.float else {
+                throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Float")
+            }
             return (exact, end)
         default:
             throw mismatch(Float.self, at: offset, byte)
@@ -419,7 +426,8 @@ struct ByteReader {
     }
 
     /// An extension's type and data bytes.
-    func extensionRange(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (type: Int8, start: Int, length: Int) {
+    func extensionRange(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (type: Int8, start: Int, length: Int)
+    {
         let byte = try byte(at: offset)
         let typeOffset: Int
         let length: Int
@@ -455,7 +463,8 @@ struct ByteReader {
         guard type == -1 else {
             throw ReadFailure(
                 kind: .typeMismatch(Date.self),
-                message: "Expected the timestamp extension (type -1) at offset \(offset) but found extension type \(type)")
+                message:
+                    "Expected the timestamp extension (type -1) at offset \(offset) but found extension type \(type)")
         }
         return (try timestampPayload(start, length, at: offset), start + length)
     }

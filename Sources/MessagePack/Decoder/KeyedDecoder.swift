@@ -152,7 +152,9 @@ extension KeyedDecoder {
                     if let key = Key(intValue: entry.key) ?? Key(stringValue: String(entry.key)) {
                         keys.append(key)
                     }
-                } else if let key = Key(stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)) {
+                } else if let key = Key(
+                    stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self))
+                {
                     keys.append(key)
                 }
             }
@@ -173,7 +175,8 @@ extension KeyedDecoder {
             throw DecodingError.keyNotFound(
                 key,
                 DecodingError.Context(
-                    codingPath: codingPath, debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")"))
+                    codingPath: codingPath,
+                    debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")"))
         }
         return offset
     }
@@ -263,7 +266,8 @@ extension KeyedDecoder {
     ) throws -> KeyedDecodingContainer<NestedKey> {
         let offset = try offset(key)
         index.restorePath(impl, depth: depth)
-        return KeyedDecodingContainer(try KeyedDecoder<NestedKey>(impl: impl, start: offset, depth: depth + 1, parentKey: key))
+        return KeyedDecodingContainer(
+            try KeyedDecoder<NestedKey>(impl: impl, start: offset, depth: depth + 1, parentKey: key))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
@@ -276,7 +280,8 @@ extension KeyedDecoder {
         guard let offset = find(key: AnyCodingKey.super) else {
             throw DecodingError.keyNotFound(
                 AnyCodingKey.super,
-                DecodingError.Context(codingPath: codingPath, debugDescription: "No value associated with key \"super\""))
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "No value associated with key \"super\""))
         }
         return SubDecoder(impl: impl, path: codingPath + [AnyCodingKey.super], start: offset)
     }

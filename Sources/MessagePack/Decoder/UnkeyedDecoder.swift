@@ -249,7 +249,9 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
         return offset
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         try checkNotAtEnd(type)
         if let parent {
             impl.restore(parentKey: parent.key, depth: depth)
@@ -265,7 +267,8 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
         if let parent {
             impl.restore(parentKey: parent.key, depth: depth)
         }
-        let container = try UnkeyedDecoder(impl: impl, start: cursor, depth: depth + 1, parentKey: IndexKey(index: currentIndex))
+        let container = try UnkeyedDecoder(
+            impl: impl, start: cursor, depth: depth + 1, parentKey: IndexKey(index: currentIndex))
         _ = try skipCurrent()
         return container
     }

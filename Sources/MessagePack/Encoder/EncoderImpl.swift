@@ -96,7 +96,9 @@ final class EncoderImpl: Encoder {
         }
         if writer.count == 0 {
             throw EncodingError.invalidValue(
-                value, EncodingError.Context(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+                value,
+                EncodingError.Context(
+                    codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
     }
 
@@ -224,7 +226,8 @@ final class EncoderImpl: Encoder {
         if writer.count != valueStart {
             // A second keyed container for the same value (a subclass and its superclass) shares the map.
             if let frame = openFrame(at: valueStart), frame.isMap {
-                return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
+                return KeyedEncodingContainer(
+                    KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
             }
             return deadContainer(misuse("A keyed container"), keyedBy: Key.self)
         }

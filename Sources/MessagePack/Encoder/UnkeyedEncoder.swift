@@ -110,7 +110,9 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         try impl.encodeNested(value, depth: depth + 1, key: IndexKey(index: count - 1))
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         do {
             try begin()
         } catch {
