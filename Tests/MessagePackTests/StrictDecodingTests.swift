@@ -154,6 +154,15 @@ struct StrictDecodingTests {
         #expect(otherExtension?.isTypeMismatch == true)
         #expect(otherExtension?.message.contains("extension type 5") == true)
         #expect(decodingError(Date.self, [0x01])?.isTypeMismatch == true)
+        // Found by fuzzing: seconds near Int64.min overflowed when converted to Date.
+        let extreme: [UInt8] = [0xc7, 0x0c, 0xff, 0x3b, 0x9a, 0xc9, 0x00, 0x80, 0, 0, 0, 0x0f, 0, 0, 0x0f]
+        #expect(try MessagePackDecoder().decode(Date.self, from: extreme).timeIntervalSince1970 < -9e18)
+        #expect(throws: EncodingError.self) {
+            try MessagePackEncoder().encode(Date(timeIntervalSinceReferenceDate: 1e30))
+        }
+        #expect(throws: EncodingError.self) {
+            try MessagePackEncoder().encode(Date(timeIntervalSinceReferenceDate: .infinity))
+        }
     }
 
     @Test func duplicateKeys() throws {

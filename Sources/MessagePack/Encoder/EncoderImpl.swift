@@ -343,7 +343,14 @@ final class EncoderImpl: Encoder {
     func encodeDate(_ date: Date) throws {
         switch options.dateEncodingStrategy {
         case .timestamp:
-            writer.writeTimestamp(MessagePackTimestamp(date))
+            guard let timestamp = MessagePackTimestamp(exactly: date) else {
+                throw EncodingError.invalidValue(
+                    date,
+                    EncodingError.Context(
+                        codingPath: codingPath,
+                        debugDescription: "\(date.timeIntervalSince1970) seconds since 1970 is not a timestamp"))
+            }
+            writer.writeTimestamp(timestamp)
         case .deferredToDate:
             try encodeThroughSelf(date.encode(to:))
         case .secondsSince1970:
