@@ -60,7 +60,9 @@ func check(_ data: Data) {
     if let value = try? decoder.decode(MessagePackValue.self, from: data) {
         guard let again = try? encoder.encode(value) else { fatalError("decoded value does not re-encode") }
         guard again.count <= data.count else { fatalError("re-encoding grew: \(again.count) > \(data.count)") }
-        guard let back = try? decoder.decode(MessagePackValue.self, from: again) else { fatalError("re-encoding does not decode") }
+        guard let back = try? decoder.decode(MessagePackValue.self, from: again) else {
+            fatalError("re-encoding does not decode")
+        }
         // NaN is not equal to itself; compare bytes instead.
         guard (try? encoder.encode(back)) == again else { fatalError("round trip changed the bytes") }
     }

@@ -84,7 +84,8 @@ public enum MessagePackStructure {
         guard position == reader.count else {
             throw Error(
                 index: nil, offset: position,
-                message: "Unexpected data at offset \(position): \(reader.count - position) bytes left over after the array")
+                message:
+                    "Unexpected data at offset \(position): \(reader.count - position) bytes left over after the array")
         }
         return ranges
     }

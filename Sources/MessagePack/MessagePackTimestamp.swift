@@ -21,16 +21,28 @@ public struct MessagePackTimestamp: Hashable, Comparable, Sendable {
     }
 
     /// Creates the timestamp nearest to a date, rounded to the nanosecond.
-    /// - Parameter date: The date to convert.
+    /// - Parameter date: The date to convert; its seconds since 1970 must fit in `Int64` (any finite date
+    ///   within ±292 billion years).
     public init(_ date: Date) {
+        guard let timestamp = Self(exactly: date) else {
+            preconditionFailure("\(date.timeIntervalSince1970) seconds since 1970 is not a MessagePack timestamp")
+        }
+        self = timestamp
+    }
+
+    /// The timestamp nearest to a date, or nil when the date is not finite or out of `Int64` seconds.
+    init?(exactly date: Date) {
         // Split on the reference-date scale Date stores, so the whole seconds stay exact.
         let interval = date.timeIntervalSinceReferenceDate
         let whole = interval.rounded(.down)
+        guard whole.isFinite, let wholeSeconds = Int64(exactly: whole) else { return nil }
         var nanos = ((interval - whole) * 1e9).rounded()
-        var secs = Int64(whole) + Self.referenceOffset
+        var (secs, overflow) = wholeSeconds.addingReportingOverflow(Self.referenceOffset)
+        guard !overflow else { return nil }
         if nanos >= 1e9 {
             nanos -= 1e9
-            secs += 1
+            (secs, overflow) = secs.addingReportingOverflow(1)
+            guard !overflow else { return nil }
         }
         self.seconds = secs
         self.nanoseconds = UInt32(nanos)
@@ -38,7 +50,12 @@ public struct MessagePackTimestamp: Hashable, Comparable, Sendable {
 
     /// The nearest `Date`.
     public var date: Date {
-        Date(timeIntervalSinceReferenceDate: Double(seconds - Self.referenceOffset) + Double(nanoseconds) / 1e9)
+        let (sinceReference, overflow) = seconds.subtractingReportingOverflow(Self.referenceOffset)
+        if overflow {
+            // Only within 31 years of Int64.min seconds, where Double cannot tell the difference anyway.
+            return Date(timeIntervalSinceReferenceDate: Double(seconds) - Double(Self.referenceOffset))
+        }
+        return Date(timeIntervalSinceReferenceDate: Double(sinceReference) + Double(nanoseconds) / 1e9)
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {

@@ -47,20 +47,36 @@ extension MessagePackValue: Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .nil: hasher.combine(0)
-        case .bool(let v): hasher.combine(1); hasher.combine(v)
+        case .bool(let v):
+            hasher.combine(1)
+            hasher.combine(v)
         case .int(let v):
             // Non-negative integers hash like `.uint` because they compare equal to it.
             if v >= 0 {
-                hasher.combine(2); hasher.combine(UInt64(v))
+                hasher.combine(2)
+                hasher.combine(UInt64(v))
             } else {
-                hasher.combine(3); hasher.combine(v)
+                hasher.combine(3)
+                hasher.combine(v)
             }
-        case .uint(let v): hasher.combine(2); hasher.combine(v)
-        case .float32(let v): hasher.combine(4); hasher.combine(v)
-        case .float64(let v): hasher.combine(5); hasher.combine(v)
-        case .string(let v): hasher.combine(6); hasher.combine(v)
-        case .binary(let v): hasher.combine(7); hasher.combine(v)
-        case .array(let v): hasher.combine(8); hasher.combine(v)
+        case .uint(let v):
+            hasher.combine(2)
+            hasher.combine(v)
+        case .float32(let v):
+            hasher.combine(4)
+            hasher.combine(v)
+        case .float64(let v):
+            hasher.combine(5)
+            hasher.combine(v)
+        case .string(let v):
+            hasher.combine(6)
+            hasher.combine(v)
+        case .binary(let v):
+            hasher.combine(7)
+            hasher.combine(v)
+        case .array(let v):
+            hasher.combine(8)
+            hasher.combine(v)
         case .map(let pairs):
             hasher.combine(9)
             hasher.combine(pairs.count)
@@ -68,8 +84,13 @@ extension MessagePackValue: Hashable {
                 hasher.combine(pair.key)
                 hasher.combine(pair.value)
             }
-        case .extension(let type, let data): hasher.combine(10); hasher.combine(type); hasher.combine(data)
-        case .timestamp(let v): hasher.combine(11); hasher.combine(v)
+        case .extension(let type, let data):
+            hasher.combine(10)
+            hasher.combine(type)
+            hasher.combine(data)
+        case .timestamp(let v):
+            hasher.combine(11)
+            hasher.combine(v)
         }
     }
 }
@@ -213,4 +234,13 @@ struct IndexKey: CodingKey, Sendable {
 
     var intValue: Int? { index }
     var stringValue: String { "Index \(index)" }
+}
+
+/// A coding key in a box, so containers that rarely have one carry a pointer rather than an existential.
+final class ParentKey {
+    let key: any CodingKey
+
+    init(_ key: any CodingKey) {
+        self.key = key
+    }
 }

@@ -214,7 +214,10 @@ struct CodableTests {
         struct Compact: Decodable, Equatable {
             var name: String
             var age: Int
-            enum CodingKeys: Int, CodingKey { case name = 0, age = 1 }
+            enum CodingKeys: Int, CodingKey {
+                case name = 0
+                case age = 1
+            }
         }
         let encoded: [UInt8] = [0x82, 0x00] + str("Ann") + [0x01, 0x20]
         #expect(try MessagePackDecoder().decode(Compact.self, from: encoded) == Compact(name: "Ann", age: 32))
@@ -247,17 +250,27 @@ struct CodableTests {
 
     @Test func dateStrategies() throws {
         let date = Date(timeIntervalSince1970: 1_795_000_000.5)
-        let strategies: [(MessagePackEncoder.DateEncodingStrategy, MessagePackDecoder.DateDecodingStrategy, [UInt8]?)] = [
-            (.secondsSince1970, .secondsSince1970, try MessagePackEncoder().encodeToBytes(1_795_000_000.5)),
-            (.millisecondsSince1970, .millisecondsSince1970, try MessagePackEncoder().encodeToBytes(1_795_000_000_500.0)),
-            (.deferredToDate, .deferredToDate, try MessagePackEncoder().encodeToBytes(date.timeIntervalSinceReferenceDate)),
-            (.custom({ date, encoder in
-                var container = encoder.singleValueContainer()
-                try container.encode(Int(date.timeIntervalSince1970 * 2))
-            }), .custom({ decoder in
-                Date(timeIntervalSince1970: Double(try decoder.singleValueContainer().decode(Int.self)) / 2)
-            }), try MessagePackEncoder().encodeToBytes(3_590_000_001)),
-        ]
+        let strategies: [(MessagePackEncoder.DateEncodingStrategy, MessagePackDecoder.DateDecodingStrategy, [UInt8]?)] =
+            [
+                (.secondsSince1970, .secondsSince1970, try MessagePackEncoder().encodeToBytes(1_795_000_000.5)),
+                (
+                    .millisecondsSince1970, .millisecondsSince1970,
+                    try MessagePackEncoder().encodeToBytes(1_795_000_000_500.0)
+                ),
+                (
+                    .deferredToDate, .deferredToDate,
+                    try MessagePackEncoder().encodeToBytes(date.timeIntervalSinceReferenceDate)
+                ),
+                (
+                    .custom({ date, encoder in
+                        var container = encoder.singleValueContainer()
+                        try container.encode(Int(date.timeIntervalSince1970 * 2))
+                    }),
+                    .custom({ decoder in
+                        Date(timeIntervalSince1970: Double(try decoder.singleValueContainer().decode(Int.self)) / 2)
+                    }), try MessagePackEncoder().encodeToBytes(3_590_000_001)
+                ),
+            ]
         for (encoding, decoding, expected) in strategies {
             var encoder = MessagePackEncoder()
             encoder.dateEncodingStrategy = encoding

@@ -118,7 +118,10 @@ func expectedValue(_ kind: String, _ expected: Any) -> MessagePackValue? {
         return .float64(number)
     case "array": return .array((expected as! [Any]).map { expectedValue(kindOf($0), $0)! })
     case "map":
-        return .map((expected as! [String: Any]).sorted { $0.key < $1.key }.map { (.string($0.key), expectedValue(kindOf($0.value), $0.value)!) })
+        return .map(
+            (expected as! [String: Any]).sorted { $0.key < $1.key }.map {
+                (.string($0.key), expectedValue(kindOf($0.value), $0.value)!)
+            })
     case "timestamp":
         let parts = expected as! [NSNumber]
         return .timestamp(MessagePackTimestamp(seconds: parts[0].int64Value, nanoseconds: parts[1].uint32Value))

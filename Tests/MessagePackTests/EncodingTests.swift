@@ -61,7 +61,8 @@ struct EncodingTests {
             return
         }
         #expect(
-            pairs.map(\.key) == ["type", "id", "revision", "flight", "seat", "lineItems", "currency", "createdAt", "device"]
+            pairs.map(\.key)
+                == ["type", "id", "revision", "flight", "seat", "lineItems", "currency", "createdAt", "device"]
                 .map(MessagePackValue.string))
         #expect(pairs[1].value == .string("F432BDB8-D84F-4461-8362-AFF89F6C493E"))
         #expect(pairs[7].value == .timestamp(MessagePackTimestamp(seconds: 1_795_000_000)))

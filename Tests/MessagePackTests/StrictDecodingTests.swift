@@ -65,7 +65,8 @@ struct StrictDecodingTests {
 
     @Test func lengthsRunningPastTheEnd() throws {
         let str8 = decodingError(String.self, [0xd9, 200] + Array(repeating: 0x61, count: 12))
-        #expect(str8?.message == "Unexpected end of data at offset 0: str8 length 200 runs past the end (12 bytes left)")
+        #expect(
+            str8?.message == "Unexpected end of data at offset 0: str8 length 200 runs past the end (12 bytes left)")
         // Hostile counts and lengths fail at once, without reserving what they claim.
         #expect(decodingError([Int].self, [0xdd, 0xff, 0xff, 0xff, 0xff])?.isDataCorrupted == true)
         #expect(decodingError([String: Int].self, [0xdf, 0xff, 0xff, 0xff, 0xff, 0x01])?.isDataCorrupted == true)
@@ -90,7 +91,10 @@ struct StrictDecodingTests {
         #expect(decodingError(MessagePackValue.self, [0x91, 0x91, 0x91, 0x90], decoder) != nil)
         _ = try decoder.decode(MessagePackValue.self, from: [0x91, 0x91, 0x90])
         // Values a type skips are held to the limit too.
-        #expect(decodingError(Pair.self, [0x83] + str("a") + [0x01] + str("b") + str("x") + str("c") + [0x91, 0x91, 0x90], decoder) != nil)
+        #expect(
+            decodingError(
+                Pair.self, [0x83] + str("a") + [0x01] + str("b") + str("x") + str("c") + [0x91, 0x91, 0x90], decoder)
+                != nil)
     }
 
     @Test func invalidUTF8() throws {
@@ -103,7 +107,9 @@ struct StrictDecodingTests {
     @Test func neverUsedByte() throws {
         #expect(decodingError(Int.self, [0xc1])?.message.contains("0xc1") == true)
         #expect(decodingError(MessagePackValue.self, [0x92, 0x01, 0xc1])?.message.contains("0xc1 at offset 2") == true)
-        #expect(decodingError(Pair.self, [0x82] + str("a") + [0xc1] + str("b") + str("x"))?.message.contains("0xc1") == true)
+        #expect(
+            decodingError(Pair.self, [0x82] + str("a") + [0xc1] + str("b") + str("x"))?.message.contains("0xc1") == true
+        )
     }
 
     @Test func integersOutOfRange() throws {
@@ -141,12 +147,22 @@ struct StrictDecodingTests {
         // 64-bit form with nanoseconds 0x3fffffff (> 10⁹ − 1).
         let nanos = decodingError(Date.self, [0xd7, 0xff, 0xff, 0xff, 0xff, 0xfc, 0, 0, 0, 0])
         #expect(nanos?.message.contains("nanoseconds") == true)
-        let nanos96 = decodingError(MessagePackValue.self, [0xc7, 12, 0xff, 0x3b, 0x9a, 0xca, 0x00] + Array(repeating: 0, count: 8))
+        let nanos96 = decodingError(
+            MessagePackValue.self, [0xc7, 12, 0xff, 0x3b, 0x9a, 0xca, 0x00] + Array(repeating: 0, count: 8))
         #expect(nanos96?.isDataCorrupted == true)
         let otherExtension = decodingError(Date.self, [0xd6, 0x05, 0, 0, 0, 0])
         #expect(otherExtension?.isTypeMismatch == true)
         #expect(otherExtension?.message.contains("extension type 5") == true)
         #expect(decodingError(Date.self, [0x01])?.isTypeMismatch == true)
+        // Found by fuzzing: seconds near Int64.min overflowed when converted to Date.
+        let extreme: [UInt8] = [0xc7, 0x0c, 0xff, 0x3b, 0x9a, 0xc9, 0x00, 0x80, 0, 0, 0, 0x0f, 0, 0, 0x0f]
+        #expect(try MessagePackDecoder().decode(Date.self, from: extreme).timeIntervalSince1970 < -9e18)
+        #expect(throws: EncodingError.self) {
+            try MessagePackEncoder().encode(Date(timeIntervalSinceReferenceDate: 1e30))
+        }
+        #expect(throws: EncodingError.self) {
+            try MessagePackEncoder().encode(Date(timeIntervalSinceReferenceDate: .infinity))
+        }
     }
 
     @Test func duplicateKeys() throws {
@@ -171,13 +187,20 @@ struct StrictDecodingTests {
 
     @Test func typeMismatchNamesPathAndOffset() throws {
         var order = try MessagePackEncoder().encodeToBytes(
-            [Order.example, Order(
-                id: UUID(), revision: 2, flight: "F", seat: "1A",
-                lineItems: [LineItem(item: Item(name: "Chips", unitPrice: 300), count: 1), LineItem(item: Item(name: "Pop", unitPrice: 400), count: 7)],
-                currency: "USD", createdAt: Date(timeIntervalSince1970: 0), device: "d")])
+            [
+                Order.example,
+                Order(
+                    id: UUID(), revision: 2, flight: "F", seat: "1A",
+                    lineItems: [
+                        LineItem(item: Item(name: "Chips", unitPrice: 300), count: 1),
+                        LineItem(item: Item(name: "Pop", unitPrice: 400), count: 7),
+                    ],
+                    currency: "USD", createdAt: Date(timeIntervalSince1970: 0), device: "d"),
+            ])
         // Replace the last count (fixint 7, the byte before the final "currency" key's value) with a string.
         let countKey = str("count") + [0x07]
-        let at = try #require(order.indices.last { Array(order[$0..<min($0 + countKey.count, order.count)]) == countKey })
+        let at = try #require(
+            order.indices.last { Array(order[$0..<min($0 + countKey.count, order.count)]) == countKey })
         order[at + countKey.count - 1] = 0xc2
         let error = decodingError([Order].self, order)
         #expect(error?.isTypeMismatch == true)

@@ -48,7 +48,9 @@ struct StructureTests {
             #expect(error.description.contains("Element 1"))
         }
         #expect(throws: MessagePackStructure.Error.self) { try MessagePackStructure.arrayElements(in: [0x80]) }
-        #expect(throws: MessagePackStructure.Error.self) { try MessagePackStructure.arrayElements(in: [0x91, 0x01, 0x02]) }
+        #expect(throws: MessagePackStructure.Error.self) {
+            try MessagePackStructure.arrayElements(in: [0x91, 0x01, 0x02])
+        }
         #expect(throws: MessagePackStructure.Error.self) { try MessagePackStructure.arrayElements(in: [UInt8]()) }
         #expect(throws: MessagePackStructure.Error.self) {
             try MessagePackStructure.arrayElements(in: [0xdd, 0xff, 0xff, 0xff, 0xff, 0x01])

@@ -57,7 +57,8 @@ struct ByteReader {
     func need(_ offset: Int, _ length: Int, _ what: @autoclosure () -> String) throws(ReadFailure) {
         guard length <= count - offset else {
             throw .corrupted(
-                "Unexpected end of data at offset \(offset): \(what()) needs \(length) bytes (\(max(0, count - offset)) left)")
+                "Unexpected end of data at offset \(offset): \(what()) needs \(length) bytes (\(max(0, count - offset)) left)"
+            )
         }
     }
 
@@ -184,7 +185,9 @@ struct ByteReader {
     }
 
     @inline(__always)
-    func fit<S: BinaryInteger, T: FixedWidthInteger>(_ value: S, _ type: T.Type, at offset: Int) throws(ReadFailure) -> T {
+    func fit<S: BinaryInteger, T: FixedWidthInteger>(_ value: S, _ type: T.Type, at offset: Int) throws(ReadFailure)
+        -> T
+    {
         guard let result = T(exactly: value) else { throw outOfRange(value, T.self, at: offset) }
         return result
     }
@@ -208,7 +211,9 @@ struct ByteReader {
             return (Double(Float(bitPattern: u32(offset + 1))), offset + 5)
         case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
             let (value, end) = try integerValue(at: offset)
-            guard let exact = value.double else { throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Double") }
+            guard let exact = value.double else {
+                throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Double")
+            }
             return (exact, end)
         default:
             throw mismatch(Double.self, at: offset, byte)
@@ -231,7 +236,9 @@ struct ByteReader {
             return (exact, offset + 9)
         case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
             let (value, end) = try integerValue(at: offset)
-            guard let exact = value.float else { throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Float") }
+            guard let exact = value.float else {
+                throw .corrupted("Number \(value) at offset \(offset) is not exactly representable as Float")
+            }
             return (exact, end)
         default:
             throw mismatch(Float.self, at: offset, byte)
@@ -328,12 +335,61 @@ struct ByteReader {
         return (try makeString(start, length, at: offset), start + length)
     }
 
+    /// A `String` from bytes that must be valid UTF-8.
+    ///
+    /// ASCII, the common case, needs no further check; otherwise the bytes must survive decoding unchanged, since
+    /// decoding replaces every invalid sequence. (`String(validating:)` is not specialized and costs far more.)
     @inline(__always)
     func makeString(_ start: Int, _ length: Int, at offset: Int) throws(ReadFailure) -> String {
-        guard let string = String(validating: bytes(start, length), as: UTF8.self) else {
+        let buffer = bytes(start, length)
+        if Self.isASCII(buffer) {
+            return String(decoding: buffer, as: UTF8.self)
+        }
+        var string = String(decoding: buffer, as: UTF8.self)
+        let unchanged = string.withUTF8 { utf8 in
+            utf8.count == length && memcmp(utf8.baseAddress!, buffer.baseAddress!, length) == 0
+        }
+        guard unchanged else {
             throw .corrupted("Invalid UTF-8 in the string at offset \(offset)")
         }
         return string
+    }
+
+    @inline(__always)
+    static func isASCII(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = buffer.count
+        guard count > 0, let base = buffer.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        while i + 8 <= count {
+            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                return false
+            }
+            i += 8
+        }
+        while i < count {
+            if base[i] >= 0x80 {
+                return false
+            }
+            i += 1
+        }
+        return true
+    }
+
+    /// Whether `length` bytes at two places are equal; keys are short, so a loop beats calling `memcmp`.
+    @inline(__always)
+    static func equal(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ length: Int) -> Bool {
+        if length > 16 {
+            return memcmp(a, b, length) == 0
+        }
+        var i = 0
+        while i < length {
+            if a[i] != b[i] {
+                return false
+            }
+            i += 1
+        }
+        return true
     }
 
     func binaryRange(at offset: Int) throws(ReadFailure) -> (start: Int, length: Int) {
@@ -370,7 +426,8 @@ struct ByteReader {
     }
 
     /// An extension's type and data bytes.
-    func extensionRange(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (type: Int8, start: Int, length: Int) {
+    func extensionRange(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (type: Int8, start: Int, length: Int)
+    {
         let byte = try byte(at: offset)
         let typeOffset: Int
         let length: Int
@@ -406,7 +463,8 @@ struct ByteReader {
         guard type == -1 else {
             throw ReadFailure(
                 kind: .typeMismatch(Date.self),
-                message: "Expected the timestamp extension (type -1) at offset \(offset) but found extension type \(type)")
+                message:
+                    "Expected the timestamp extension (type -1) at offset \(offset) but found extension type \(type)")
         }
         return (try timestampPayload(start, length, at: offset), start + length)
     }
@@ -478,6 +536,17 @@ struct ByteReader {
     /// must be UTF-8 and timestamps well formed, as decoding them would require.
     func skip(at offset: Int, levels: Int, validate: Bool = false) throws(ReadFailure) -> Int {
         let byte = try byte(at: offset)
+        // Scalars of fixed size (most values) need only a bounds check.
+        let size = Int(Self.fixedSizes[Int(byte)])
+        if size != 0 {
+            guard size <= count - offset else { throw truncated(byte, at: offset, size: size) }
+            return offset + size
+        }
+        if byte & 0xe0 == 0xa0 && !validate {
+            let end = offset + 1 + Int(byte & 0x1f)
+            guard end <= count else { throw truncated(byte, at: offset, size: end - offset) }
+            return end
+        }
         switch byte {
         case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3:
             return offset + 1
@@ -534,6 +603,24 @@ struct ByteReader {
         default:
             throw .corrupted("Invalid byte 0xc1 at offset \(offset): it is never used in MessagePack")
         }
+    }
+
+    /// The whole size of each header byte's value when it is fixed (ints, floats, nil, bools, fixext), else 0.
+    static let fixedSizes: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch byte {
+        case 0x00...0x7f, 0xe0...0xff, 0xc0, 0xc2, 0xc3: return 1
+        case 0xcc, 0xd0: return 2
+        case 0xcd, 0xd1: return 3
+        case 0xce, 0xd2, 0xca: return 5
+        case 0xcf, 0xd3, 0xcb: return 9
+        default: return 0
+        }
+    }
+
+    func truncated(_ byte: UInt8, at offset: Int, size: Int) -> ReadFailure {
+        .corrupted(
+            "Unexpected end of data at offset \(offset): \(Self.describe(byte)) needs \(size) bytes "
+                + "(\(Swift.max(0, count - offset)) left)")
     }
 
     // MARK: Any value

@@ -15,6 +15,8 @@ final class DecoderImpl: Decoder {
     @exclusivity(unchecked) var position = 0
     /// Known value ends, as (start, end) pairs by depth, so an array need not skip over an element it just decoded.
     @exclusivity(unchecked) var ends: [Int] = []
+    /// One key index per depth, reused once its container is gone.
+    @exclusivity(unchecked) var indexCache: [KeyIndex?] = []
 
     init(reader: ByteReader, options: MessagePackDecoder) {
         self.reader = reader
@@ -24,6 +26,10 @@ final class DecoderImpl: Decoder {
         } else {
             usesDefaultKeys = false
         }
+        // One allocation each instead of regrowing from empty for every small record.
+        keys.reserveCapacity(8)
+        ends.reserveCapacity(16)
+        indexCache.reserveCapacity(8)
     }
 
     var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
@@ -82,7 +88,8 @@ final class DecoderImpl: Decoder {
                 DecodingError.Context(
                     codingPath: [],
                     debugDescription:
-                        "Unexpected data at offset \(end): \(reader.count - end) bytes left over after the top-level value"))
+                        "Unexpected data at offset \(end): \(reader.count - end) bytes left over after the top-level value"
+                ))
         }
         return value
     }
@@ -107,14 +114,17 @@ final class DecoderImpl: Decoder {
                 DecodingError.Context(
                     codingPath: codingPath,
                     debugDescription:
-                        "Nesting too deep at offset \(offset): more than \(options.nestingLimit) levels of arrays and maps"))
+                        "Nesting too deep at offset \(offset): more than \(options.nestingLimit) levels of arrays and maps"
+                ))
         }
     }
 
     // MARK: Values
 
     /// Decodes a value one level below the container at `depth - 1`, under `key`.
-    func decodeNested<T: Decodable>(_ type: T.Type, at offset: Int, depth nestedDepth: Int, key: any CodingKey) throws -> T {
+    func decodeNested<T: Decodable>(_ type: T.Type, at offset: Int, depth nestedDepth: Int, key: any CodingKey) throws
+        -> T
+    {
         if keys.count >= nestedDepth {
             keys[nestedDepth - 1] = key
         } else {
@@ -140,7 +150,8 @@ final class DecoderImpl: Decoder {
         if T.self == String.self {
             return reinterpret(try read { () throws(ReadFailure) in try reader.string(at: offset).0 }, as: T.self)
         } else if T.self == Int.self {
-            return reinterpret(try read { () throws(ReadFailure) in try reader.integer(Int.self, at: offset).0 }, as: T.self)
+            return reinterpret(
+                try read { () throws(ReadFailure) in try reader.integer(Int.self, at: offset).0 }, as: T.self)
         } else if T.self == Double.self {
             return reinterpret(try read { () throws(ReadFailure) in try reader.double(at: offset).0 }, as: T.self)
         } else if T.self == Bool.self {
@@ -155,7 +166,8 @@ final class DecoderImpl: Decoder {
             let string = try read { () throws(ReadFailure) in try reader.string(at: offset).0 }
             guard let url = URL(string: string) else {
                 throw DecodingError.dataCorrupted(
-                    DecodingError.Context(codingPath: codingPath, debugDescription: "Invalid URL string at offset \(offset)"))
+                    DecodingError.Context(
+                        codingPath: codingPath, debugDescription: "Invalid URL string at offset \(offset)"))
             }
             return reinterpret(url, as: T.self)
         } else if T.self == MessagePackValue.self {

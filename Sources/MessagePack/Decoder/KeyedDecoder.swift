@@ -7,7 +7,12 @@ import Foundation
 final class KeyIndex: ManagedBuffer<KeyIndex.Header, KeyIndex.Entry> {
     struct Header {
         var count: Int
+        var capacity: Int
         var last: Int
+        /// The key this map was found under, for coding paths.
+        var parentKey: (any CodingKey)?
+        /// Map keys after the key decoding strategy, when it is not the default.
+        var names: [String]?
     }
 
     struct Entry {
@@ -18,95 +23,51 @@ final class KeyIndex: ManagedBuffer<KeyIndex.Header, KeyIndex.Entry> {
         var value: Int
     }
 
-    static func make(capacity: Int) -> KeyIndex {
-        let buffer = KeyIndex.create(minimumCapacity: capacity) { _ in Header(count: 0, last: -1) }
+    static func make(capacity: Int, parentKey: (any CodingKey)?) -> KeyIndex {
+        let buffer = KeyIndex.create(minimumCapacity: capacity) { _ in
+            Header(count: 0, capacity: capacity, last: -1, parentKey: parentKey, names: nil)
+        }
         return unsafeDowncast(buffer, to: KeyIndex.self)
     }
+
+    var parentKey: (any CodingKey)? { withUnsafeMutablePointerToHeader { $0.pointee.parentKey } }
+
+    /// Puts this container's key back into the decoder's path, for a container opened by `nestedContainer`.
+    @inline(__always)
+    func restorePath(_ impl: DecoderImpl, depth: Int) {
+        withUnsafeMutablePointerToHeader { header in
+            if let key = header.pointee.parentKey {
+                impl.restore(parentKey: key, depth: depth)
+            }
+        }
+    }
+    var names: [String]? { withUnsafeMutablePointerToHeader { $0.pointee.names } }
 }
 
 /// A map being read by a `Decodable` type.
+///
+/// Small on purpose (everything else lives in `index`), because `KeyedDecodingContainer` copies it generically.
 struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let impl: DecoderImpl
     let depth: Int
-    let parentKey: (any CodingKey)?
     let index: KeyIndex
-    /// Map keys after the key decoding strategy, when it is not the default.
-    let names: [String]?
+
+    var parentKey: (any CodingKey)? { index.parentKey }
+    var names: [String]? { index.names }
 
     init(impl: DecoderImpl, start: Int, depth: Int, parentKey: (any CodingKey)?) throws {
         self.impl = impl
         self.depth = depth
-        self.parentKey = parentKey
-        let reader = impl.reader
-        let path = { impl.path(depth: depth, parentKey: parentKey) }
-        let (count, first): (Int, Int)
-        do {
-            (count, first) = try reader.mapHeader(at: start, as: [String: Any].self)
-        } catch {
-            throw error.decodingError(path())
-        }
-        try impl.checkNesting(depth: depth, at: start)
-        let capacity = Swift.min(count, (reader.count - first) / 2)
-        index = KeyIndex.make(capacity: capacity)
-        let levels = impl.options.nestingLimit - depth - 1
-        var position = first
-        do {
-            try index.withUnsafeMutablePointers { header, entries throws(ReadFailure) in
-                for i in 0..<count {
-                    guard i < capacity else {
-                        throw .corrupted(
-                            "Unexpected end of data at offset \(position): the map at offset \(start) claims \(count) "
-                                + "entries (\(reader.count - position) bytes left)")
-                    }
-                    let keyOffset = position
-                    let byte = try reader.byte(at: position)
-                    let entryKey: Int
-                    let entryLength: Int
-                    switch byte {
-                    case 0xa0...0xbf, 0xd9, 0xda, 0xdb:
-                        let (keyStart, length) = try reader.stringRange(at: position)
-                        try Self.checkUTF8(reader, keyStart, length, at: position)
-                        entryKey = keyStart
-                        entryLength = length
-                        position = keyStart + length
-                    case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
-                        let (value, end) = try reader.integer(Int.self, at: position)
-                        entryKey = value
-                        entryLength = -1
-                        position = end
-                    default:
-                        throw ReadFailure(
-                            kind: .typeMismatch(String.self),
-                            message: "Expected a string or integer map key at offset \(keyOffset) but found "
-                                + ByteReader.describe(byte))
-                    }
-                    let valueOffset = position
-                    position = try reader.skip(at: position, levels: levels)
-                    (entries + i).initialize(to: Entry(key: entryKey, length: entryLength, value: valueOffset))
-                    header.pointee.count = i + 1
-                }
-                try Self.checkDuplicates(reader, entries, count, mapOffset: start)
-            }
-        } catch {
-            throw error.decodingError(path())
-        }
-        impl.recordEnd(depth: depth, start: start, end: position)
-        if impl.usesDefaultKeys {
-            names = nil
-        } else {
-            names = Self.convertedNames(impl, index, path())
-        }
+        self.index = try impl.makeKeyIndex(start: start, depth: depth, parentKey: parentKey)
     }
 
+    typealias Entry = KeyIndex.Entry
+}
+
+extension KeyIndex {
     @inline(__always)
     static func checkUTF8(_ reader: ByteReader, _ start: Int, _ length: Int, at offset: Int) throws(ReadFailure) {
-        let bytes = reader.bytes(start, length)
-        var ascii = true
-        for byte in bytes where byte >= 0x80 {
-            ascii = false
-            break
-        }
-        if !ascii {
+        if !ByteReader.isASCII(reader.bytes(start, length)) {
             _ = try reader.makeString(start, length, at: offset)
         }
     }
@@ -114,10 +75,8 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     static func sameKey(_ reader: ByteReader, _ a: Entry, _ b: Entry) -> Bool {
         guard a.length == b.length else { return false }
         if a.length < 0 { return a.key == b.key }
-        return memcmp(reader.base + a.key, reader.base + b.key, a.length) == 0
+        return ByteReader.equal(reader.base + a.key, reader.base + b.key, a.length)
     }
-
-    typealias Entry = KeyIndex.Entry
 
     /// Rejects a key present twice: which of the two values a type reads would otherwise be an accident.
     static func checkDuplicates(
@@ -173,6 +132,9 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         }
     }
 
+}
+
+extension KeyedDecoder {
     var codingPath: [any CodingKey] { impl.path(depth: depth, parentKey: parentKey) }
 
     var allKeys: [Key] {
@@ -190,7 +152,9 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
                     if let key = Key(intValue: entry.key) ?? Key(stringValue: String(entry.key)) {
                         keys.append(key)
                     }
-                } else if let key = Key(stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)) {
+                } else if let key = Key(
+                    stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self))
+                {
                     keys.append(key)
                 }
             }
@@ -199,38 +163,11 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The offset of the value under `key`, or nil.
+    @inline(__always)
     func find(_ key: Key) -> Int? {
-        let reader = impl.reader
-        let names = self.names
         var name = key.stringValue
         let intValue = key.intValue
-        return name.withUTF8 { wanted in
-            index.withUnsafeMutablePointers { header, entries -> Int? in
-                let count = header.pointee.count
-                guard count > 0 else { return nil }
-                func matches(_ i: Int) -> Bool {
-                    if let names {
-                        return names[i] == key.stringValue
-                    }
-                    let entry = entries[i]
-                    if entry.length < 0 {
-                        return entry.key == intValue
-                    }
-                    return entry.length == wanted.count
-                        && (wanted.count == 0 || memcmp(reader.base + entry.key, wanted.baseAddress!, wanted.count) == 0)
-                }
-                let last = header.pointee.last
-                var i = last + 1 == count ? 0 : last + 1
-                for _ in 0..<count {
-                    if matches(i) {
-                        header.pointee.last = i
-                        return entries[i].value
-                    }
-                    i = i + 1 == count ? 0 : i + 1
-                }
-                return nil
-            }
-        }
+        return name.withUTF8 { index.find(impl.reader, name: $0, intValue: intValue) }
     }
 
     func offset(_ key: Key) throws -> Int {
@@ -238,7 +175,8 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
             throw DecodingError.keyNotFound(
                 key,
                 DecodingError.Context(
-                    codingPath: codingPath, debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")"))
+                    codingPath: codingPath,
+                    debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")"))
         }
         return offset
     }
@@ -319,7 +257,7 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         let offset = try offset(key)
-        impl.restore(parentKey: parentKey, depth: depth)
+        index.restorePath(impl, depth: depth)
         return try impl.decodeNested(type, at: offset, depth: depth + 1, key: key)
     }
 
@@ -327,13 +265,14 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         keyedBy type: NestedKey.Type, forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
         let offset = try offset(key)
-        impl.restore(parentKey: parentKey, depth: depth)
-        return KeyedDecodingContainer(try KeyedDecoder<NestedKey>(impl: impl, start: offset, depth: depth + 1, parentKey: key))
+        index.restorePath(impl, depth: depth)
+        return KeyedDecodingContainer(
+            try KeyedDecoder<NestedKey>(impl: impl, start: offset, depth: depth + 1, parentKey: key))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
         let offset = try offset(key)
-        impl.restore(parentKey: parentKey, depth: depth)
+        index.restorePath(impl, depth: depth)
         return try UnkeyedDecoder(impl: impl, start: offset, depth: depth + 1, parentKey: key)
     }
 
@@ -341,7 +280,8 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let offset = find(key: AnyCodingKey.super) else {
             throw DecodingError.keyNotFound(
                 AnyCodingKey.super,
-                DecodingError.Context(codingPath: codingPath, debugDescription: "No value associated with key \"super\""))
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "No value associated with key \"super\""))
         }
         return SubDecoder(impl: impl, path: codingPath + [AnyCodingKey.super], start: offset)
     }
@@ -365,6 +305,138 @@ struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
             }
             return nil
         }
+    }
+}
+
+extension KeyIndex {
+    /// The offset of the value whose key is `name` (or, for integer map keys, `intValue`), or nil.
+    func find(_ reader: ByteReader, name: UnsafeBufferPointer<UInt8>, intValue: Int?) -> Int? {
+        withUnsafeMutablePointers { header, entries -> Int? in
+            let count = header.pointee.count
+            guard count > 0 else { return nil }
+            let names = header.pointee.names
+            func matches(_ i: Int) -> Bool {
+                let entry = entries[i]
+                if let names {
+                    return names[i].utf8.elementsEqual(name)
+                }
+                if entry.length < 0 {
+                    return entry.key == intValue
+                }
+                return entry.length == name.count
+                    && (name.count == 0 || ByteReader.equal(reader.base + entry.key, name.baseAddress!, name.count))
+            }
+            let last = header.pointee.last
+            var i = last + 1 == count ? 0 : last + 1
+            for _ in 0..<count {
+                if matches(i) {
+                    header.pointee.last = i
+                    return entries[i].value
+                }
+                i = i + 1 == count ? 0 : i + 1
+            }
+            return nil
+        }
+    }
+}
+
+extension DecoderImpl {
+    /// Reads a map's keys and value offsets, checking its structure, keys and nesting on the way.
+    func makeKeyIndex(start: Int, depth: Int, parentKey: (any CodingKey)?) throws -> KeyIndex {
+        let path = { self.path(depth: depth, parentKey: parentKey) }
+        let (count, first): (Int, Int)
+        do {
+            (count, first) = try reader.mapHeader(at: start, as: [String: Any].self)
+        } catch {
+            throw error.decodingError(path())
+        }
+        try checkNesting(depth: depth, at: start)
+        let capacity = Swift.min(count, (reader.count - first) / 2)
+        let index = reusableIndex(depth: depth, capacity: capacity, parentKey: parentKey)
+        let levels = options.nestingLimit - depth - 1
+        let reader = self.reader
+        var position = first
+        do {
+            try index.withUnsafeMutablePointers { header, entries throws(ReadFailure) in
+                for i in 0..<count {
+                    guard i < capacity else {
+                        throw .corrupted(
+                            "Unexpected end of data at offset \(position): the map at offset \(start) claims \(count) "
+                                + "entries (\(reader.count - position) bytes left)")
+                    }
+                    let keyOffset = position
+                    let byte = try reader.byte(at: position)
+                    let entryKey: Int
+                    let entryLength: Int
+                    if byte & 0xe0 == 0xa0 {
+                        // fixstr, by far the most common key
+                        let length = Int(byte & 0x1f)
+                        try reader.need(position + 1, length, "fixstr")
+                        try KeyIndex.checkUTF8(reader, position + 1, length, at: position)
+                        entryKey = position + 1
+                        entryLength = length
+                        position += 1 + length
+                    } else {
+                        switch byte {
+                        case 0xd9, 0xda, 0xdb:
+                            let (keyStart, length) = try reader.stringRange(at: position)
+                            try KeyIndex.checkUTF8(reader, keyStart, length, at: position)
+                            entryKey = keyStart
+                            entryLength = length
+                            position = keyStart + length
+                        case 0x00...0x7f, 0xe0...0xff, 0xcc...0xd3:
+                            let (value, end) = try reader.integer(Int.self, at: position)
+                            entryKey = value
+                            entryLength = -1
+                            position = end
+                        default:
+                            throw ReadFailure(
+                                kind: .typeMismatch(String.self),
+                                message: "Expected a string or integer map key at offset \(keyOffset) but found "
+                                    + ByteReader.describe(byte))
+                        }
+                    }
+                    let valueOffset = position
+                    position = try reader.skip(at: position, levels: levels)
+                    entries[i] = KeyIndex.Entry(key: entryKey, length: entryLength, value: valueOffset)
+                    header.pointee.count = i + 1
+                }
+                try KeyIndex.checkDuplicates(reader, entries, count, mapOffset: start)
+            }
+        } catch {
+            throw error.decodingError(path())
+        }
+        recordEnd(depth: depth, start: start, end: position)
+        if !usesDefaultKeys {
+            let names = KeyIndex.convertedNames(self, index, path())
+            index.withUnsafeMutablePointerToHeader { $0.pointee.names = names }
+        }
+        return index
+    }
+
+    /// The index left at this depth by a container that is gone, or a new one: most maps are siblings of the same
+    /// shape (the elements of an array), so this saves an allocation per map.
+    func reusableIndex(depth: Int, capacity: Int, parentKey: (any CodingKey)?) -> KeyIndex {
+        if depth < indexCache.count, isKnownUniquelyReferenced(&indexCache[depth]) {
+            let cached = indexCache[depth]!
+            let fits = cached.withUnsafeMutablePointerToHeader { header in
+                guard header.pointee.capacity >= capacity else { return false }
+                header.pointee.count = 0
+                header.pointee.last = -1
+                header.pointee.parentKey = parentKey
+                header.pointee.names = nil
+                return true
+            }
+            if fits {
+                return cached
+            }
+        }
+        let index = KeyIndex.make(capacity: Swift.max(capacity, 8), parentKey: parentKey)
+        while indexCache.count <= depth {
+            indexCache.append(nil)
+        }
+        indexCache[depth] = index
+        return index
     }
 }
 

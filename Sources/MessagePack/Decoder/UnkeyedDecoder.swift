@@ -4,7 +4,9 @@ import Foundation
 struct UnkeyedDecoder: UnkeyedDecodingContainer {
     let impl: DecoderImpl
     let depth: Int
-    let parentKey: (any CodingKey)?
+    /// The key this container was opened under by `nestedContainer`, boxed to keep the container small.
+    let parent: ParentKey?
+    var parentKey: (any CodingKey)? { parent?.key }
     let start: Int
     let elementCount: Int
     private(set) var currentIndex = 0
@@ -14,7 +16,7 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
     init(impl: DecoderImpl, start: Int, depth: Int, parentKey: (any CodingKey)?) throws {
         self.impl = impl
         self.depth = depth
-        self.parentKey = parentKey
+        self.parent = parentKey.map(ParentKey.init)
         self.start = start
         do {
             (elementCount, cursor) = try impl.reader.arrayHeader(at: start, as: [Any].self)
@@ -224,7 +226,9 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try checkNotAtEnd(type)
-        impl.restore(parentKey: parentKey, depth: depth)
+        if let parent {
+            impl.restore(parentKey: parent.key, depth: depth)
+        }
         let offset = cursor
         let value = try impl.decodeNested(type, at: offset, depth: depth + 1, key: IndexKey(index: currentIndex))
         do {
@@ -245,9 +249,13 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
         return offset
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         try checkNotAtEnd(type)
-        impl.restore(parentKey: parentKey, depth: depth)
+        if let parent {
+            impl.restore(parentKey: parent.key, depth: depth)
+        }
         let container = try KeyedDecoder<NestedKey>(
             impl: impl, start: cursor, depth: depth + 1, parentKey: IndexKey(index: currentIndex))
         _ = try skipCurrent()
@@ -256,8 +264,11 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         try checkNotAtEnd([Any].self)
-        impl.restore(parentKey: parentKey, depth: depth)
-        let container = try UnkeyedDecoder(impl: impl, start: cursor, depth: depth + 1, parentKey: IndexKey(index: currentIndex))
+        if let parent {
+            impl.restore(parentKey: parent.key, depth: depth)
+        }
+        let container = try UnkeyedDecoder(
+            impl: impl, start: cursor, depth: depth + 1, parentKey: IndexKey(index: currentIndex))
         _ = try skipCurrent()
         return container
     }

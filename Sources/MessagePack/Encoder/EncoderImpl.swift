@@ -13,7 +13,7 @@ final class EncoderImpl: Encoder {
         var id: Int
     }
 
-    @exclusivity(unchecked) var writer = ByteWriter(capacity: 256)
+    @exclusivity(unchecked) var writer = ByteWriter(capacity: 512)
     /// The innermost open container, kept out of `frames` because nearly every write touches it.
     @exclusivity(unchecked) var top = Frame(header: 0, count: 0, isMap: false, id: 0)
     /// The open containers around `top`, outermost first.
@@ -40,6 +40,7 @@ final class EncoderImpl: Encoder {
         } else {
             usesDefaultKeys = false
         }
+        // One allocation each instead of regrowing from empty for every small record.
         keys.reserveCapacity(8)
         frames.reserveCapacity(8)
     }
@@ -95,7 +96,9 @@ final class EncoderImpl: Encoder {
         }
         if writer.count == 0 {
             throw EncodingError.invalidValue(
-                value, EncodingError.Context(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+                value,
+                EncodingError.Context(
+                    codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
     }
 
@@ -116,11 +119,11 @@ final class EncoderImpl: Encoder {
     @inline(__always)
     func activate(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
         if top.id != id {
-            try reopen(id, codingPath: codingPath())
+            try reopen(id, codingPath: codingPath)
         }
     }
 
-    func reopen(_ id: Int, codingPath: [any CodingKey]) throws {
+    func reopen(_ id: Int, codingPath: () -> [any CodingKey]) throws {
         if id > 0, let index = frames.lastIndex(where: { $0.id == id }) {
             top = frames[index]
             frames.removeSubrange(index...)
@@ -132,7 +135,7 @@ final class EncoderImpl: Encoder {
         throw EncodingError.invalidValue(
             id,
             EncodingError.Context(
-                codingPath: codingPath,
+                codingPath: codingPath(),
                 debugDescription:
                     "A container was written to after a container opened beside or around it; MessagePackEncoder "
                     + "writes bytes once, so fill each container before opening the next"))
@@ -223,7 +226,8 @@ final class EncoderImpl: Encoder {
         if writer.count != valueStart {
             // A second keyed container for the same value (a subclass and its superclass) shares the map.
             if let frame = openFrame(at: valueStart), frame.isMap {
-                return KeyedEncodingContainer(KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
+                return KeyedEncodingContainer(
+                    KeyedEncoder<Key>(impl: self, frame: frame.id, depth: depth, parentKey: nil))
             }
             return deadContainer(misuse("A keyed container"), keyedBy: Key.self)
         }
@@ -339,7 +343,14 @@ final class EncoderImpl: Encoder {
     func encodeDate(_ date: Date) throws {
         switch options.dateEncodingStrategy {
         case .timestamp:
-            writer.writeTimestamp(MessagePackTimestamp(date))
+            guard let timestamp = MessagePackTimestamp(exactly: date) else {
+                throw EncodingError.invalidValue(
+                    date,
+                    EncodingError.Context(
+                        codingPath: codingPath,
+                        debugDescription: "\(date.timeIntervalSince1970) seconds since 1970 is not a timestamp"))
+            }
+            writer.writeTimestamp(timestamp)
         case .deferredToDate:
             try encodeThroughSelf(date.encode(to:))
         case .secondsSince1970:

@@ -7,13 +7,15 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     /// The number of keys in this container's coding path.
     let depth: Int
     /// The key this container was opened under, when it was opened by a parent container.
-    let parentKey: (any CodingKey)?
+    /// The key this container was opened under by `nestedContainer`, boxed to keep the container small.
+    let parent: ParentKey?
+    var parentKey: (any CodingKey)? { parent?.key }
 
     init(impl: EncoderImpl, frame: Int, depth: Int, parentKey: (any CodingKey)?) {
         self.impl = impl
         self.frame = frame
         self.depth = depth
-        self.parentKey = parentKey
+        self.parent = parentKey.map(ParentKey.init)
     }
 
     var codingPath: [any CodingKey] { impl.path(depth: depth, parentKey: parentKey) }
@@ -23,7 +25,9 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         try impl.activate(frame, codingPath: codingPath)
         try impl.bump()
         try impl.writeKey(key, depth: depth)
-        impl.restore(parentKey: parentKey, depth: depth)
+        if let parent {
+            impl.restore(parentKey: parent.key, depth: depth)
+        }
     }
 
     mutating func encodeNil(forKey key: Key) throws {

@@ -5,14 +5,16 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
     let impl: EncoderImpl
     let frame: Int
     let depth: Int
-    let parentKey: (any CodingKey)?
+    /// The key this container was opened under by `nestedContainer`, boxed to keep the container small.
+    let parent: ParentKey?
+    var parentKey: (any CodingKey)? { parent?.key }
     private(set) var count: Int
 
     init(impl: EncoderImpl, frame: Int, depth: Int, parentKey: (any CodingKey)?, count: Int) {
         self.impl = impl
         self.frame = frame
         self.depth = depth
-        self.parentKey = parentKey
+        self.parent = parentKey.map(ParentKey.init)
         self.count = count
     }
 
@@ -23,7 +25,9 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         try impl.activate(frame, codingPath: codingPath)
         try impl.bump()
         count += 1
-        impl.restore(parentKey: parentKey, depth: depth)
+        if let parent {
+            impl.restore(parentKey: parent.key, depth: depth)
+        }
     }
 
     mutating func encodeNil() throws {
@@ -106,7 +110,9 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         try impl.encodeNested(value, depth: depth + 1, key: IndexKey(index: count - 1))
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         do {
             try begin()
         } catch {
