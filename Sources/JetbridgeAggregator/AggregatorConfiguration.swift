@@ -31,6 +31,8 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     public var receiveHighWaterMark = 4
     /// Seconds without a batch after which the store checkpoints its WAL (when something was committed since).
     public var checkpointIdleSeconds = 1.0
+    /// Seconds at least between two receipt refreshes while batches flow (0: after every commit).
+    public var receiptsIntervalSeconds = 2.0
     /// Seconds between statistics lines in the log.
     public var statsIntervalSeconds = 10.0
 
@@ -39,7 +41,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case dataEndpoint, acksEndpoint, store, receipts, insecure, transactionMaxBatches, transactionMaxRecords
         case transactionDelayMilliseconds, queueMaxBatches, queueMaxBytes, receiveHighWaterMark, checkpointIdleSeconds
-        case statsIntervalSeconds
+        case statsIntervalSeconds, receiptsIntervalSeconds
     }
 
     /// A key the file may hold but this struct does not know, to reject it by name.
@@ -77,6 +79,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         receiveHighWaterMark = try value(.receiveHighWaterMark, defaults.receiveHighWaterMark)
         checkpointIdleSeconds = try value(.checkpointIdleSeconds, defaults.checkpointIdleSeconds)
         statsIntervalSeconds = try value(.statsIntervalSeconds, defaults.statsIntervalSeconds)
+        receiptsIntervalSeconds = try value(.receiptsIntervalSeconds, defaults.receiptsIntervalSeconds)
         try validate()
     }
 
@@ -99,6 +102,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         try require(receiveHighWaterMark >= 1, .receiveHighWaterMark, "must be at least 1")
         try require(checkpointIdleSeconds > 0, .checkpointIdleSeconds, "must be positive")
         try require(statsIntervalSeconds > 0, .statsIntervalSeconds, "must be positive")
+        try require(receiptsIntervalSeconds >= 0, .receiptsIntervalSeconds, "must not be negative")
     }
 
     /// Reads a configuration file.

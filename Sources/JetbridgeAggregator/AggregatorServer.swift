@@ -78,7 +78,7 @@ public final class AggregatorServer: Service, Sendable {
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
             store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
-            logger: logger)
+            interval: configuration.receiptsIntervalSeconds, logger: logger)
 
         var opened: [Socket] = []
         var zapHandler: ZAPHandler?
@@ -177,17 +177,15 @@ public final class AggregatorServer: Service, Sendable {
         let networkDone = DispatchSemaphore(value: 0)
         let storeDone = DispatchSemaphore(value: 0)
         receipts.start()
-        let networkThread = Thread { [self] in
+        startThread("jb-network") { [self] in
             runNetwork(network, allowlist: allowlist)
             networkDone.signal()
         }
-        networkThread.name = "jetbridge-network"
-        let storeThread = Thread { [self] in
+        startThread("jb-store") { [self] in
             runStore(storeLoop)
             storeDone.signal()
         }
-        storeThread.name = "jetbridge-store"
-        let lifecycle = Thread { [self] in
+        startThread("jb-lifecycle") { [self] in
             storeDone.wait()
             networkDone.wait()
             receipts.stopAndWait()
@@ -204,10 +202,6 @@ public final class AggregatorServer: Service, Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
-        lifecycle.name = "jetbridge-lifecycle"
-        networkThread.start()
-        storeThread.start()
-        lifecycle.start()
     }
 
     /// Begins a graceful stop; returns at once. ``finished()`` returns when it is complete.

@@ -13,7 +13,8 @@ enum StoreWork: Sendable {
 ///
 /// The network thread only reads the data socket while ``hasRoom`` holds, so when the store falls behind, batches
 /// stay in libzmq's small receive queue and then in TCP, and the devices' PUSH sockets block: memory stays bounded
-/// however large the backlog. Rejections are tiny and are always accepted.
+/// however large the backlog. Rejections count as batches here (with no bytes), so a device sending nothing but bad
+/// batches is throttled the same way.
 final class BatchQueue: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [StoreWork] = []
@@ -43,10 +44,8 @@ final class BatchQueue: @unchecked Sendable {
     func push(_ work: StoreWork) {
         condition.lock()
         items.append(work)
-        if case .batch(_, let size) = work {
-            batches += 1
-            bytes += size
-        }
+        batches += 1
+        if case .batch(_, let size) = work { bytes += size }
         condition.signal()
         condition.unlock()
     }
@@ -87,8 +86,8 @@ final class BatchQueue: @unchecked Sendable {
         while true {
             while !items.isEmpty && groupBatchCount < groupBatches && records < maxRecords {
                 let work = items.removeFirst()
+                batches -= 1
                 if case .batch(let batch, let size) = work {
-                    batches -= 1
                     bytes -= size
                     groupBatchCount += 1
                     records += batch.records.count

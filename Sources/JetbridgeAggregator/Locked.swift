@@ -16,3 +16,17 @@ final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// Starts a named thread. The name is also set on the OS thread (`top -H`, `/proc/<pid>/task/*/comm`), which
+/// Foundation's `Thread.name` does not do on Linux; at most 15 characters are kept.
+func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread {
+        #if os(Linux)
+            // pthread_setname_np is not exported by Glibc's Swift module; the kernel takes the name here too.
+            try? Data(name.prefix(15).utf8).write(to: URL(fileURLWithPath: "/proc/thread-self/comm"))
+        #endif
+        body()
+    }
+    thread.name = name
+    thread.start()
+}

@@ -155,7 +155,8 @@ struct AggregatorCLITests {
         #expect(try Self.run(["serve", "--bogus"], in: fixture.directory).status == 64)
     }
 
-    /// SIGTERM while a device streams batches: the process exits 0 and every batch it acked is in the store.
+    /// SIGTERM while a device streams batches: the process exits 0 and every batch it acked is in the store; a report
+    /// runs while it serves.
     @Test func sigtermDuringAStreamLosesNoAckedBatch() async throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
@@ -210,6 +211,9 @@ struct AggregatorCLITests {
                 }
             }
             if !terminated && acked.count >= 20 {
+                // Reports read their own snapshot while serve writes.
+                let report = try Self.run(home + ["report", "devices", "--format", "csv"], in: fixture.directory)
+                #expect(report.status == 0 && report.stdout.contains("cart-1,"))
                 process.terminate()  // SIGTERM, mid-stream
                 terminated = true
             }
