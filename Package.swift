@@ -106,6 +106,11 @@ let package = Package(
             path: "Benchmarks/StoreBenchmark"
         ),
         .executableTarget(
+            name: "aggregator-benchmark",
+            dependencies: ["JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ"],
+            path: "Benchmarks/AggregatorBenchmark"
+        ),
+        .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
                 "JetbridgeAgent",
