@@ -214,11 +214,19 @@ context.terminate()
 
 let total = deviceCount * recordsPerDevice
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-print("end to end: \(total) records from \(deviceCount) devices in \(String(format: "%.2f", seconds)) s = \(Int(Double(total) / seconds)) records/s")
-print("aggregator: peak RSS \(peak), CPU \(String(format: "%.1f", cpu)) s (\(String(format: "%.1f", cpu * 1e6 / Double(total))) µs/record)")
-print("acks: \(results.duplicates) duplicate records, \(results.resends) resends, \(results.rejected) not stored; exit \(server.terminationStatus)")
+print(
+    "end to end: \(total) records from \(deviceCount) devices in \(String(format: "%.2f", seconds)) s = \(Int(Double(total) / seconds)) records/s"
+)
+print(
+    "aggregator: peak RSS \(peak), CPU \(String(format: "%.1f", cpu)) s (\(String(format: "%.1f", cpu * 1e6 / Double(total))) µs/record)"
+)
+print(
+    "acks: \(results.duplicates) duplicate records, \(results.resends) resends, \(results.rejected) not stored; exit \(server.terminationStatus)"
+)
 print(
     "aggregator threads (CPU s): "
         + threads.sorted { $0.value > $1.value }.filter { $0.value >= 0.05 }
         .map { "\($0.key) \(String(format: "%.1f", $0.value))" }.joined(separator: ", "))
-print((try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").filter { $0.contains("statistics") }.last ?? "")
+print(
+    (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").filter { $0.contains("statistics") }
+        .last ?? "")

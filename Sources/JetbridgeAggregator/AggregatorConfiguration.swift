@@ -59,7 +59,8 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: [key],
-                    debugDescription: "unknown key '\(key.stringValue)'; known keys: \(known.sorted().joined(separator: ", "))"))
+                    debugDescription:
+                        "unknown key '\(key.stringValue)'; known keys: \(known.sorted().joined(separator: ", "))"))
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = AggregatorConfiguration()
@@ -92,7 +93,8 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         try require(!dataEndpoint.isEmpty, .dataEndpoint, "must not be empty")
         try require(!acksEndpoint.isEmpty, .acksEndpoint, "must not be empty")
         try require(
-            dataEndpoint != acksEndpoint || dataEndpoint.hasSuffix(":*"), .acksEndpoint, "must differ from dataEndpoint")
+            dataEndpoint != acksEndpoint || dataEndpoint.hasSuffix(":*"), .acksEndpoint, "must differ from dataEndpoint"
+        )
         try require(transactionMaxBatches >= 1, .transactionMaxBatches, "must be at least 1")
         try require(transactionMaxRecords >= 1, .transactionMaxRecords, "must be at least 1")
         try require(
@@ -113,7 +115,8 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     public static func load(from url: URL) throws -> AggregatorConfiguration {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw AggregatorError(.unavailable, "cannot read configuration file \(url.path): \(error.localizedDescription)")
+            throw AggregatorError(
+                .unavailable, "cannot read configuration file \(url.path): \(error.localizedDescription)")
         }
         do {
             return try JSONDecoder().decode(AggregatorConfiguration.self, from: data)

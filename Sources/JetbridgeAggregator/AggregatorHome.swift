@@ -64,7 +64,8 @@ public struct AggregatorHome: Hashable, Sendable {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AggregatorError(.unavailable, "cannot create home directory \(directory.path): \(error.localizedDescription)")
+            throw AggregatorError(
+                .unavailable, "cannot create home directory \(directory.path): \(error.localizedDescription)")
         }
     }
 }

@@ -104,7 +104,8 @@ extension AggregatorServer {
             guard message.frames.count == 2, let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
                 hello.type == Hello.messageType
             else {
-                logger.debug("ignored a message on the ack channel that is not a hello", metadata: ["from": "\(routingID)"])
+                logger.debug(
+                    "ignored a message on the ack channel that is not a hello", metadata: ["from": "\(routingID)"])
                 continue
             }
             if let userID = message.userID, userID != routingID || hello.device != userID {
@@ -141,7 +142,8 @@ extension AggregatorServer {
         logger.warning(
             "batch refused",
             metadata: [
-                "device": "\(device ?? "?")", "key": "\(authenticated ?? "-")", "status": "\(rejection.status.rawValue)",
+                "device": "\(device ?? "?")", "key": "\(authenticated ?? "-")",
+                "status": "\(rejection.status.rawValue)",
                 "index": "\(rejection.index)", "reason": "\(rejection.reason)",
             ])
         // The ack goes back to the connection that sent it: by key in CURVE mode (a forbidden header names someone

@@ -61,7 +61,8 @@ extension AggregatorServer {
                 records += batch.records.count
             case .rejection(let device, let reason):
                 do { try store.recordRejection(device: device, reason: reason) } catch {
-                    logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
+                    logger.warning(
+                        "could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
                 }
             }
         }
@@ -112,7 +113,8 @@ extension AggregatorServer {
         }
     }
 
-    func logStatistics(since previous: ServerStatistics = ServerStatistics(), seconds: Double = 0, final: Bool = false) {
+    func logStatistics(since previous: ServerStatistics = ServerStatistics(), seconds: Double = 0, final: Bool = false)
+    {
         let now = currentStatistics
         var metadata: Logger.Metadata = [
             "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",

@@ -168,7 +168,8 @@ public final class AggregatorServer: Service, Sendable {
 
     func logInsecureWarning() {
         logger.warning(
-            "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only.")
+            "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only."
+        )
     }
 
     // MARK: Lifecycle
@@ -189,8 +190,12 @@ public final class AggregatorServer: Service, Sendable {
             storeDone.wait()
             networkDone.wait()
             receipts.stopAndWait()
-            do { try store.checkpoint() } catch { logger.warning("final checkpoint failed", metadata: ["error": "\(error)"]) }
-            do { try store.close() } catch { logger.warning("closing the store failed", metadata: ["error": "\(error)"]) }
+            do { try store.checkpoint() } catch {
+                logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
+            }
+            do { try store.close() } catch {
+                logger.warning("closing the store failed", metadata: ["error": "\(error)"])
+            }
             zap?.stop()
             context.terminate()
             logStatistics(final: true)

@@ -123,7 +123,9 @@ struct AggregatorCLITests {
         let rebuilt = try Self.run(home + ["receipts", "rebuild"], in: fixture.directory)
         #expect(rebuilt.status == 0)
         #expect(rebuilt.stdout == "receipts rebuilt: 1 written, 0 stale removed\n")
-        #expect(FileManager.default.fileExists(atPath: fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.txt").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.txt").path))
     }
 
     @Test func configurationErrorsNameTheirCauseAndFlagsOverrideTheFile() throws {
@@ -164,7 +166,8 @@ struct AggregatorCLITests {
         let home = ["--home", fixture.directory.path]
         let serverKey = try Z85.decode(ServerKeys.generate(in: homeURL, force: false))
         let keys = try CurveKeyPair.generate()
-        #expect(try Self.run(home + ["devices", "allow", "cart-1", keys.publicKeyZ85], in: fixture.directory).status == 0)
+        #expect(
+            try Self.run(home + ["devices", "allow", "cart-1", keys.publicKeyZ85], in: fixture.directory).status == 0)
         let (process, _, stderr) = try Self.start(
             home + ["serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"], in: fixture.directory)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }

@@ -75,7 +75,9 @@ final class TestDevice {
             try socket.set(.linger, .zero)
             if let keys, let serverKey { try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey) }
         }
-        if monitorPush { pushEvents = try push.monitor(events: [.handshakeFailed, .handshakeSucceeded, .disconnected]) }
+        if monitorPush {
+            pushEvents = try push.monitor(events: [.handshakeFailed, .handshakeSucceeded, .disconnected])
+        }
         try dealer.set(.routingID, Data(id.utf8))
         try dealer.connect(server.acksEndpoint)
         try push.connect(server.dataEndpoint)

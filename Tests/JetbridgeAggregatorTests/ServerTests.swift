@@ -33,7 +33,8 @@ struct ServerTests {
         defer { device.close() }
         let good = try MessagePackEncoder().encode(owned(order(1), by: "cart-1"))
         let hostile = try MessagePackEncoder().encode(["type": "order", "id": "not a uuid"])
-        let bad = OutgoingBatch(device: "cart-1", records: [(sequence: 1, payload: good), (sequence: 2, payload: hostile)])
+        let bad = OutgoingBatch(
+            device: "cart-1", records: [(sequence: 1, payload: good), (sequence: 2, payload: hostile)])
         try device.send(bad)
         let ack = try #require(try device.ack())
         #expect(ack.status == .rejected)
