@@ -44,7 +44,10 @@ func movingGlobalOptions(_ arguments: [String]) -> [String] {
             rest.removeFirst()
         }
     }
-    return Array(rest) + leading
+    // In front of a `--` terminator (`devices allow cart-1 -- -KEY`: Z85 keys may start with '-'), not behind it.
+    var arguments = Array(rest)
+    arguments.insert(contentsOf: leading, at: arguments.firstIndex(of: "--") ?? arguments.endIndex)
+    return arguments
 }
 
 /// Options every command takes.

@@ -28,14 +28,16 @@ struct Devices: ParsableCommand {
         subcommands: [Allow.self, Revoke.self, List.self])
 
     struct Allow: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Admit a device with its CURVE public key.")
+        static let configuration = CommandConfiguration(
+            abstract: "Admit a device with its CURVE public key.",
+            discussion: "Z85 keys may start with '-': write `devices allow cart-1 -- KEY` to be safe.")
 
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: "The device id, e.g. cart-1.")
         var device: String
 
-        @Argument(help: "The device's public key: 40 characters of Z85.")
+        @Argument(help: "The device's public key: 40 characters of Z85 (after `--` if it starts with '-').")
         var publicKey: String
 
         func run() throws {

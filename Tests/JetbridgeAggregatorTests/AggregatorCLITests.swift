@@ -51,6 +51,14 @@ struct AggregatorCLITests {
             stderr: try String(contentsOf: stderr, encoding: .utf8))
     }
 
+    /// A public key whose Z85 text starts with '-'.
+    static func dashKey() throws -> String {
+        while true {
+            let key = try CurveKeyPair.generate().publicKeyZ85
+            if key.hasPrefix("-") { return key }
+        }
+    }
+
     @Test func keysGenerateWritesAnOwnerOnlySecretAndRefusesToOverwrite() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
@@ -77,11 +85,15 @@ struct AggregatorCLITests {
         defer { fixture.remove() }
         let home = ["--home", fixture.directory.path]
         let key = try CurveKeyPair.generate().publicKeyZ85
-        #expect(try Self.run(home + ["devices", "allow", "bad id!", key], in: fixture.directory).status == 65)
+        #expect(try Self.run(home + ["devices", "allow", "bad id!", "--", key], in: fixture.directory).status == 65)
         let badKey = try Self.run(home + ["devices", "allow", "cart-1", "not-a-key"], in: fixture.directory)
         #expect(badKey.status == 65)
         #expect(badKey.stderr.contains("Z85"))
-        #expect(try Self.run(home + ["devices", "allow", "cart-1", key], in: fixture.directory).status == 0)
+        // `--`: a Z85 key may start with '-'; this one does.
+        let dashKey = try Self.dashKey()
+        #expect(try Self.run(home + ["devices", "allow", "cart-0", "--", dashKey], in: fixture.directory).status == 0)
+        #expect(try Self.run(home + ["devices", "revoke", "cart-0"], in: fixture.directory).status == 0)
+        #expect(try Self.run(home + ["devices", "allow", "cart-1", "--", key], in: fixture.directory).status == 0)
         #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "cart-1\t\(key)\n")
         let list = try DeviceAllowlist.load(from: AggregatorHome(directory: fixture.directory).devicesFile)
         #expect(list.byPublicKey == [key: "cart-1"])
@@ -167,7 +179,8 @@ struct AggregatorCLITests {
         let serverKey = try Z85.decode(ServerKeys.generate(in: homeURL, force: false))
         let keys = try CurveKeyPair.generate()
         #expect(
-            try Self.run(home + ["devices", "allow", "cart-1", keys.publicKeyZ85], in: fixture.directory).status == 0)
+            try Self.run(home + ["devices", "allow", "cart-1", "--", keys.publicKeyZ85], in: fixture.directory).status
+                == 0)
         let (process, _, stderr) = try Self.start(
             home + ["serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"], in: fixture.directory)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
