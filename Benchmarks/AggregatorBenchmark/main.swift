@@ -19,7 +19,8 @@ let deviceCount = arguments.count > 1 ? Int(arguments[1])! : 10
 let recordsPerDevice = arguments.count > 2 ? Int(arguments[2])! : 100_000
 let extraFlags = Array(arguments.dropFirst(3))
 let batchSize = 1_000
-let window = 8
+// AGGREGATOR_BENCHMARK_WINDOW sets batches in flight per device (default 8, as the agent); large values make a backlog.
+let window = ProcessInfo.processInfo.environment["AGGREGATOR_BENCHMARK_WINDOW"].flatMap { Int($0) } ?? 8
 
 // AGGREGATOR_BENCHMARK_HOME keeps the aggregator's home (store, receipts) afterwards, e.g. to try reports on it.
 let keptHome = ProcessInfo.processInfo.environment["AGGREGATOR_BENCHMARK_HOME"]
