@@ -36,16 +36,19 @@ public struct ReceiptWriter: Sendable {
     /// A seat whose orders all moved elsewhere loses its files. Marks are cleared only after the files are durable,
     /// and only if no newer commit marked the seat again, so a crash at any point leaves work to redo, never a stale
     /// receipt.
-    /// - Parameter store: The store whose marks to work off.
+    /// - Parameters:
+    ///   - store: The store whose marks to work off.
+    ///   - shouldContinue: Asked before each group of seats; `false` stops early, leaving the remaining marks for the
+    ///     next call (a shutdown need not wait for a large backlog of receipts).
     /// - Returns: How many seats were refreshed.
     /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow.
     @discardableResult
-    public func refreshDirty(_ store: AggregatorStore) throws -> Int {
+    public func refreshDirty(_ store: AggregatorStore, while shouldContinue: () -> Bool = { true }) throws -> Int {
         var refreshed = 0
         // Walk the marks in key order, so seats a busy writer keeps marking cannot starve the others; whatever is
         // marked again behind the walk waits for the next call.
         var after: (flight: FlightID, seat: Seat)?
-        while true {
+        while shouldContinue() {
             let chunk = try store.dirtyReceipts(after: after, limit: Self.refreshChunk)
             guard let last = chunk.last else { break }
             try prepareDirectory()
