@@ -139,5 +139,7 @@ for target in package.targets where !cTargets.contains(target.name) {
 // Sync tests drive the agent against a ground peer written in the test with the ZeroMQ library, and the pipeline
 // tests read the queue and decode acks.
 for target in package.targets where target.name == "JetbridgeAgentTests" {
-    target.dependencies += ["ZeroMQ", "JetbridgeProtocol", "FileQueue", "MessagePack"]
+    target.dependencies += [
+        "ZeroMQ", "JetbridgeProtocol", "FileQueue", "MessagePack", .product(name: "Logging", package: "swift-log"),
+    ]
 }

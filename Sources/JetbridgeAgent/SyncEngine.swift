@@ -161,7 +161,8 @@ final class SyncEngine: Sendable {
                             stopping = (.stopped, t + options.stopGrace)
                             logger.info("stop requested; waiting up to \(options.stopGrace) s for outstanding acks")
                         } else if let timeout = options.timeout, t >= timeout {
-                            stopping = (.timedOut, t + options.stopGrace)
+                            // Giving up means now: the caller chose how long to wait.
+                            stopping = (.timedOut, t)
                             logger.info("timeout of \(timeout) s reached")
                         }
                     }

@@ -20,7 +20,7 @@ public struct SyncOptions: Sendable {
     public var untilDrained: Bool
     /// Give up after this many seconds (exit 75 if records remain).
     public var timeout: Double?
-    /// After a stop request, how long to wait for acks of batches already sent.
+    /// After a stop request (not a timeout), how long to wait for acks of batches already sent.
     public var stopGrace: Double
     /// How often to write `sync-state.json` while running.
     public var stateInterval: Double
