@@ -25,7 +25,9 @@ struct SyncSocketTests {
         let outcome = try await sandbox.sync(ground)
         #expect(outcome.exitCode == 0, "\(outcome.result)")
         #expect(outcome.statistics.acknowledged == 250)
-        #expect(outcome.statistics.duplicates == 0)
+        // Duplicates are possible even here: an ack sent before the DEALER finished its handshake is unroutable.
+        #expect(outcome.statistics.new + outcome.statistics.duplicates == 250)
+        #expect(ground.delivered.withLock { $0.records.count } == 250)
         let status = try sandbox.queueStatus()
         #expect(status.acknowledgedThrough == 250)
         #expect(status.unacknowledged == 0)
@@ -166,8 +168,9 @@ struct SyncSocketTests {
             later += try sandbox.capture(7)
             try await Task.sleep(for: .milliseconds(50))
         }
-        // Wait (bounded) until the ground has everything, then stop as SIGTERM would.
-        for _ in 0..<400 where ground.delivered.withLock({ $0.records.count }) < 45 {
+        // Wait (bounded) until the agent has acknowledged everything, then stop as SIGTERM would. (Waiting for the
+        // ground to have it is not enough: an ack can be lost and its batch is resent only while sync runs.)
+        for _ in 0..<400 where try sandbox.queueStatus().acknowledgedThrough < 45 {
             try await Task.sleep(for: .milliseconds(25))
         }
         task.cancel()
