@@ -86,12 +86,22 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "JetbridgeAggregatorTests", dependencies: ["JetbridgeAggregator", "JetbridgeModel"]),
+        .testTarget(
+            name: "JetbridgeAggregatorTests",
+            dependencies: [
+                "JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
+                "jetbridge-aggregator",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "store-benchmark",
             dependencies: [
                 "JetbridgeAggregator", "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                "JetbridgeProtocol", "MessagePack",
             ],
             path: "Benchmarks/StoreBenchmark"
         ),
@@ -109,6 +119,9 @@ let package = Package(
                 "JetbridgeAggregator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                "JetbridgeModel",
             ]
         ),
         .testTarget(

@@ -8,7 +8,9 @@ import Foundation
 import GRDBSQLite
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeProtocol
 import Logging
+import MessagePack
 
 let totalRecords = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 1_000_000
 let batchSize = 1_000
@@ -56,16 +58,14 @@ let owner = try! Owner(initial: "D", family: "ZMU")
 let devices = (1...10).map { "cart-\($0)" }
 let start = Date(timeIntervalSince1970: 1_795_250_000)
 
-/// Record bytes as large as the MessagePack records on the wire (an order with two lines is ~190 bytes, a scan
-/// ~170); the store never looks inside them on the hot path.
-func payload(_ size: Int, _ rng: inout SplitMix) -> Data {
-    var data = Data(count: size)
-    data.withUnsafeMutableBytes { buffer in
-        for index in stride(from: 0, to: size - 7, by: 8) {
-            buffer.storeBytes(of: rng.next(), toByteOffset: index, as: UInt64.self)
-        }
-    }
-    return data
+let encoder = MessagePackEncoder()
+
+/// A batch as the network layer hands it to the store: real MessagePack records framed and checked by
+/// `IncomingBatch.decode` (not timed), so the store keeps the bytes it would keep in production.
+func checkedBatch(device: String, first: UInt64, records: [Record]) -> IncomingBatch {
+    let payloads = records.enumerated().map { (UInt64($0.offset) + first, try! encoder.encode($0.element)) }
+    let frames = try! OutgoingBatch(device: device, records: payloads.map { (sequence: $0.0, payload: $0.1) }).frames()
+    return try! IncomingBatch.decode(frames: frames, authenticatedDevice: device).get()
 }
 
 /// One transaction's worth of batches; record `i` overall is an order when even, a scan when odd.
@@ -73,7 +73,7 @@ func makeGroup(_ group: Int, _ rng: inout SplitMix) -> [IncomingBatch] {
     (0..<batchesPerTransaction).map { b in
         let batchIndex = group * batchesPerTransaction + b
         let device = devices[batchIndex % devices.count]
-        let records = (0..<batchSize).map { i -> IncomingRecord in
+        let records = (0..<batchSize).map { i -> Record in
             let n = batchIndex * batchSize + i
             let flight = flights[Int(rng.next() % UInt64(flights.count))]
             if n % 2 == 0 {
@@ -82,18 +82,16 @@ func makeGroup(_ group: Int, _ rng: inout SplitMix) -> [IncomingBatch] {
                     seat: seats[Int(rng.next() % UInt64(seats.count))],
                     lineItems: [LineItem(item: menu[n % 3], count: 2), LineItem(item: menu[(n + 1) % 3], count: 1)],
                     currency: "USD", createdAt: start + Double(n), device: device)
-                return IncomingRecord(record: .order(order), bytes: payload(190, &rng))
+                return .order(order)
             } else {
                 let scan = Scan(
                     id: randomUUID(&rng), tag: LuggageTag(id: randomUUID(&rng), owner: owner, weight: 42.5),
                     point: n % 4 == 1 ? .origin : .destination, scannedAt: start + Double(n), flight: flight,
                     device: device)
-                return IncomingRecord(record: .scan(scan), bytes: payload(170, &rng))
+                return .scan(scan)
             }
         }
-        return IncomingBatch(
-            device: device, first: UInt64(batchIndex * batchSize + 1),
-            last: UInt64((batchIndex + 1) * batchSize), records: records)
+        return checkedBatch(device: device, first: UInt64(batchIndex * batchSize + 1), records: records)
     }
 }
 
@@ -128,8 +126,7 @@ var storeCPU = 0.0
 var storeRSS = ""
 do {
     let store = try AggregatorStore(
-        path: directory.appendingPathComponent("store.sqlite").path,
-        decoder: { _ in throw CocoaError(.featureUnsupported) }, logger: Logger(label: "store-benchmark"))
+        path: directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "store-benchmark"))
     var rng = SplitMix(state: 42)
     var new = 0
     for group in 0..<groups {

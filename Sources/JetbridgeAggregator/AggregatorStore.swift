@@ -1,7 +1,9 @@
 public import Foundation
 internal import GRDB
 import JetbridgeModel
+public import JetbridgeProtocol
 public import Logging
+internal import MessagePack
 
 /// The aggregator's embedded store: one SQLite file (WAL) holding every order at its latest revision, every scan,
 /// per-device statistics and the receipts waiting to be rewritten.
@@ -27,17 +29,18 @@ public final class AggregatorStore: Sendable {
     /// The database file.
     public let path: String
     let pool: DatabasePool
-    let decoder: RecordDecoding
     let logger: Logger
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
     /// - Parameters:
+    /// Stored records are the MessagePack bytes they arrived as; receipts and reports decode them again.
+    ///
+    /// - Parameters:
     ///   - path: The SQLite file, such as `<home>/jetbridge.sqlite`; its directory must exist.
-    ///   - decoder: Decodes stored record bytes for receipts and reports.
     ///   - logger: Where the store logs; it never bootstraps logging.
     /// - Throws: `DatabaseError` when the file cannot be opened or migrated.
-    public init(path: String, decoder: @escaping RecordDecoding, logger: Logger) throws {
+    public init(path: String, logger: Logger) throws {
         var configuration = Configuration()
         configuration.label = "jetbridge-store"
         configuration.maximumReaderCount = 4
@@ -53,7 +56,6 @@ public final class AggregatorStore: Sendable {
             }
         }
         self.path = path
-        self.decoder = decoder
         self.logger = logger
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
@@ -64,12 +66,18 @@ public final class AggregatorStore: Sendable {
     ///
     /// - Parameters:
     ///   - home: The aggregator's home; the file is ``fileName`` inside it.
-    ///   - decoder: Decodes stored record bytes.
     ///   - logger: Where the store logs.
     /// - Throws: A file-system error or `DatabaseError`.
-    public convenience init(home: URL, decoder: @escaping RecordDecoding, logger: Logger) throws {
+    public convenience init(home: URL, logger: Logger) throws {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        try self.init(path: home.appendingPathComponent(Self.fileName).path, decoder: decoder, logger: logger)
+        try self.init(path: home.appendingPathComponent(Self.fileName).path, logger: logger)
+    }
+
+    /// Decodes a stored record's bytes (MessagePack, as received) for receipts and reports.
+    func decoder(_ bytes: Data) throws -> JetbridgeModel.Record {
+        var decoder = MessagePackDecoder()
+        decoder.nestingLimit = WireProtocol.recordNestingLimit
+        return try decoder.decode(JetbridgeModel.Record.self, from: bytes)
     }
 
     /// Stores several batches in ONE transaction and returns what each changed, in the same order.
@@ -80,7 +88,7 @@ public final class AggregatorStore: Sendable {
     /// durable and the batches may be acked; when it throws, nothing of any batch was stored.
     ///
     /// - Parameters:
-    ///   - batches: Batches that arrived together, their records already decoded and validated.
+    ///   - batches: Batches that arrived together, checked by `IncomingBatch.decode(frames:authenticatedDevice:)`.
     ///   - now: The sync time recorded for the batches' devices.
     /// - Returns: One outcome per batch.
     /// - Throws: `DatabaseError` (such as a full disk, or a record breaking a table constraint); then nothing was
@@ -128,12 +136,13 @@ public final class AggregatorStore: Sendable {
                 }
             }
             let duplicates = batch.records.count - new
+            let header = batch.header
             try deviceBatch.execute(arguments: [
-                batch.device, now.timeIntervalSince1970, batch.records.count, new, duplicates,
+                header.device, now.timeIntervalSince1970, batch.records.count, new, duplicates,
             ])
             outcomes.append(
                 BatchOutcome(
-                    device: batch.device, first: batch.first, last: batch.last, new: new, duplicates: duplicates))
+                    device: header.device, first: header.first, last: header.last, new: new, duplicates: duplicates))
         }
         if !dirty.isEmpty {
             let markDirty = try db.cachedStatement(sql: markDirtySQL)

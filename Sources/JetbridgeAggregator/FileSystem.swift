@@ -23,8 +23,9 @@ enum FileSystem {
     }
 
     /// Writes `data` to a new file and fsyncs it; the file must not exist yet.
-    static func writeNewFile(_ data: Data, to path: String) throws {
-        let fd = try call("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+    static func writeNewFile(_ data: Data, to path: String, mode: mode_t = 0o644) throws {
+        // Created with its final mode, so a secret is never readable by others, not even for a moment.
+        let fd = try call("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
         var closed = false
         defer { if !closed { _ = close(fd) } }
         try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in

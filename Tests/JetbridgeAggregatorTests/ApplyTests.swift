@@ -82,15 +82,17 @@ struct ApplyTests {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let store = try fixture.open()
-        // Records arrive validated, so the store's CHECK constraints are the last line; revision 0 breaks one
-        // in the second batch, after the first batch's rows, statistics and receipt marks were written.
+        // Records arrive validated, so the failure is injected: the second batch's order for 3C fails after the
+        // first batch's rows, statistics and receipt marks were written.
+        try fixture.failOrders(seat: "3C")
         let error = #expect(throws: (any Error).self) {
             try store.apply([
                 batch("cart-1", 1, [order(1), scan(10, tag: 1)]),
-                batch("cart-2", 1, [order(2, seat: "3C"), order(3, revision: 0)]),
+                batch("cart-2", 1, [order(2, seat: "3C"), order(3)]),
             ])
         }
-        #expect("\(error.map { "\($0)" } ?? "")".contains("CHECK constraint failed"))
+        #expect("\(error.map { "\($0)" } ?? "")".contains("injected failure"))
+        try fixture.healOrders()
         #expect(try store.orders().isEmpty)
         #expect(try store.bags().isEmpty)
         #expect(try store.deviceReport().devices.isEmpty)

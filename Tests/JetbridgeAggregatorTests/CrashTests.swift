@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeProtocol
 import Logging
 import Testing
 
@@ -38,8 +39,7 @@ struct CrashTests {
     @Test(.enabled(if: childDirectory != nil)) func crashChild() throws {
         let directory = URL(fileURLWithPath: Self.childDirectory!)
         let store = try AggregatorStore(
-            path: directory.appendingPathComponent(AggregatorStore.fileName).path, decoder: jsonDecoding,
-            logger: Logger(label: "crash-child"))
+            path: directory.appendingPathComponent(AggregatorStore.fileName).path, logger: Logger(label: "crash-child"))
         var transaction = 0
         while true {
             _ = try store.apply(Self.batches(transaction: transaction))

@@ -1,20 +1,35 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeProtocol
 import Logging
+import MessagePack
 import Testing
 
-/// Tests store records as JSON: the MessagePack codec is not in this tree yet, and the store never looks inside the
-/// bytes except through the decoder it is given.
-let jsonDecoding: RecordDecoding = { try JSONDecoder().decode(Record.self, from: $0) }
-
-func incoming(_ record: Record) -> IncomingRecord {
-    IncomingRecord(record: record, bytes: try! JSONEncoder().encode(record))
+/// `record` as sent by `device`: a batch may only carry its own device's records.
+func owned(_ record: Record, by device: String) -> Record {
+    switch record {
+    case .order(var order):
+        order.device = device
+        return .order(order)
+    case .scan(var scan):
+        scan.device = device
+        return .scan(scan)
+    }
 }
 
+/// The batch the network layer would hand the store: records encoded as MessagePack (rewritten as `device`'s own),
+/// framed as a device frames them, and checked by `IncomingBatch.decode`.
 func batch(_ device: String, _ first: UInt64, _ records: [Record]) -> IncomingBatch {
-    IncomingBatch(
-        device: device, first: first, last: first + UInt64(max(records.count, 1) - 1), records: records.map(incoming))
+    let encoder = MessagePackEncoder()
+    let payloads = records.enumerated().map { offset, record in
+        (sequence: first + UInt64(offset), payload: try! encoder.encode(owned(record, by: device)))
+    }
+    let frames = try! OutgoingBatch(device: device, records: payloads).frames()
+    switch IncomingBatch.decode(frames: frames, authenticatedDevice: device) {
+    case .success(let batch): return batch
+    case .failure(let rejection): fatalError("test batch rejected: \(rejection)")
+    }
 }
 
 /// A per-test directory and a store in it; the directory is removed when the test's `defer` calls `remove()`.
@@ -30,7 +45,7 @@ struct Fixture {
     }
 
     func open() throws -> AggregatorStore {
-        try AggregatorStore(path: storePath, decoder: jsonDecoding, logger: Logger(label: "test"))
+        try AggregatorStore(path: storePath, logger: Logger(label: "test"))
     }
 
     func writer() -> ReceiptWriter { ReceiptWriter(directory: receipts, logger: Logger(label: "test")) }

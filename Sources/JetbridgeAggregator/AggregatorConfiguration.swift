@@ -1,0 +1,131 @@
+public import Foundation
+
+/// The aggregator's settings: built-in defaults that work on one machine, overridden by `aggregator.json`,
+/// overridden by command-line flags.
+///
+/// Relative paths are relative to the aggregator's home (``AggregatorHome``). Keys are documented in
+/// docs/AGGREGATOR.md; an unknown key in the file is an error that names it, so a typo never silently falls back to a
+/// default.
+public struct AggregatorConfiguration: Codable, Hashable, Sendable {
+    /// Where the data socket (`PULL`) binds.
+    public var dataEndpoint = "tcp://127.0.0.1:5560"
+    /// Where the ack socket (`ROUTER`) binds.
+    public var acksEndpoint = "tcp://127.0.0.1:5561"
+    /// The SQLite file, relative to home unless absolute.
+    public var store = "jetbridge.sqlite"
+    /// The receipts directory, relative to home unless absolute.
+    public var receipts = "receipts"
+    /// Plaintext instead of CURVE: development only.
+    public var insecure = false
+    /// The most batches one store transaction groups.
+    public var transactionMaxBatches = 32
+    /// The most records one store transaction groups (a transaction may exceed it by one batch).
+    public var transactionMaxRecords = 20_000
+    /// How long the store thread waits for more batches before committing a transaction that is not full.
+    public var transactionDelayMilliseconds = 2
+    /// Decoded batches waiting for the store, at most (the network thread stops reading when it is full).
+    public var queueMaxBatches = 16
+    /// Frame bytes of the batches waiting for the store, at most.
+    public var queueMaxBytes = 32 << 20
+    /// `RCVHWM` of the data socket: batches libzmq queues per connected device before TCP pushes back.
+    public var receiveHighWaterMark = 4
+    /// Seconds without a batch after which the store checkpoints its WAL (when something was committed since).
+    public var checkpointIdleSeconds = 1.0
+    /// Seconds between statistics lines in the log.
+    public var statsIntervalSeconds = 10.0
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case dataEndpoint, acksEndpoint, store, receipts, insecure, transactionMaxBatches, transactionMaxRecords
+        case transactionDelayMilliseconds, queueMaxBatches, queueMaxBytes, receiveHighWaterMark, checkpointIdleSeconds
+        case statsIntervalSeconds
+    }
+
+    /// A key the file may hold but this struct does not know, to reject it by name.
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let known = Set(CodingKeys.allCases.map(\.stringValue))
+        let all = try decoder.container(keyedBy: AnyKey.self)
+        for key in all.allKeys where !known.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: [key],
+                    debugDescription: "unknown key '\(key.stringValue)'; known keys: \(known.sorted().joined(separator: ", "))"))
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AggregatorConfiguration()
+        func value<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T {
+            try container.decodeIfPresent(T.self, forKey: key) ?? fallback
+        }
+        dataEndpoint = try value(.dataEndpoint, defaults.dataEndpoint)
+        acksEndpoint = try value(.acksEndpoint, defaults.acksEndpoint)
+        store = try value(.store, defaults.store)
+        receipts = try value(.receipts, defaults.receipts)
+        insecure = try value(.insecure, defaults.insecure)
+        transactionMaxBatches = try value(.transactionMaxBatches, defaults.transactionMaxBatches)
+        transactionMaxRecords = try value(.transactionMaxRecords, defaults.transactionMaxRecords)
+        transactionDelayMilliseconds = try value(.transactionDelayMilliseconds, defaults.transactionDelayMilliseconds)
+        queueMaxBatches = try value(.queueMaxBatches, defaults.queueMaxBatches)
+        queueMaxBytes = try value(.queueMaxBytes, defaults.queueMaxBytes)
+        receiveHighWaterMark = try value(.receiveHighWaterMark, defaults.receiveHighWaterMark)
+        checkpointIdleSeconds = try value(.checkpointIdleSeconds, defaults.checkpointIdleSeconds)
+        statsIntervalSeconds = try value(.statsIntervalSeconds, defaults.statsIntervalSeconds)
+        try validate()
+    }
+
+    /// Checks the numbers are usable.
+    /// - Throws: ``AggregatorError`` with code `.badConfiguration` naming the key.
+    public func validate() throws {
+        func require(_ ok: Bool, _ key: CodingKeys, _ rule: String) throws {
+            if !ok { throw AggregatorError(.badConfiguration, "configuration key '\(key.stringValue)' \(rule)") }
+        }
+        try require(!dataEndpoint.isEmpty, .dataEndpoint, "must not be empty")
+        try require(!acksEndpoint.isEmpty, .acksEndpoint, "must not be empty")
+        try require(
+            dataEndpoint != acksEndpoint || dataEndpoint.hasSuffix(":*"), .acksEndpoint, "must differ from dataEndpoint")
+        try require(transactionMaxBatches >= 1, .transactionMaxBatches, "must be at least 1")
+        try require(transactionMaxRecords >= 1, .transactionMaxRecords, "must be at least 1")
+        try require(
+            (0...1_000).contains(transactionDelayMilliseconds), .transactionDelayMilliseconds, "must be 0…1000")
+        try require(queueMaxBatches >= 1, .queueMaxBatches, "must be at least 1")
+        try require(queueMaxBytes >= 1 << 20, .queueMaxBytes, "must be at least 1 MiB")
+        try require(receiveHighWaterMark >= 1, .receiveHighWaterMark, "must be at least 1")
+        try require(checkpointIdleSeconds > 0, .checkpointIdleSeconds, "must be positive")
+        try require(statsIntervalSeconds > 0, .statsIntervalSeconds, "must be positive")
+    }
+
+    /// Reads a configuration file.
+    /// - Parameter url: An `aggregator.json`.
+    /// - Returns: The file's settings over the defaults.
+    /// - Throws: ``AggregatorError`` (`.badConfiguration`, naming the file and the key) or (`.unavailable`) when the
+    ///   file cannot be read.
+    public static func load(from url: URL) throws -> AggregatorConfiguration {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw AggregatorError(.unavailable, "cannot read configuration file \(url.path): \(error.localizedDescription)")
+        }
+        do {
+            return try JSONDecoder().decode(AggregatorConfiguration.self, from: data)
+        } catch let error as AggregatorError {
+            throw AggregatorError(.badConfiguration, "\(url.path): \(error.message)")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw AggregatorError(.badConfiguration, "\(url.path): \(Self.describe(context))")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw AggregatorError(.badConfiguration, "\(url.path): \(Self.describe(context))")
+        } catch {
+            throw AggregatorError(.badConfiguration, "\(url.path): not a valid configuration: \(error)")
+        }
+    }
+
+    private static func describe(_ context: DecodingError.Context) -> String {
+        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+        return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+    }
+}

@@ -1,0 +1,70 @@
+public import Foundation
+
+/// The aggregator's home directory and what lives in it:
+///
+/// ```
+/// <home>/aggregator.json        configuration (optional)
+/// <home>/keys/server.key         the server's CURVE secret key, Z85 (mode 0600)
+/// <home>/keys/server.pub         the server's CURVE public key, Z85 (give it to devices)
+/// <home>/devices.json            the allow list: device id → public key
+/// <home>/jetbridge.sqlite        the store (key `store`)
+/// <home>/receipts/               receipts (key `receipts`)
+/// ```
+public struct AggregatorHome: Hashable, Sendable {
+    /// The default home, relative to the working directory.
+    public static let defaultPath = ".jetbridge/aggregator"
+    /// The environment variable that names the home when `--home` is not given.
+    public static let environmentVariable = "JETBRIDGE_HOME"
+
+    public let directory: URL
+
+    /// - Parameter directory: The home directory; it need not exist yet.
+    public init(directory: URL) {
+        self.directory = directory.standardizedFileURL
+    }
+
+    /// The home from `--home`, else `$JETBRIDGE_HOME`, else ``defaultPath``.
+    /// - Parameters:
+    ///   - flag: The `--home` value, if given.
+    ///   - environment: The process environment.
+    public init(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let path = flag ?? environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultPath
+        self.init(directory: URL(fileURLWithPath: path))
+    }
+
+    public var configurationFile: URL { directory.appendingPathComponent("aggregator.json") }
+    public var keysDirectory: URL { directory.appendingPathComponent("keys") }
+    public var serverSecretKeyFile: URL { keysDirectory.appendingPathComponent("server.key") }
+    public var serverPublicKeyFile: URL { keysDirectory.appendingPathComponent("server.pub") }
+    public var devicesFile: URL { directory.appendingPathComponent("devices.json") }
+
+    /// A configured path: absolute as is, relative under home.
+    public func resolve(_ path: String) -> URL {
+        path.hasPrefix("/") ? URL(fileURLWithPath: path) : directory.appendingPathComponent(path)
+    }
+
+    /// Loads the configuration: `--config FILE` if given, else `<home>/aggregator.json` if present, else defaults.
+    /// - Parameter file: The `--config` value, if given.
+    /// - Returns: The configuration; flags are applied by the caller on top.
+    /// - Throws: ``AggregatorError``.
+    public func configuration(file: String?) throws -> AggregatorConfiguration {
+        if let file {
+            return try AggregatorConfiguration.load(from: URL(fileURLWithPath: file))
+        }
+        if FileManager.default.fileExists(atPath: configurationFile.path) {
+            return try AggregatorConfiguration.load(from: configurationFile)
+        }
+        return AggregatorConfiguration()
+    }
+
+    /// Creates the home directory (owner-only, since it holds keys) if missing.
+    /// - Throws: ``AggregatorError``.
+    public func create() throws {
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw AggregatorError(.unavailable, "cannot create home directory \(directory.path): \(error.localizedDescription)")
+        }
+    }
+}

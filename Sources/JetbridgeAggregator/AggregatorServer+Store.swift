@@ -1,0 +1,129 @@
+import Foundation
+import JetbridgeProtocol
+import Logging
+import ZeroMQ
+
+/// The socket the store thread owns: a PUSH to the network thread's inproc PULL.
+struct StoreLoop: @unchecked Sendable {
+    let acks: Socket
+}
+
+extension AggregatorServer {
+    func runStore(_ loop: StoreLoop) {
+        let delay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
+        let idle = Duration.milliseconds(Int(min(configuration.checkpointIdleSeconds, 1) * 1000))
+        var uncheckpointed = false
+        var lastWork = ContinuousClock.now
+        var lastStats = ContinuousClock.now
+        var lastInsecureWarning = ContinuousClock.now
+        var previous = ServerStatistics()
+        while let taken = queue.take(
+            maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
+            delay: delay, idle: idle)
+        {
+            if taken.freedRoom { send([StoreSignal.room], on: loop.acks) }
+            let now = ContinuousClock.now
+            if !taken.work.isEmpty {
+                lastWork = now
+                process(taken.work, acks: loop.acks)
+                uncheckpointed = true
+            } else if uncheckpointed && now - lastWork >= .seconds(configuration.checkpointIdleSeconds) {
+                do {
+                    try store.checkpoint()
+                    uncheckpointed = false
+                } catch {
+                    logger.warning("checkpoint failed", metadata: ["error": "\(error)"])
+                }
+            }
+            if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
+                let current = currentStatistics
+                if current != previous { logStatistics(since: previous, seconds: (now - lastStats).seconds) }
+                previous = current
+                lastStats = now
+            }
+            if insecure && now - lastInsecureWarning >= .seconds(60) {
+                logInsecureWarning()
+                lastInsecureWarning = now
+            }
+        }
+        send([StoreSignal.done], on: loop.acks)
+        try? loop.acks.close(linger: Self.ackLinger)
+    }
+
+    /// One group: rejections counted, batches stored in ONE transaction, then one ack per batch.
+    private func process(_ work: [StoreWork], acks: Socket) {
+        var batches: [IncomingBatch] = []
+        var records = 0
+        for item in work {
+            switch item {
+            case .batch(let batch, _):
+                batches.append(batch)
+                records += batch.records.count
+            case .rejection(let device, let reason):
+                do { try store.recordRejection(device: device, reason: reason) } catch {
+                    logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
+                }
+            }
+        }
+        guard !batches.isEmpty else { return }
+        let started = ContinuousClock.now
+        do {
+            let outcomes = try store.apply(batches)
+            let elapsed = ContinuousClock.now - started
+            var new = 0
+            for (batch, outcome) in zip(batches, outcomes) {
+                new += outcome.new
+                ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates), on: acks)
+            }
+            statistics.withLock {
+                $0.transactions += 1
+                $0.storedBatches += batches.count
+                $0.storedRecords += records
+                $0.newRecords += new
+                $0.duplicateRecords += records - new
+            }
+            logger.debug(
+                "transaction committed",
+                metadata: [
+                    "batches": "\(batches.count)", "records": "\(records)", "new": "\(new)",
+                    "ms": "\(Int(elapsed.seconds * 1000))",
+                ])
+            receipts.signal()
+        } catch {
+            // Nothing of any batch in the transaction was stored: each device sends its batch again later.
+            let reason = "the aggregator could not store the batch now; send it again later"
+            for batch in batches { ack(.retry(batch.header, reason: reason), on: acks) }
+            statistics.withLock { $0.retriedBatches += batches.count }
+            logger.error(
+                "transaction failed; its batches were answered retry",
+                metadata: ["batches": "\(batches.count)", "records": "\(records)", "error": "\(error)"])
+        }
+    }
+
+    private func ack(_ ack: Ack, on socket: Socket) {
+        guard let payload = try? WireCoding.encode(ack) else { return }
+        send([Data(ack.device.utf8), payload], on: socket)
+    }
+
+    /// Sends to the network thread. Blocking is fine: that thread drains the pipe on every loop.
+    private func send(_ frames: [Data], on socket: Socket) {
+        do { try socket.send(frames) } catch {
+            logger.error("could not pass an ack to the network thread", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func logStatistics(since previous: ServerStatistics = ServerStatistics(), seconds: Double = 0, final: Bool = false) {
+        let now = currentStatistics
+        var metadata: Logger.Metadata = [
+            "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",
+            "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
+            "retried": "\(now.retriedBatches)", "transactions": "\(now.transactions)",
+            "unroutableAcks": "\(now.unroutableAcks)",
+        ]
+        if seconds > 0 {
+            metadata["batchesPerSecond"] = "\(Int(Double(now.storedBatches - previous.storedBatches) / seconds))"
+            metadata["recordsPerSecond"] = "\(Int(Double(now.storedRecords - previous.storedRecords) / seconds))"
+        }
+        logger.info(final ? "final statistics" : "statistics", metadata: metadata)
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+internal import GRDB
+import JetbridgeProtocol
+public import Logging
+public import ServiceLifecycle
+import ZeroMQ
+
+/// `jetbridge-aggregator serve`: receives batches on the data socket, stores them, acks them on the ack socket.
+///
+/// Threads, not the cooperative pool, because every ZeroMQ and SQLite call here blocks:
+/// - the **network thread** owns the data `PULL`, the ack `ROUTER` and an inproc `PULL` from the store thread; it
+///   checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once, queues good ones in a
+///   bounded ``BatchQueue`` and sends the acks the store thread passes back;
+/// - the **store thread** groups what is waiting into one `apply` transaction, then passes one ack per batch back:
+///   `stored` after the commit, `retry` for every batch of a failed transaction;
+/// - the **receipts thread** rewrites receipts after commits, off the ack path;
+/// - a **lifecycle thread** joins them in order at shutdown, then closes the store and the ZeroMQ context.
+///
+/// Created with ``init(home:configuration:logger:)``, which binds (so a busy endpoint fails there, with a clear
+/// error) and starts the threads. ``run()`` (the `Service`) waits until graceful shutdown, then stops: no new batches
+/// are read, the batches in hand are committed and acked, sockets close after at most one second of linger, the store
+/// closes. Nothing is acked that was not committed.
+public final class AggregatorServer: Service, Sendable {
+    /// The data endpoint actually bound (a `*` port resolved).
+    public let dataEndpoint: String
+    /// The ack endpoint actually bound.
+    public let acksEndpoint: String
+    /// The store, for reads while the server runs (tests, reports).
+    public let store: AggregatorStore
+    /// Whether CURVE is off.
+    public let insecure: Bool
+
+    let configuration: AggregatorConfiguration
+    let home: AggregatorHome
+    let logger: Logger
+    let context: ZeroMQContext
+    let zap: ZAPHandler?
+    let queue: BatchQueue
+    let receipts: ReceiptWorker
+    let state = Locked(RunState())
+    let statistics = Locked(ServerStatistics())
+    static let zapDomain = "jetbridge"
+    static let ackLinger: Duration = .seconds(1)
+
+    struct RunState {
+        var stopRequested = false
+        var reloadRequested = false
+        var finished = false
+        var failure: AggregatorError?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Opens the store, binds both endpoints and starts serving.
+    ///
+    /// - Parameters:
+    ///   - home: The aggregator's home (keys, allow list, default store and receipts).
+    ///   - configuration: Settings after flags were applied.
+    ///   - logger: Where the server logs.
+    /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
+    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store.
+    public init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
+        try configuration.validate()
+        self.home = home
+        self.configuration = configuration
+        self.logger = logger
+        self.insecure = configuration.insecure
+        let keys = configuration.insecure ? nil : try ServerKeys.load(from: home)
+        let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
+        try home.create()
+        let storeURL = home.resolve(configuration.store)
+        do {
+            try FileManager.default.createDirectory(
+                at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+            store = try AggregatorStore(path: storeURL.path, logger: logger)
+        } catch {
+            throw Self.storeError(error, path: storeURL.path)
+        }
+        queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
+        receipts = ReceiptWorker(
+            store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
+            logger: logger)
+
+        var opened: [Socket] = []
+        var zapHandler: ZAPHandler?
+        var contextOrNil: ZeroMQContext?
+        do {
+            let context = try ZeroMQContext(ioThreads: 1)
+            contextOrNil = context
+            // The handler must exist before the CURVE servers bind, or CURVE admits anyone who knows the server key.
+            if keys != nil { zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) }
+            let pull = try context.socket(.pull)
+            opened.append(pull)
+            let router = try context.socket(.router)
+            opened.append(router)
+            for socket in [pull, router] {
+                try socket.set(.maxMessageSize, 16 << 20)
+                try socket.set(.heartbeatInterval, .seconds(5))
+                try socket.set(.heartbeatTimeout, .seconds(15))
+                try socket.set(.linger, Self.ackLinger)
+                if let keys {
+                    try socket.makeCurveServer(keys: keys)
+                    try socket.set(.zapDomain, Self.zapDomain)
+                }
+            }
+            // A few batches per device: beyond that TCP pushes back on the devices' PUSH sockets.
+            try pull.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
+            try router.set(.routerMandatory, true)
+            try router.set(.routerHandover, true)
+            try Self.bind(pull, configuration.dataEndpoint, name: "data")
+            try Self.bind(router, configuration.acksEndpoint, name: "acks")
+            dataEndpoint = try pull.lastEndpoint
+            acksEndpoint = try router.lastEndpoint
+
+            let inproc = "inproc://jetbridge-acks-\(UUID().uuidString)"
+            let ackIn = try context.socket(.pull)
+            opened.append(ackIn)
+            try ackIn.set(.linger, .zero)
+            try ackIn.bind(inproc)
+            let ackOut = try context.socket(.push)
+            opened.append(ackOut)
+            try ackOut.set(.linger, Self.ackLinger)
+            try ackOut.connect(inproc)
+            self.context = context
+            self.zap = zapHandler
+            let network = NetworkLoop(pull: pull, router: router, acks: ackIn)
+            let storeLoop = StoreLoop(acks: ackOut)
+            startThreads(network: network, store: storeLoop, allowlist: allowlist)
+        } catch {
+            for socket in opened { try? socket.close(linger: .zero) }
+            zapHandler?.stop()
+            contextOrNil?.terminate()
+            try? store.close()
+            if let error = error as? AggregatorError { throw error }
+            throw AggregatorError(.other, "cannot start: \(error)")
+        }
+        logger.info(
+            "aggregator serving",
+            metadata: [
+                "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
+                "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
+                "store": "\(storeURL.path)", "receipts": "\(home.resolve(configuration.receipts).path)",
+                "allowedDevices": "\(allowlist.devices.count)",
+            ])
+        if insecure { logInsecureWarning() }
+    }
+
+    private static func bind(_ socket: Socket, _ endpoint: String, name: String) throws {
+        do {
+            try socket.bind(endpoint)
+        } catch {
+            if error.code == .addressInUse {
+                throw AggregatorError(
+                    .unavailable, "the \(name) endpoint \(endpoint) is in use (is another aggregator running?)")
+            }
+            throw AggregatorError(.badConfiguration, "cannot bind the \(name) endpoint \(endpoint): \(error.text)")
+        }
+    }
+
+    /// Turns a failure to open the store into the operator's error.
+    static func storeError(_ error: any Error, path: String) -> AggregatorError {
+        if let error = error as? DatabaseError,
+            [.SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL].contains(error.resultCode)
+        {
+            return AggregatorError(.temporary, "the store \(path) is busy or its disk is full; try again: \(error)")
+        }
+        return AggregatorError(.unavailable, "cannot open the store \(path): \(error)")
+    }
+
+    func logInsecureWarning() {
+        logger.warning(
+            "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only.")
+    }
+
+    // MARK: Lifecycle
+
+    private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop, allowlist: DeviceAllowlist) {
+        let networkDone = DispatchSemaphore(value: 0)
+        let storeDone = DispatchSemaphore(value: 0)
+        receipts.start()
+        let networkThread = Thread { [self] in
+            runNetwork(network, allowlist: allowlist)
+            networkDone.signal()
+        }
+        networkThread.name = "jetbridge-network"
+        let storeThread = Thread { [self] in
+            runStore(storeLoop)
+            storeDone.signal()
+        }
+        storeThread.name = "jetbridge-store"
+        let lifecycle = Thread { [self] in
+            storeDone.wait()
+            networkDone.wait()
+            receipts.stopAndWait()
+            do { try store.checkpoint() } catch { logger.warning("final checkpoint failed", metadata: ["error": "\(error)"]) }
+            do { try store.close() } catch { logger.warning("closing the store failed", metadata: ["error": "\(error)"]) }
+            zap?.stop()
+            context.terminate()
+            logStatistics(final: true)
+            logger.info("aggregator stopped")
+            let waiters = state.withLock { state in
+                state.finished = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        lifecycle.name = "jetbridge-lifecycle"
+        networkThread.start()
+        storeThread.start()
+        lifecycle.start()
+    }
+
+    /// Begins a graceful stop; returns at once. ``finished()`` returns when it is complete.
+    public func stop() {
+        let first = state.withLock { state in
+            defer { state.stopRequested = true }
+            return !state.stopRequested
+        }
+        if first { logger.info("aggregator stopping: committing and acking the batches in hand") }
+    }
+
+    /// Reloads the allow list at the next opportunity (SIGHUP).
+    public func requestReload() {
+        state.withLock { $0.reloadRequested = true }
+    }
+
+    var stopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    /// Records a failure that stops the server; ``run()`` throws it.
+    func fail(_ error: AggregatorError) {
+        logger.critical("aggregator failed: \(error.message)")
+        state.withLock { if $0.failure == nil { $0.failure = error } }
+        stop()
+    }
+
+    /// Waits until the server has stopped completely (store closed).
+    public func finished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if state.finished { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// The counters so far.
+    public var currentStatistics: ServerStatistics { statistics.withLock { $0 } }
+
+    /// Serves until graceful shutdown (SIGTERM/SIGINT through the `ServiceGroup`) or cancellation, then stops.
+    /// - Throws: ``AggregatorError`` when the server had to stop on a failure.
+    public func run() async throws {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await finished()
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
+            self.stop()
+        }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+}

@@ -1,0 +1,78 @@
+public import Foundation
+import JetbridgeModel
+import ZeroMQ
+
+/// The devices the aggregator admits: device id → CURVE public key (Z85), kept in `<home>/devices.json` as
+/// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change.
+public struct DeviceAllowlist: Hashable, Sendable {
+    /// Device id → public key (Z85).
+    public private(set) var devices: [String: String]
+
+    public init(devices: [String: String] = [:]) {
+        self.devices = devices
+    }
+
+    /// The ZAP handler's view: public key → device id.
+    public var byPublicKey: [String: String] {
+        Dictionary(devices.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Admits `device` with `publicKey`, replacing its previous key.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` for an invalid device id or key, or a key that already
+    ///   belongs to another device (one key must name one device, or `User-Id` would be ambiguous).
+    public mutating func allow(device: String, publicKey: String) throws {
+        try Self.check(device: device)
+        let key = publicKey.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard key.count == 40, let decoded = try? Z85.decode(key), decoded.count == 32 else {
+            throw AggregatorError(
+                .badConfiguration, "'\(publicKey.prefix(60))' is not a CURVE public key (40 characters of Z85)")
+        }
+        if let owner = devices.first(where: { $0.value == key && $0.key != device })?.key {
+            throw AggregatorError(.badConfiguration, "that public key already belongs to device '\(owner)'")
+        }
+        devices[device] = key
+    }
+
+    /// Removes `device`.
+    /// - Returns: Whether it was there.
+    @discardableResult
+    public mutating func revoke(device: String) -> Bool {
+        devices.removeValue(forKey: device) != nil
+    }
+
+    static func check(device: String) throws {
+        do { try Validation.deviceID(device) } catch {
+            throw AggregatorError(.badConfiguration, "'\(device.prefix(60))' is not a valid device id: \(error)")
+        }
+    }
+
+    private struct File: Codable {
+        var devices: [String: String]
+    }
+
+    /// Reads the allow list; a missing file is an empty list.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` when the file is not a valid allow list.
+    public static func load(from url: URL) throws -> DeviceAllowlist {
+        guard FileManager.default.fileExists(atPath: url.path) else { return DeviceAllowlist() }
+        do {
+            let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: url))
+            var list = DeviceAllowlist()
+            for (device, key) in file.devices { try list.allow(device: device, publicKey: key) }
+            return list
+        } catch let error as AggregatorError {
+            throw AggregatorError(.badConfiguration, "\(url.path): \(error.message)")
+        } catch {
+            throw AggregatorError(.badConfiguration, "\(url.path) is not a valid allow list: \(error)")
+        }
+    }
+
+    /// Writes the allow list atomically (temporary file, fsync, rename, fsync of the directory).
+    /// - Throws: ``AggregatorError``.
+    public func save(to url: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        var data = try encoder.encode(File(devices: devices))
+        data.append(0x0A)
+        try AtomicFile.write(data, to: url, mode: 0o644)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+
+/// The receipts thread: rewrites the receipts of seats the store marked, off the ack path, whenever the store
+/// thread signals a commit; once at start-up (repairing what a crash left behind) and once more at shutdown.
+final class ReceiptWorker: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var pending = true  // the start-up refresh
+    private var stopping = false
+    private let store: AggregatorStore
+    private let writer: ReceiptWriter
+    private let logger: Logger
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(store: AggregatorStore, writer: ReceiptWriter, logger: Logger) {
+        self.store = store
+        self.writer = writer
+        self.logger = logger
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "jetbridge-receipts"
+        thread.start()
+    }
+
+    /// Something was committed: refresh soon. Several signals during one refresh make one more refresh.
+    func signal() {
+        condition.lock()
+        pending = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Finishes what is pending and ends the thread; blocks until it has.
+    func stopAndWait() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while !pending && !stopping { condition.wait() }
+            let work = pending
+            let last = stopping
+            pending = false
+            condition.unlock()
+            if work {
+                do {
+                    let written = try writer.refreshDirty(store)
+                    if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(written)"]) }
+                } catch {
+                    // The marks stay in the store, so the next refresh (or the next start) repairs it.
+                    logger.error(
+                        "receipts could not be refreshed; they will be retried",
+                        metadata: ["error": "\(error)", "directory": "\(writer.directory.path)"])
+                }
+            }
+            if last { return }
+        }
+    }
+}

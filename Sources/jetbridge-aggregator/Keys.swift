@@ -1,0 +1,83 @@
+import ArgumentParser
+import JetbridgeAggregator
+
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the aggregator's CURVE key pair.", subcommands: [Generate.self])
+
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a new server key pair under <home>/keys/ and print its public key.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Flag(help: "Replace an existing key pair (every device then needs the new public key).")
+        var force = false
+
+        func run() throws {
+            let home = global.aggregatorHome
+            let keys = try ServerKeys.generate(in: home, force: force)
+            print(keys)
+        }
+    }
+}
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the allow list of device public keys (<home>/devices.json).",
+        subcommands: [Allow.self, Revoke.self, List.self])
+
+    struct Allow: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Admit a device with its CURVE public key.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The device id, e.g. cart-1.")
+        var device: String
+
+        @Argument(help: "The device's public key: 40 characters of Z85.")
+        var publicKey: String
+
+        func run() throws {
+            let home = global.aggregatorHome
+            var list = try DeviceAllowlist.load(from: home.devicesFile)
+            try list.allow(device: device, publicKey: publicKey)
+            try home.create()
+            try list.save(to: home.devicesFile)
+            print("allowed \(device)")
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a device from the allow list (new connections are refused).")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The device id.")
+        var device: String
+
+        func run() throws {
+            let home = global.aggregatorHome
+            var list = try DeviceAllowlist.load(from: home.devicesFile)
+            guard list.revoke(device: device) else {
+                throw AggregatorError(.badConfiguration, "device '\(device)' is not on the allow list")
+            }
+            try list.save(to: home.devicesFile)
+            print("revoked \(device)")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the allowed devices and their keys.")
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let list = try DeviceAllowlist.load(from: global.aggregatorHome.devicesFile)
+            for device in list.devices.keys.sorted() {
+                print("\(device)\t\(list.devices[device]!)")
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import JetbridgeAggregator
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bind the data and ack endpoints and store batches until SIGTERM or SIGINT.",
+        discussion: "SIGHUP reloads the allow list (it is also reloaded within a second of changing).")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .customLong("data"), help: "Data endpoint (PULL) to bind, e.g. tcp://0.0.0.0:5560.")
+    var dataEndpoint: String?
+
+    @Option(name: .customLong("acks"), help: "Ack endpoint (ROUTER) to bind, e.g. tcp://0.0.0.0:5561.")
+    var acksEndpoint: String?
+
+    @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
+    var insecure = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        var configuration = try global.configuration()
+        if let dataEndpoint { configuration.dataEndpoint = dataEndpoint }
+        if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
+        if insecure { configuration.insecure = true }
+        let logger = bootstrapLogging(logLevel)
+        if configuration.insecure {
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    ************************************************************************
+                    WARNING: INSECURE MODE. CURVE is OFF: batches travel unencrypted and any
+                    device id in a header is believed. Never use this outside development.
+                    ************************************************************************
+
+                    """.utf8))
+        }
+        let server = try AggregatorServer(
+            home: global.aggregatorHome, configuration: configuration, logger: logger)
+        signal(SIGHUP, SIG_IGN)
+        let reload = DispatchSource.makeSignalSource(signal: SIGHUP)
+        reload.setEventHandler { server.requestReload() }
+        reload.resume()
+        defer { reload.cancel() }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeModel
+import JetbridgeProtocol
+import Testing
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built `jetbridge-aggregator` executable, run as operators run it.
+@Suite("CLI: the jetbridge-aggregator executable")
+struct AggregatorCLITests {
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var binary: URL {
+        let tests = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: tests).deletingLastPathComponent().appendingPathComponent("jetbridge-aggregator")
+    }
+
+    /// Starts the executable with output going to files in `directory` (no pipe to fill up).
+    static func start(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {
+        let name = UUID().uuidString
+        let stdout = directory.appendingPathComponent("\(name).out")
+        let stderr = directory.appendingPathComponent("\(name).err")
+        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: AggregatorHome.environmentVariable)
+        process.environment = environment
+        process.currentDirectoryURL = directory
+        process.standardOutput = try FileHandle(forWritingTo: stdout)
+        process.standardError = try FileHandle(forWritingTo: stderr)
+        try process.run()
+        return (process, stdout, stderr)
+    }
+
+    static func run(_ arguments: [String], in directory: URL) throws -> Output {
+        let (process, stdout, stderr) = try start(arguments, in: directory)
+        process.waitUntilExit()
+        return Output(
+            status: process.terminationStatus, stdout: try String(contentsOf: stdout, encoding: .utf8),
+            stderr: try String(contentsOf: stderr, encoding: .utf8))
+    }
+
+    @Test func keysGenerateWritesAnOwnerOnlySecretAndRefusesToOverwrite() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = fixture.directory.path
+        let first = try Self.run(["--home", home, "keys", "generate"], in: fixture.directory)
+        #expect(first.status == 0)
+        let key = first.stdout.trimmingCharacters(in: .newlines)
+        #expect(key.count == 40)
+        #expect((try? Z85.decode(key))?.count == 32)
+        let secret = AggregatorHome(directory: fixture.directory).serverSecretKeyFile.path
+        let mode = try FileManager.default.attributesOfItem(atPath: secret)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let again = try Self.run(["keys", "generate", "--home", home], in: fixture.directory)
+        #expect(again.status == 69)
+        #expect(again.stderr.contains("--force"))
+        let forced = try Self.run(["--home", home, "keys", "generate", "--force"], in: fixture.directory)
+        #expect(forced.status == 0)
+        #expect(forced.stdout != first.stdout)
+    }
+
+    @Test func devicesAllowListAndRevokeKeepAValidAllowList() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.path]
+        let key = try CurveKeyPair.generate().publicKeyZ85
+        #expect(try Self.run(home + ["devices", "allow", "bad id!", key], in: fixture.directory).status == 65)
+        let badKey = try Self.run(home + ["devices", "allow", "cart-1", "not-a-key"], in: fixture.directory)
+        #expect(badKey.status == 65)
+        #expect(badKey.stderr.contains("Z85"))
+        #expect(try Self.run(home + ["devices", "allow", "cart-1", key], in: fixture.directory).status == 0)
+        #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "cart-1\t\(key)\n")
+        let list = try DeviceAllowlist.load(from: AggregatorHome(directory: fixture.directory).devicesFile)
+        #expect(list.byPublicKey == [key: "cart-1"])
+        #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 0)
+        #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "")
+        #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 65)
+    }
+
+    @Test func reportsAndReceiptsReadTheStore() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.path]
+        let missing = try Self.run(home + ["report", "flights"], in: fixture.directory)
+        #expect(missing.status == 69)
+        #expect(missing.stderr.contains("no store"))
+
+        let store = try fixture.open()
+        _ = try store.apply([batch("cart-1", 1, [order(1, lines: [(chips, 2)]), scan(10, tag: 1)])])
+        try store.close()
+        let json = try Self.run(home + ["report", "flights", "--format", "json"], in: fixture.directory)
+        #expect(json.status == 0)
+        #expect(
+            json.stdout == """
+                {"flights":[{"flight":"ZA101/2026-11-21","currency":"USD","orders":1,"revenue":600,\
+                "items":[{"name":"Chips","count":2,"revenue":600}],\
+                "bags":{"checked":1,"departed":1,"arrived":0,"missing":1,"weight":42.0,"conflicts":0}}]}
+
+                """)
+        let file = fixture.directory.appendingPathComponent("flights.json")
+        let written = try Self.run(
+            home + ["report", "flights", "--format", "json", "--output", file.path], in: fixture.directory)
+        #expect(written.status == 0 && written.stdout.isEmpty)
+        #expect(try String(contentsOf: file, encoding: .utf8) == json.stdout)
+        let table = try Self.run(home + ["report", "devices", "--flight", "ZA101/2026-11-21"], in: fixture.directory)
+        #expect(table.status == 0 && table.stdout.contains("cart-1"))
+        #expect(try Self.run(home + ["report", "flights", "--format", "xml"], in: fixture.directory).status == 64)
+        #expect(try Self.run(home + ["report", "flights", "--flight", "ZA101"], in: fixture.directory).status == 64)
+
+        let rebuilt = try Self.run(home + ["receipts", "rebuild"], in: fixture.directory)
+        #expect(rebuilt.status == 0)
+        #expect(rebuilt.stdout == "receipts rebuilt: 1 written, 0 stale removed\n")
+        #expect(FileManager.default.fileExists(atPath: fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.txt").path))
+    }
+
+    @Test func configurationErrorsNameTheirCauseAndFlagsOverrideTheFile() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.path]
+        let config = AggregatorHome(directory: fixture.directory).configurationFile
+        try Data(#"{"dataEndpoint": "tcp://127.0.0.1:*", "transactionMaxBatchez": 3}"#.utf8).write(to: config)
+        let unknown = try Self.run(home + ["serve", "--insecure"], in: fixture.directory)
+        #expect(unknown.status == 65)
+        #expect(unknown.stderr.contains("'transactionMaxBatchez'"))
+
+        try Data(#"{"dataEndpoint": "tcp://127.0.0.1:*", "acksEndpoint": "tcp://127.0.0.1:*"}"#.utf8).write(to: config)
+        let noKeys = try Self.run(home + ["serve"], in: fixture.directory)
+        #expect(noKeys.status == 69)
+        #expect(noKeys.stderr.contains("keys generate"))
+
+        // The file says any port; the flag names one that is taken.
+        let context = try ZeroMQContext()
+        let squatter = try context.socket(.pull)
+        try squatter.bind("tcp://127.0.0.1:*")
+        let taken = try squatter.lastEndpoint
+        let busy = try Self.run(home + ["serve", "--insecure", "--data", taken], in: fixture.directory)
+        #expect(busy.status == 69)
+        #expect(busy.stderr.contains("\(taken) is in use"))
+        #expect(busy.stderr.contains("INSECURE"))
+        try squatter.close(linger: .zero)
+        context.terminate()
+        #expect(try Self.run(["serve", "--bogus"], in: fixture.directory).status == 64)
+    }
+
+    /// SIGTERM while a device streams batches: the process exits 0 and every batch it acked is in the store.
+    @Test func sigtermDuringAStreamLosesNoAckedBatch() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let homeURL = AggregatorHome(directory: fixture.directory)
+        let home = ["--home", fixture.directory.path]
+        let serverKey = try Z85.decode(ServerKeys.generate(in: homeURL, force: false))
+        let keys = try CurveKeyPair.generate()
+        #expect(try Self.run(home + ["devices", "allow", "cart-1", keys.publicKeyZ85], in: fixture.directory).status == 0)
+        let (process, _, stderr) = try Self.start(
+            home + ["serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"], in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+        var log = ""
+        try await waitUntil("the aggregator logs its endpoints") {
+            log = try String(contentsOf: stderr, encoding: .utf8)
+            return log.contains("aggregator serving") || !process.isRunning
+        }
+        func endpoint(_ name: String) throws -> String {
+            let match = try #require(log.firstMatch(of: try Regex("\(name)=(tcp://[0-9.]+:[0-9]+)")))
+            return String(try #require(match.output[1].substring))
+        }
+        let data = try endpoint("data")
+        let acks = try endpoint("acks")
+
+        let context = try ZeroMQContext()
+        let push = try context.socket(.push)
+        let dealer = try context.socket(.dealer)
+        for socket in [push, dealer] {
+            try socket.set(.linger, .zero)
+            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+        }
+        try push.set(.sendHighWaterMark, 8)
+        try dealer.set(.routingID, Data("cart-1".utf8))
+        try dealer.connect(acks)
+        try push.connect(data)
+        try dealer.send(WireCoding.encode(Hello(device: "cart-1")))
+
+        let perBatch = 20
+        var acked: [Ack] = []
+        var sent = 0
+        var terminated = false
+        let deadline = ContinuousClock.now + .seconds(30)
+        while process.isRunning && ContinuousClock.now < deadline {
+            let records = (0..<perBatch).map { order(sent * perBatch + $0, seat: "\($0 % 30 + 1)A") }
+            do {
+                try push.send(try outgoing("cart-1", UInt64(sent * perBatch + 1), records).frames(), options: .dontWait)
+                sent += 1
+            } catch let error as ZeroMQError where error.isTryAgain {}
+            if try poll([PollItem(dealer, .readable)], timeout: .milliseconds(5))[0].contains(.readable) {
+                while let frame = try dealer.receive(options: .dontWait) {
+                    acked.append(try WireCoding.decode(Ack.self, from: frame))
+                }
+            }
+            if !terminated && acked.count >= 20 {
+                process.terminate()  // SIGTERM, mid-stream
+                terminated = true
+            }
+        }
+        // Acks sent just before exit are still arriving.
+        while try poll([PollItem(dealer, .readable)], timeout: .milliseconds(300))[0].contains(.readable) {
+            if let frame = try dealer.receive() { acked.append(try WireCoding.decode(Ack.self, from: frame)) }
+        }
+        try push.close(linger: .zero)
+        try dealer.close(linger: .zero)
+        await context.terminate()
+        process.waitUntilExit()
+        #expect(terminated)
+        #expect(process.terminationStatus == 0)
+        #expect(process.terminationReason == .exit)
+
+        let store = try fixture.open()
+        let stored = Set(try store.orders().map(\.id))
+        #expect(acked.allSatisfy { $0.status == .stored })
+        for ack in acked {
+            for sequence in ack.first...ack.last {
+                #expect(stored.contains(uuid(Int(sequence) - 1)), "acked record \(sequence) is not in the store")
+            }
+        }
+        #expect(acked.count >= 20)
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeModel
+import JetbridgeProtocol
+import MessagePack
+import Testing
+import ZeroMQ
+
+/// `serve` in this process with real sockets on loopback, CURVE on, and devices written with the ZeroMQ library.
+@Suite("Server: batches over ZeroMQ, acks after commit")
+struct ServerTests {
+    @Test func storedAckComesAfterTheCommitAndARepeatIsAllDuplicates() async throws {
+        let fixture = try ServerFixture()
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C"), scan(10, tag: 1)])
+        try device.send(batch)
+        let ack = try #require(try device.ack())
+        #expect(ack == Ack.stored(batch.header, new: 3, duplicates: 0))
+        // The ack promises the commit: the data is readable the moment it arrives.
+        #expect(try fixture.server.store.orders().count == 2)
+        #expect(try fixture.server.store.bags().count == 1)
+
+        try device.send(batch)
+        #expect(try device.ack() == Ack.stored(batch.header, new: 0, duplicates: 3))
+        #expect(try fixture.server.store.orders().count == 2)
+        await fixture.stop()
+    }
+
+    @Test func anInvalidRecordRejectsTheWholeBatchAndTheServerKeepsServing() async throws {
+        let fixture = try ServerFixture()
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        let good = try MessagePackEncoder().encode(owned(order(1), by: "cart-1"))
+        let hostile = try MessagePackEncoder().encode(["type": "order", "id": "not a uuid"])
+        let bad = OutgoingBatch(device: "cart-1", records: [(sequence: 1, payload: good), (sequence: 2, payload: hostile)])
+        try device.send(bad)
+        let ack = try #require(try device.ack())
+        #expect(ack.status == .rejected)
+        #expect(ack.index == 1)
+        #expect(ack.first == 1 && ack.last == 2)
+        #expect(ack.reason?.isEmpty == false)
+        #expect(try fixture.server.store.orders().isEmpty)
+
+        let next = try outgoing("cart-1", 3, [order(3)])
+        try device.send(next)
+        #expect(try device.ack() == Ack.stored(next.header, new: 1, duplicates: 0))
+        let stats = try #require(try fixture.server.store.deviceReport().devices.first)
+        #expect(stats.rejects == 1 && stats.batches == 1 && stats.records == 1)
+        await fixture.stop()
+    }
+
+    @Test func aHeaderNamingAnotherDeviceIsForbidden() async throws {
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        let impostor = try outgoing("cart-2", 1, [order(1)])
+        try device.send(impostor)
+        let ack = try #require(try device.ack())
+        #expect(ack.status == .forbidden)
+        #expect(ack.device == "cart-2")
+        #expect(try fixture.server.store.orders().isEmpty)
+        await fixture.stop()
+    }
+
+    @Test func anUnknownKeyGetsNoConnectionAndStoresNothing() async throws {
+        let fixture = try ServerFixture()
+        let stranger = try TestDevice(
+            id: "cart-1", keys: try CurveKeyPair.generate(), serverKey: fixture.serverKey, server: fixture.server,
+            monitorPush: true)
+        defer { stranger.close() }
+        try stranger.send(try outgoing("cart-1", 1, [order(1)]))
+        let event = await firstEvent(try #require(stranger.pushEvents)) {
+            if case .handshakeFailed = $0 { true } else if case .handshakeSucceeded = $0 { true } else { false }
+        }
+        guard case .handshakeFailed(_, .authentication(let status)) = event else {
+            Issue.record("expected an authentication failure, got \(String(describing: event))")
+            await fixture.stop()
+            return
+        }
+        #expect(status == 400)
+        #expect(try fixture.server.store.orders().isEmpty)
+        #expect(fixture.server.currentStatistics.storedBatches == 0)
+        await fixture.stop()
+    }
+
+    @Test func aFailedTransactionIsAnsweredRetryAndTheServerKeepsServing() async throws {
+        let fixture = try ServerFixture()
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        try fixture.fixture.failOrders(seat: "3C")
+        let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C")])
+        try device.send(batch)
+        let ack = try #require(try device.ack())
+        #expect(ack.status == .retry)
+        #expect(ack.first == 1 && ack.last == 2)
+        #expect(try fixture.server.store.orders().isEmpty)
+
+        try fixture.fixture.healOrders()
+        try device.send(batch)
+        #expect(try device.ack() == Ack.stored(batch.header, new: 2, duplicates: 0))
+        await fixture.stop()
+    }
+
+    @Test func plaintextIsServedOnlyInInsecureMode() async throws {
+        // A CURVE server refuses a plaintext device before anything is read.
+        let secure = try ServerFixture()
+        let plain = try TestDevice(id: "cart-1", keys: nil, serverKey: nil, server: secure.server, monitorPush: true)
+        try plain.send(try outgoing("cart-1", 1, [order(1)]))
+        let event = await firstEvent(try #require(plain.pushEvents)) {
+            switch $0 {
+            case .handshakeFailed, .handshakeSucceeded, .disconnected: true
+            default: false
+            }
+        }
+        if case .handshakeSucceeded = event { Issue.record("a plaintext device completed a handshake with CURVE on") }
+        #expect(event != nil)
+        #expect(try secure.server.store.orders().isEmpty)
+        plain.close()
+        await secure.stop()
+
+        // With --insecure the same device is served and its header's device id is believed.
+        let insecure = try ServerFixture(insecure: true, devices: [])
+        #expect(insecure.server.insecure)
+        let device = try await insecure.device("anyone-9")
+        defer { device.close() }
+        let batch = try outgoing("anyone-9", 1, [order(1)])
+        try device.send(batch)
+        #expect(try device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
+        await insecure.stop()
+    }
+
+    @Test func serveWithoutAKeyPairTellsTheOperatorToGenerateOne() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        var configuration = AggregatorConfiguration()
+        configuration.dataEndpoint = "tcp://127.0.0.1:*"
+        configuration.acksEndpoint = "tcp://127.0.0.1:*"
+        let error = #expect(throws: AggregatorError.self) {
+            _ = try AggregatorServer(
+                home: AggregatorHome(directory: fixture.directory), configuration: configuration, logger: quietLogger)
+        }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("keys generate") == true)
+    }
+
+    @Test func aDeviceAllowedWhileServingIsAdmittedWithoutARestart() async throws {
+        let fixture = try ServerFixture(devices: [])
+        let keys = try CurveKeyPair.generate()
+        var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
+        try list.allow(device: "late-1", publicKey: keys.publicKeyZ85)
+        try list.save(to: fixture.home.devicesFile)
+        fixture.server.requestReload()
+        // The reload happens on the network thread's next turn: try fresh connections until one is admitted.
+        var admitted: TestDevice?
+        let deadline = ContinuousClock.now + .seconds(20)
+        while admitted == nil && ContinuousClock.now < deadline {
+            let attempt = try TestDevice(
+                id: "late-1", keys: keys, serverKey: fixture.serverKey, server: fixture.server, monitorPush: true)
+            let event = await firstEvent(try #require(attempt.pushEvents)) {
+                if case .handshakeFailed = $0 { true } else if case .handshakeSucceeded = $0 { true } else { false }
+            }
+            if case .handshakeSucceeded = event { admitted = attempt } else { attempt.close() }
+        }
+        let device = try #require(admitted)
+        defer { device.close() }
+        let batch = try outgoing("late-1", 1, [order(1)])
+        try device.send(batch)
+        try await waitUntil("the batch is stored") { try fixture.server.store.orders().count == 1 }
+        await fixture.stop()
+    }
+}

@@ -1,0 +1,20 @@
+import GRDB
+
+extension Fixture {
+    /// Makes every insert of an order for `seat` fail inside the store's transaction, as a full disk would: through a
+    /// trigger installed from a second connection, so the store under test is not changed.
+    func failOrders(seat: String) throws {
+        try DatabaseQueue(path: storePath).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER injected_failure BEFORE INSERT ON orders WHEN NEW.seat = '\(seat)'
+                    BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                    """)
+        }
+    }
+
+    /// Removes what ``failOrders(seat:)`` installed.
+    func healOrders() throws {
+        try DatabaseQueue(path: storePath).write { try $0.execute(sql: "DROP TRIGGER injected_failure") }
+    }
+}
