@@ -142,14 +142,15 @@ public struct SyncOutcome: Sendable {
         }
     }
 
-    /// One line: `sync drained: sent 5000 records in 5 batches (0 resent); acknowledged 5000 (4990 new, 10
-    /// duplicates); set aside 0; 1.2 s`.
+    /// One line: `sync drained: sent 5,000 records in 5 batches (0 resent); acknowledged 5,000 (4,990 new, 10
+    /// duplicates); set aside 0; 1.2 s, 4,167 records/s; queue acknowledged through 5000`.
     public var summary: String {
         let s = statistics
+        let g = ProgressReporter.grouped
         let rate = s.elapsed > 0 ? Int((Double(s.acknowledged) / s.elapsed).rounded()) : 0
-        return "sync \(result.split(separator: ":").first ?? ""): sent \(s.recordsSent) records in \(s.batchesSent) "
-            + "batches (\(s.resends) resent); acknowledged \(s.acknowledged) (\(s.new) new, \(s.duplicates) "
-            + "duplicates); set aside \(s.setAside); \(String(format: "%.1f", s.elapsed)) s, \(rate) records/s; "
-            + "queue acknowledged through \(acknowledgedThrough)"
+        return "sync \(result.split(separator: ":").first ?? ""): sent \(g(s.recordsSent)) records in "
+            + "\(g(s.batchesSent)) batches (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
+            + "(\(g(s.new)) new, \(g(s.duplicates)) duplicates); set aside \(g(s.setAside)); "
+            + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
     }
 }
