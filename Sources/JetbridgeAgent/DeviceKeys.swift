@@ -28,7 +28,10 @@ public enum DeviceKeys {
     @discardableResult
     public static func generate(in home: AgentHome, force: Bool) throws(AgentError) -> String {
         let fileManager = FileManager.default
-        if !force, fileManager.fileExists(atPath: home.secretKeyFile.path) || fileManager.fileExists(atPath: home.publicKeyFile.path) {
+        if !force,
+            fileManager.fileExists(atPath: home.secretKeyFile.path)
+                || fileManager.fileExists(atPath: home.publicKeyFile.path)
+        {
             throw AgentError(
                 .usage,
                 "a key pair already exists in \(home.keysDirectory.path); keep it, or pass --force to replace it (the ground must then allow the new public key)"

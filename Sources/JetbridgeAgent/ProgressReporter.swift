@@ -27,6 +27,8 @@ public final class ProgressReporter: Sendable {
         self.terminal = terminal
         self.interval = interval
         self.write = write ?? { FileHandle.standardError.write(Data($0.utf8)) }
+        // Log lines start after one interval: a sync that finishes sooner prints only its summary.
+        state.withLock { $0.lastDraw = terminal ? -.infinity : 0 }
     }
 
     /// Takes one snapshot; draws only when it is time to.

@@ -17,6 +17,13 @@ final class SyncEngine: Sendable {
     private let logger: Logger
     private let progress: (@Sendable (SyncProgress) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
+    /// What the ack socket's monitor last said about the handshake, read by the loop to explain silence.
+    private let handshake = Mutex<HandshakeState>(HandshakeState())
+
+    struct HandshakeState {
+        var failure: String?
+        var failures = 0
+    }
 
     init(
         configuration: AgentConfiguration, options: SyncOptions, logger: Logger,
@@ -115,6 +122,7 @@ final class SyncEngine: Sendable {
                 try push.connect(options.dataEndpoint)
                 endpoint = options.ackEndpoint
                 let dealer = try context.socket(.dealer)
+                watchHandshakes(try dealer.monitor(events: [.handshakeFailed, .handshakeSucceeded]))
                 try dealer.set(.routingID, Data(configuration.device.utf8))
                 try configure(dealer)
                 try dealer.set(.sendHighWaterMark, 64)
@@ -126,6 +134,38 @@ final class SyncEngine: Sendable {
                 throw AgentError(
                     usage ? .usage : .failure,
                     "cannot connect to \(endpoint): \(error); check --to/--acks or ground.data/ground.acks")
+            }
+        }
+
+        /// Turns handshake failures into words: without this, a refused key or a wrong server key looks like a
+        /// ground that never answers.
+        func watchHandshakes(_ events: AsyncStream<MonitorEvent>) {
+            let engine = self.engine
+            let device = configuration.device
+            var publicKey = "KEY"
+            if case .curve(let keys, _) = options.security { publicKey = "'\(keys.publicKeyZ85)'" }
+            Task { [publicKey] in
+                for await event in events {
+                    let reason: String?
+                    switch event {
+                    case .handshakeSucceeded:
+                        reason = nil
+                    case .handshakeFailed(_, .authentication(let status)):
+                        reason =
+                            "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `jetbridge-aggregator devices allow \(device) \(publicKey)`"
+                    case .handshakeFailed(_, .protocolError(let code)):
+                        reason =
+                            "the CURVE handshake with the ground failed (protocol error 0x\(String(code, radix: 16))): check ground.serverPublicKey or --server-key, and that both sides use CURVE (or both --insecure)"
+                    case .handshakeFailed(_, .noDetail(let code)):
+                        reason = "the handshake with the ground failed: \(code)"
+                    default:
+                        continue
+                    }
+                    engine.handshake.withLock { state in
+                        state.failure = reason
+                        if reason != nil { state.failures += 1 }
+                    }
+                }
             }
         }
 
@@ -151,6 +191,7 @@ final class SyncEngine: Sendable {
             var lastHello = -Double.infinity
             var lastProgress = -Double.infinity
             var lastState = now()
+            var lastHandshakeWarning = -Double.infinity
             do {
                 sendHello(dealer)
                 lastHello = now()
@@ -180,7 +221,8 @@ final class SyncEngine: Sendable {
                             let skipped = read.count { window.setAside.contains($0.sequence) }
                             statistics.skipped += skipped
                             window.add(
-                                read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t)
+                                read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t
+                            )
                         }
                         try send(window: &window, push: push, now: t)
                         if let since = window.oldestWaitingSince, t - since >= options.helloInterval,
@@ -212,6 +254,12 @@ final class SyncEngine: Sendable {
                     if after - lastProgress >= 0.1 {
                         lastProgress = after
                         engine.progress?(progress(window, at: after))
+                    }
+                    if after - lastHandshakeWarning >= 30,
+                        let failure = engine.handshake.withLock({ $0.failure })
+                    {
+                        lastHandshakeWarning = after
+                        logger.warning("\(failure); retrying")
                     }
                     if after - lastState >= options.stateInterval {
                         lastState = after
@@ -300,7 +348,8 @@ final class SyncEngine: Sendable {
                         with: records.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: now())
                 }
             case .retryLater(let at):
-                logger.info("the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")
+                logger.info(
+                    "the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")
             case .fatal(let error):
                 return error
             }
@@ -325,9 +374,11 @@ final class SyncEngine: Sendable {
             statistics.elapsed = now()
             let status = try? queue?.status()
             var outcome = SyncOutcome(
-                ending: ending, statistics: statistics, acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
+                ending: ending, statistics: statistics,
+                acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
                 remaining: status?.unacknowledged)
             if case .failed = ending, queue == nil { outcome.remaining = nil }
+            outcome.problem = engine.handshake.withLock { $0.failure }
             writeState(result: outcome.result, acknowledgedThrough: outcome.acknowledgedThrough)
             return outcome
         }

@@ -113,6 +113,8 @@ public struct SyncOutcome: Sendable {
     public var acknowledgedThrough: UInt64
     /// Records still unacknowledged in the queue at the end (`nil` if the queue could not be read).
     public var remaining: Int?
+    /// Why the ground could not be reached, when the sockets know (a refused key, a wrong server key).
+    public var problem: String?
 
     public init(ending: Ending, statistics: SyncStatistics, acknowledgedThrough: UInt64, remaining: Int?) {
         self.ending = ending
@@ -133,7 +135,9 @@ public struct SyncOutcome: Sendable {
 
     /// How it ended, for `sync-state.json` and the summary: `drained`, `stopped with 12 records unacknowledged`.
     public var result: String {
-        let left = remaining.map { "\($0) record\($0 == 1 ? "" : "s") unacknowledged" } ?? "records unacknowledged"
+        let left =
+            remaining.map { "\(ProgressReporter.grouped($0)) record\($0 == 1 ? "" : "s") unacknowledged" }
+            ?? "records unacknowledged"
         switch ending {
         case .drained: return "drained"
         case .stopped: return remaining == 0 ? "stopped, all acknowledged" : "stopped with \(left)"

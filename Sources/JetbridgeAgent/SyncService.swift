@@ -60,7 +60,8 @@ public final class SyncService: Service, Sendable {
         let service = SyncService(configuration: configuration, options: options, logger: logger, progress: progress)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         guard let outcome = service.outcome else {
             throw AgentError(.failure, "sync ended without a result")

@@ -26,13 +26,21 @@ struct SyncCommand: AsyncParsableCommand {
 
     @ParentCommand var root: JetbridgeAgentCommand
 
-    @Option(name: .customLong("to"), help: ArgumentHelp("The aggregator's data (PULL) endpoint (default: ground.data).", valueName: "endpoint"))
+    @Option(
+        name: .customLong("to"),
+        help: ArgumentHelp("The aggregator's data (PULL) endpoint (default: ground.data).", valueName: "endpoint"))
     var dataEndpoint: String?
 
-    @Option(name: .customLong("acks"), help: ArgumentHelp("The aggregator's ack (ROUTER) endpoint (default: ground.acks).", valueName: "endpoint"))
+    @Option(
+        name: .customLong("acks"),
+        help: ArgumentHelp("The aggregator's ack (ROUTER) endpoint (default: ground.acks).", valueName: "endpoint"))
     var ackEndpoint: String?
 
-    @Option(name: .customLong("server-key"), help: ArgumentHelp("The aggregator's CURVE public key, 40 characters of Z85 (default: ground.serverPublicKey).", valueName: "key"))
+    @Option(
+        name: .customLong("server-key"),
+        help: ArgumentHelp(
+            "The aggregator's CURVE public key, 40 characters of Z85 (default: ground.serverPublicKey).",
+            valueName: "key"))
     var serverKey: String?
 
     @Flag(help: "Exit 0 once everything queued is acknowledged (75 if stopped first).")
@@ -92,7 +100,8 @@ struct SyncCommand: AsyncParsableCommand {
             if outcome.exitCode != 0 {
                 throw AgentError(
                     .tryAgain,
-                    "sync \(outcome.result); the records stay queued: run `jetbridge-agent sync` again")
+                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `jetbridge-agent sync` again"
+                )
             }
         }
     }

@@ -115,12 +115,17 @@ struct PipelineTests {
         func capture(_ device: String, orders: Int, bags: Int, sharedBag: UUID) throws {
             for index in 0..<orders {
                 let run = try agent(
-                    device, ["order", "--seat", "\(index + 1)\(["A", "B", "C"][index % 3])", "--item", "Peanuts=\(index % 3 + 1)", "--item", "Chips"])
+                    device,
+                    [
+                        "order", "--seat", "\(index + 1)\(["A", "B", "C"][index % 3])", "--item",
+                        "Peanuts=\(index % 3 + 1)", "--item", "Chips",
+                    ])
                 #expect(run.status == 0, "\(run)")
             }
             var origin = (0..<bags).map { _ in Tags.json() }
             origin.append(Tags.json(id: sharedBag))
-            let scanned = try agent(device, ["scan", "--at", "origin"], stdin: Data(origin.joined(separator: "\n").utf8))
+            let scanned = try agent(
+                device, ["scan", "--at", "origin"], stdin: Data(origin.joined(separator: "\n").utf8))
             #expect(scanned.status == 0, "\(scanned)")
             // Half of this device's bags arrive; the others are missing.
             let arrived = origin.prefix(bags / 2).joined(separator: "\n")
@@ -235,7 +240,9 @@ struct PipelineTests {
         let noKeys = try sandbox.agent(["sync", "--until-drained", "--timeout", "1"])
         #expect(noKeys.status == 66)
         #expect(noKeys.stderr.contains("keys generate"))
-        let insecure = try sandbox.agent(["sync", "--insecure", "--until-drained", "--timeout", "1", "--to", "ipc:///nonexistent/x"])
+        let insecure = try sandbox.agent([
+            "sync", "--insecure", "--until-drained", "--timeout", "1", "--to", "ipc:///nonexistent/x",
+        ])
         #expect(insecure.stderr.contains("WARNING: --insecure"))
         #expect(insecure.status == 0, "an empty queue is drained: \(insecure)")
     }

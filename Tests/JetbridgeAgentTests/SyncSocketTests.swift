@@ -79,7 +79,8 @@ struct SyncSocketTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.home.rejectedDirectory.path)
         #expect(files == ["14.json"])
         let entry = try JSONDecoder.iso8601.decode(
-            SetAside.Entry.self, from: Data(contentsOf: sandbox.home.rejectedDirectory.appendingPathComponent("14.json")))
+            SetAside.Entry.self,
+            from: Data(contentsOf: sandbox.home.rejectedDirectory.appendingPathComponent("14.json")))
         #expect(entry.sequence == 14)
         #expect(entry.reason.contains("refused by the test"))
         // The exact bytes that were queued: they decode to the refused record.
@@ -147,6 +148,8 @@ struct SyncSocketTests {
         let outcome = try #require(service.outcome)
         #expect(outcome.exitCode == 75)
         #expect(ground.delivered.withLock { $0.deliveries.isEmpty })
+        #expect(outcome.problem?.contains("refused this device's key") == true, "\(outcome.problem ?? "no problem")")
+        #expect(outcome.problem?.contains(stranger.publicKeyZ85) == true)
     }
 
     @Test("records appended while sync runs are picked up; a stop request ends it gracefully")

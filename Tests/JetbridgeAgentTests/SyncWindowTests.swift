@@ -6,8 +6,10 @@ import Testing
 
 @Suite("SyncWindow")
 struct SyncWindowTests {
-    static func limits(records: Int = 3, window: Int = 4, timeout: Double = 10, jitter: Double = 0) -> SyncWindow.Limits {
-        SyncWindow.Limits(batchRecords: records, batchBytes: 1 << 20, window: window, ackTimeout: timeout, jitter: jitter)
+    static func limits(records: Int = 3, window: Int = 4, timeout: Double = 10, jitter: Double = 0) -> SyncWindow.Limits
+    {
+        SyncWindow.Limits(
+            batchRecords: records, batchBytes: 1 << 20, window: window, ackTimeout: timeout, jitter: jitter)
     }
 
     static func records(_ sequences: ClosedRange<UInt64>) -> [SyncWindow.Record] {
@@ -232,7 +234,8 @@ struct SyncWindowTests {
         var random = SplitMix64(seed: seed &+ 1000)
         let count = UInt64(20 + Int(random.next() % 200))
         var window = SyncWindow(
-            acknowledgedThrough: 0, limits: Self.limits(records: 1 + Int(random.next() % 7), window: 1 + Int(random.next() % 8)),
+            acknowledgedThrough: 0,
+            limits: Self.limits(records: 1 + Int(random.next() % 7), window: 1 + Int(random.next() % 8)),
             seed: seed)
         var confirmed: Set<UInt64> = []  // sequences the "ground" stored or had set aside
         var answers: [Ack] = []  // every answer ever sent, replayed at random later
@@ -287,7 +290,9 @@ struct SyncWindowTests {
             now += Double(random.next() % 30)
             // Never acknowledged past anything unconfirmed.
             for sequence in UInt64(1)...max(1, window.acknowledgedThrough) where window.acknowledgedThrough > 0 {
-                #expect(confirmed.contains(sequence), "acknowledged through \(window.acknowledgedThrough) but \(sequence) unconfirmed")
+                #expect(
+                    confirmed.contains(sequence),
+                    "acknowledged through \(window.acknowledgedThrough) but \(sequence) unconfirmed")
                 if !confirmed.contains(sequence) { return }
             }
         }

@@ -87,7 +87,9 @@ final class TestGround: Sendable {
             finished.withLock { $0 = true }
         }
         while !stopFlag.load(ordering: .relaxed) {
-            guard let ready = try? poll([PollItem(pull, .readable), PollItem(router, .readable)], timeout: .milliseconds(20))
+            guard
+                let ready = try? poll(
+                    [PollItem(pull, .readable), PollItem(router, .readable)], timeout: .milliseconds(20))
             else { return }
             if !ready[1].isEmpty {
                 while let frames = try? router.receiveMultipart(options: .dontWait) {
@@ -121,7 +123,8 @@ final class TestGround: Sendable {
                 let new = delivered.withLock { state in
                     state.storedOffers += batch.records.count
                     var new = 0
-                    for element in batch.records where state.records.updateValue(element.bytes, forKey: element.record.id) == nil {
+                    for element in batch.records
+                    where state.records.updateValue(element.bytes, forKey: element.record.id) == nil {
                         new += 1
                     }
                     return new
@@ -192,7 +195,9 @@ struct SyncSandbox {
     }
 
     func segmentCount() throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: home.defaultQueueDirectory.path).count { $0.hasSuffix(".seg") }
+        try FileManager.default.contentsOfDirectory(atPath: home.defaultQueueDirectory.path).count {
+            $0.hasSuffix(".seg")
+        }
     }
 
     /// Runs a sync against `ground` in this process, on real sockets.
@@ -201,7 +206,8 @@ struct SyncSandbox {
     ) async throws -> SyncOutcome {
         let options = SyncOptions(
             dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
-            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey), untilDrained: untilDrained,
+            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey),
+            untilDrained: untilDrained,
             timeout: timeout, stopGrace: 0.5, helloInterval: 0.2)
         let service = SyncService(
             configuration: try configuration ?? self.configuration(), options: options,
