@@ -73,6 +73,19 @@ public enum DeviceKeys {
         }
     }
 
+    /// The command that allows a device on the ground.
+    ///
+    /// The key is single-quoted (Z85 uses `$ & * ( ) < > ^ !` and never `'`), and a key that starts with `-` (Z85 has
+    /// `-` in its alphabet) comes after `--` so the aggregator's argument parser does not take it for an option.
+    /// - Parameters:
+    ///   - device: The device id.
+    ///   - publicKeyZ85: Its public key.
+    /// - Returns: `jetbridge-aggregator devices allow cart-1 'KEY'`.
+    public static func allowCommand(device: String, publicKeyZ85: String) -> String {
+        let separator = publicKeyZ85.hasPrefix("-") ? "-- " : ""
+        return "jetbridge-aggregator devices allow \(separator)\(device) '\(publicKeyZ85)'"
+    }
+
     /// Decodes a server public key given as Z85 text.
     /// - Parameters:
     ///   - text: 40 characters of Z85.

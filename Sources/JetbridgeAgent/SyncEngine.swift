@@ -142,9 +142,11 @@ final class SyncEngine: Sendable {
         func watchHandshakes(_ events: AsyncStream<MonitorEvent>) {
             let engine = self.engine
             let device = configuration.device
-            var publicKey = "KEY"
-            if case .curve(let keys, _) = options.security { publicKey = "'\(keys.publicKeyZ85)'" }
-            Task { [publicKey] in
+            var allow = "jetbridge-aggregator devices allow \(device) KEY"
+            if case .curve(let keys, _) = options.security {
+                allow = DeviceKeys.allowCommand(device: device, publicKeyZ85: keys.publicKeyZ85)
+            }
+            Task { [allow] in
                 for await event in events {
                     let reason: String?
                     switch event {
@@ -152,7 +154,7 @@ final class SyncEngine: Sendable {
                         reason = nil
                     case .handshakeFailed(_, .authentication(let status)):
                         reason =
-                            "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `jetbridge-aggregator devices allow \(device) \(publicKey)`"
+                            "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `\(allow)`"
                     case .handshakeFailed(_, .protocolError(let code)):
                         reason =
                             "the CURVE handshake with the ground failed (protocol error 0x\(String(code, radix: 16))): check ground.serverPublicKey or --server-key, and that both sides use CURVE (or both --insecure)"

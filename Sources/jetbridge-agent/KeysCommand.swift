@@ -34,7 +34,7 @@ struct GenerateKeysCommand: ParsableCommand {
             public key  \(publicKey)
             secret key  \(configuration.home.secretKeyFile.path) (mode 0600)
             On the ground, allow this device with:
-              jetbridge-aggregator devices allow \(configuration.device) '\(publicKey)'
+              \(DeviceKeys.allowCommand(device: configuration.device, publicKeyZ85: publicKey))
             """)
     }
 }
