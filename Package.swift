@@ -153,3 +153,11 @@ for target in package.targets where !cTargets.contains(target.name) {
             .enableUpcomingFeature("InternalImportsByDefault"),
         ]
 }
+
+// Sync tests drive the agent against a ground peer written in the test with the ZeroMQ library, and the pipeline
+// tests read the queue and decode acks.
+for target in package.targets where target.name == "JetbridgeAgentTests" {
+    target.dependencies += [
+        "ZeroMQ", "JetbridgeProtocol", "FileQueue", "MessagePack", .product(name: "Logging", package: "swift-log"),
+    ]
+}

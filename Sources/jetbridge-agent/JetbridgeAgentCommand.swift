@@ -16,7 +16,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             Exit codes (sysexits): 0 done, 64 usage, 65 bad input data, 66 missing input file, \
             75 try again later (disk full, queue size cap, lock busy), 1 other failures.
             """,
-        subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self]
+        subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, KeysCommand.self]
     )
 
     @OptionGroup var options: AgentOptions

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Records the ground refused, kept on the device in `<home>/rejected/<sequence>.json`.
+///
+/// One file per record, so that `status` (which counts the directory's entries) counts records. The file holds the
+/// record's exact bytes (base64 of the MessagePack) next to the reason, so an operator can read why and, once the
+/// cause is fixed, feed the bytes back.
+enum SetAside {
+    /// What one file holds.
+    struct Entry: Codable {
+        var sequence: UInt64
+        var device: String
+        var reason: String
+        var batch: String
+        var setAsideAt: Date
+        /// The record's MessagePack bytes, base64.
+        var record: Data
+    }
+
+    /// Writes one refused record durably (before the queue may be acknowledged past it).
+    /// - Parameters:
+    ///   - record: The record as read from the queue.
+    ///   - reason: The ground's reason.
+    ///   - batch: The refused batch's name, for people.
+    ///   - device: This device's id.
+    ///   - home: The agent's home.
+    /// - Throws: ``AgentError`` when the file cannot be written.
+    static func write(
+        _ record: SyncWindow.Record, reason: String, batch: String, device: String, home: AgentHome
+    ) throws(AgentError) {
+        try Files.makeDirectory(home.rejectedDirectory)
+        let entry = Entry(
+            sequence: record.sequence, device: device, reason: reason, batch: batch, setAsideAt: Date(),
+            record: record.payload)
+        let data: Data
+        do {
+            data = try SyncState.encoder.encode(entry)
+        } catch {
+            throw AgentError(.failure, "cannot encode the set-aside record \(record.sequence): \(error)")
+        }
+        try Files.writeAtomically(data, to: file(for: record.sequence, in: home))
+    }
+
+    /// The file for one sequence.
+    static func file(for sequence: UInt64, in home: AgentHome) -> URL {
+        home.rejectedDirectory.appendingPathComponent("\(sequence).json")
+    }
+
+    /// Sequences already set aside, so a new sync does not send them again.
+    static func sequences(in home: AgentHome) -> Set<UInt64> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: home.rejectedDirectory.path)) ?? []
+        return Set(names.compactMap { name in name.hasSuffix(".json") ? UInt64(name.dropLast(5)) : nil })
+    }
+}

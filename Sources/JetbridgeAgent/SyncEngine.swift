@@ -1,0 +1,399 @@
+import FileQueue
+import Foundation
+import JetbridgeProtocol
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// The sync loop: owns the queue handle and both sockets, on one thread of its own, so no blocking ZeroMQ or file
+/// call ever runs on Swift's cooperative pool.
+///
+/// One thread for both sockets rather than one each: the loop must look at acks, the window and the queue together,
+/// and libzmq's poll waits on the ack socket while sends are non-blocking, so a second thread would only add
+/// hand-offs. The only state shared with other threads is the stop request.
+final class SyncEngine: Sendable {
+    private let configuration: AgentConfiguration
+    private let options: SyncOptions
+    private let logger: Logger
+    private let progress: (@Sendable (SyncProgress) -> Void)?
+    private let stopRequested = Atomic<Bool>(false)
+    /// What the ack socket's monitor last said about the handshake, read by the loop to explain silence.
+    private let handshake = Mutex<HandshakeState>(HandshakeState())
+
+    struct HandshakeState {
+        var failure: String?
+        var failures = 0
+    }
+
+    init(
+        configuration: AgentConfiguration, options: SyncOptions, logger: Logger,
+        progress: (@Sendable (SyncProgress) -> Void)?
+    ) {
+        self.configuration = configuration
+        self.options = options
+        self.logger = logger
+        self.progress = progress
+    }
+
+    /// Asks the loop to stop sending, wait briefly for acks, and end. Safe from any thread, repeatedly.
+    func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+    }
+
+    /// Runs the loop on a new thread and returns its outcome.
+    func run() async -> SyncOutcome {
+        await withCheckedContinuation { (continuation: CheckedContinuation<SyncOutcome, Never>) in
+            let thread = Thread { [self] in
+                continuation.resume(returning: runBlocking())
+            }
+            thread.name = "jetbridge-sync"
+            thread.start()
+        }
+    }
+
+    /// The loop itself; blocks the calling thread until the run ends.
+    func runBlocking() -> SyncOutcome {
+        var loop = Loop(engine: self)
+        return loop.run()
+    }
+
+    /// The state of one run, touched only by the engine's thread.
+    private struct Loop {
+        let engine: SyncEngine
+        let clock = ContinuousClock()
+        let start: ContinuousClock.Instant
+        var statistics = SyncStatistics()
+        var ackedInQueue: UInt64 = 0
+        var initialLast: UInt64 = 0
+        var total = 0
+
+        init(engine: SyncEngine) {
+            self.engine = engine
+            self.start = clock.now
+        }
+
+        var configuration: AgentConfiguration { engine.configuration }
+        var options: SyncOptions { engine.options }
+        var logger: Logger { engine.logger }
+
+        func now() -> Double {
+            let (seconds, attoseconds) = (clock.now - start).components
+            return Double(seconds) + Double(attoseconds) / 1e18
+        }
+
+        mutating func run() -> SyncOutcome {
+            let queue: FileQueue
+            do {
+                queue = try FileQueue(directory: configuration.queueDirectory)
+                let status = try queue.status()
+                ackedInQueue = status.acknowledgedThrough
+                initialLast = status.lastSequence ?? status.acknowledgedThrough
+                total = status.unacknowledged
+            } catch {
+                return finish(.failed(AgentError(error)), queue: nil)
+            }
+            let context: ZeroMQContext
+            let push: Socket
+            let dealer: Socket
+            do {
+                context = try ZeroMQContext()
+            } catch {
+                return finish(.failed(AgentError(.failure, "cannot create a ZeroMQ context: \(error)")), queue: queue)
+            }
+            do {
+                (push, dealer) = try connect(context)
+            } catch {
+                return finish(.failed(error), queue: queue)
+            }
+            let ending = loop(queue: queue, push: push, dealer: dealer)
+            try? dealer.close(linger: .zero)
+            try? push.close(linger: options.closingLinger)
+            context.terminate()
+            return finish(ending, queue: queue)
+        }
+
+        /// Creates and connects both sockets with every option set explicitly (docs/PROTOCOL.md, Sockets).
+        func connect(_ context: ZeroMQContext) throws(AgentError) -> (push: Socket, dealer: Socket) {
+            var endpoint = options.dataEndpoint
+            do {
+                let push = try context.socket(.push)
+                try configure(push)
+                try push.set(.sendHighWaterMark, max(16, configuration.sync.window * 2))
+                try push.connect(options.dataEndpoint)
+                endpoint = options.ackEndpoint
+                let dealer = try context.socket(.dealer)
+                watchHandshakes(try dealer.monitor(events: [.handshakeFailed, .handshakeSucceeded]))
+                try dealer.set(.routingID, Data(configuration.device.utf8))
+                try configure(dealer)
+                try dealer.set(.sendHighWaterMark, 64)
+                try dealer.set(.receiveHighWaterMark, max(1000, configuration.sync.window * 4))
+                try dealer.connect(options.ackEndpoint)
+                return (push, dealer)
+            } catch {
+                let usage = error.code == .invalidArgument || error.code == .protocolNotSupported
+                throw AgentError(
+                    usage ? .usage : .failure,
+                    "cannot connect to \(endpoint): \(error); check --to/--acks or ground.data/ground.acks")
+            }
+        }
+
+        /// Turns handshake failures into words: without this, a refused key or a wrong server key looks like a
+        /// ground that never answers.
+        func watchHandshakes(_ events: AsyncStream<MonitorEvent>) {
+            let engine = self.engine
+            let device = configuration.device
+            var allow = "jetbridge-aggregator devices allow \(device) KEY"
+            if case .curve(let keys, _) = options.security {
+                allow = DeviceKeys.allowCommand(device: device, publicKeyZ85: keys.publicKeyZ85)
+            }
+            Task { [allow] in
+                for await event in events {
+                    let reason: String?
+                    switch event {
+                    case .handshakeSucceeded:
+                        reason = nil
+                    case .handshakeFailed(_, .authentication(let status)):
+                        reason =
+                            "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `\(allow)`"
+                    case .handshakeFailed(_, .protocolError(let code)):
+                        reason =
+                            "the CURVE handshake with the ground failed (protocol error 0x\(String(code, radix: 16))): check ground.serverPublicKey or --server-key, and that both sides use CURVE (or both --insecure)"
+                    case .handshakeFailed(_, .noDetail(let code)):
+                        reason = "the handshake with the ground failed: \(code)"
+                    default:
+                        continue
+                    }
+                    engine.handshake.withLock { state in
+                        state.failure = reason
+                        if reason != nil { state.failures += 1 }
+                    }
+                }
+            }
+        }
+
+        func configure(_ socket: Socket) throws(ZeroMQError) {
+            try socket.set(.linger, options.linger)
+            try socket.set(.immediate, false)
+            try socket.set(.heartbeatInterval, .seconds(5))
+            try socket.set(.heartbeatTimeout, .seconds(15))
+            try socket.set(.reconnectInterval, .milliseconds(100))
+            try socket.set(.reconnectIntervalMax, .seconds(5))
+            if case .curve(let keys, let serverKey) = options.security {
+                try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+            }
+        }
+
+        mutating func loop(queue: FileQueue, push: Socket, dealer: Socket) -> SyncOutcome.Ending {
+            var window = SyncWindow(
+                acknowledgedThrough: ackedInQueue, limits: SyncWindow.Limits(configuration.sync),
+                setAside: SetAside.sequences(in: configuration.home).filter { $0 > ackedInQueue })
+            let device = configuration.device
+            var reachedEnd = false
+            var stopping: (ending: SyncOutcome.Ending, deadline: Double)?
+            var lastHello = -Double.infinity
+            var lastProgress = -Double.infinity
+            var lastState = now()
+            var lastHandshakeWarning = -Double.infinity
+            do {
+                sendHello(dealer)
+                lastHello = now()
+                while true {
+                    let t = now()
+                    if stopping == nil {
+                        if engine.stopRequested.load(ordering: .relaxed) {
+                            stopping = (.stopped, t + options.stopGrace)
+                            logger.info("stop requested; waiting up to \(options.stopGrace) s for outstanding acks")
+                        } else if let timeout = options.timeout, t >= timeout {
+                            // Giving up means now: the caller chose how long to wait.
+                            stopping = (.timedOut, t)
+                            logger.info("timeout of \(timeout) s reached")
+                        }
+                    }
+                    if stopping == nil {
+                        while window.hasRoom {
+                            let read = try queue.read(
+                                from: window.nextSequence, maxRecords: configuration.sync.batchRecords,
+                                maxBytes: configuration.sync.batchBytes)
+                            guard !read.isEmpty else {
+                                reachedEnd = true
+                                break
+                            }
+                            reachedEnd = false
+                            total += read.count { $0.sequence > initialLast }
+                            let skipped = read.count { window.setAside.contains($0.sequence) }
+                            statistics.skipped += skipped
+                            window.add(
+                                read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t
+                            )
+                        }
+                        try send(window: &window, push: push, now: t)
+                        if let since = window.oldestWaitingSince, t - since >= options.helloInterval,
+                            t - lastHello >= options.helloInterval
+                        {
+                            sendHello(dealer)
+                            lastHello = t
+                        }
+                    }
+                    if stopping == nil, options.untilDrained, reachedEnd, window.isIdle {
+                        try persist(window, queue: queue)
+                        return .drained
+                    }
+                    if let stopping, window.isIdle || t >= stopping.deadline {
+                        try persist(window, queue: queue)
+                        return stopping.ending
+                    }
+                    let wait: Duration = window.isIdle ? .milliseconds(100) : .milliseconds(20)
+                    if try !poll([PollItem(dealer, .readable)], timeout: wait)[0].isEmpty {
+                        while let frames = try dealer.receiveMultipart(options: .dontWait) {
+                            if let failure = try handle(frames, device: device, window: &window, queue: queue) {
+                                try persist(window, queue: queue)
+                                return .failed(failure)
+                            }
+                        }
+                    }
+                    try persist(window, queue: queue)
+                    let after = now()
+                    if after - lastProgress >= 0.1 {
+                        lastProgress = after
+                        engine.progress?(progress(window, at: after))
+                    }
+                    if after - lastHandshakeWarning >= 30,
+                        let failure = engine.handshake.withLock({ $0.failure })
+                    {
+                        lastHandshakeWarning = after
+                        logger.warning("\(failure); retrying")
+                    }
+                    if after - lastState >= options.stateInterval {
+                        lastState = after
+                        writeState(result: "running: \(statistics.acknowledged) records acknowledged so far")
+                    }
+                }
+            } catch let error as AgentError {
+                try? persist(window, queue: queue)
+                return .failed(error)
+            } catch let error as FileQueueError {
+                try? persist(window, queue: queue)
+                return .failed(AgentError(queue: error))
+            } catch {
+                try? persist(window, queue: queue)
+                return .failed(AgentError(.failure, "sync failed: \(error)"))
+            }
+        }
+
+        /// Hands every batch that is due to the data socket, without blocking: at the high-water mark the rest wait
+        /// for the next turn.
+        mutating func send(window: inout SyncWindow, push: Socket, now t: Double) throws {
+            for id in window.batchesToSend(now: t) {
+                guard let batch = window.batch(id: id) else { continue }
+                let outgoing = OutgoingBatch(
+                    device: configuration.device, records: batch.records.map { ($0.sequence, $0.payload) })
+                do {
+                    try push.send(try outgoing.frames(), options: .dontWait)
+                } catch let error as ZeroMQError where error.isTryAgain {
+                    return
+                }
+                if batch.sends > 0 {
+                    statistics.resends += 1
+                    logger.debug("resending \(outgoing.header.label) (send \(batch.sends + 1))")
+                }
+                statistics.batchesSent += 1
+                statistics.recordsSent += batch.records.count
+                window.sent(batchID: id, now: t)
+            }
+        }
+
+        func sendHello(_ dealer: Socket) {
+            guard let frame = try? WireCoding.encode(Hello(device: configuration.device)) else { return }
+            // A full pipe means hellos are already waiting to go; another adds nothing.
+            try? dealer.send(frame, options: .dontWait)
+        }
+
+        /// Applies one message from the ack channel.
+        /// - Returns: An error that ends the run, or `nil`.
+        mutating func handle(
+            _ frames: [Data], device: String, window: inout SyncWindow, queue: FileQueue
+        ) throws -> AgentError? {
+            guard let frame = frames.last, let ack = try? WireCoding.decode(Ack.self, from: frame) else {
+                logger.warning("ignoring a message on the ack channel that is not an ack (\(frames.count) frames)")
+                return nil
+            }
+            guard ack.device == device else {
+                statistics.ignoredAcks += 1
+                logger.warning("ignoring an ack for device '\(ack.device)'; this is '\(device)'")
+                return nil
+            }
+            let label = "\(device) #\(ack.first)…\(ack.last)"
+            switch window.apply(ack, now: now()) {
+            case .ignored:
+                statistics.ignoredAcks += 1
+                logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
+            case .stored(let records, let new, let duplicates):
+                statistics.acknowledged += records
+                statistics.new += new
+                statistics.duplicates += duplicates
+                logger.debug("\(label) stored: \(new) new, \(duplicates) duplicates")
+            case .setAside(let record, let reason):
+                try SetAside.write(record, reason: reason, batch: label, device: device, home: configuration.home)
+                statistics.setAside += 1
+                logger.warning(
+                    "the ground rejected record \(record.sequence) of \(label): \(reason); set aside in \(SetAside.file(for: record.sequence, in: configuration.home).path), sending the rest again"
+                )
+            case .rebuild(let batchID, let sequences):
+                logger.warning(
+                    "the ground rejected \(label) as malformed (\(ack.reason ?? "no reason")); reading it from the queue again"
+                )
+                if let first = sequences.first, let last = sequences.last {
+                    let records = try queue.read(
+                        from: first, maxRecords: Int(clamping: last - first + 1), maxBytes: Int(Int32.max))
+                    window.replaceRecords(
+                        ofBatch: batchID,
+                        with: records.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: now())
+                }
+            case .retryLater(let at):
+                logger.info(
+                    "the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")
+            case .fatal(let error):
+                return error
+            }
+            return nil
+        }
+
+        /// Acknowledges the queue through the contiguous finished prefix; nothing the ground did not confirm.
+        mutating func persist(_ window: SyncWindow, queue: FileQueue) throws {
+            guard window.acknowledgedThrough > ackedInQueue else { return }
+            try queue.acknowledge(through: window.acknowledgedThrough)
+            ackedInQueue = window.acknowledgedThrough
+        }
+
+        func progress(_ window: SyncWindow, at t: Double) -> SyncProgress {
+            let done = statistics.acknowledged + statistics.setAside + statistics.skipped
+            return SyncProgress(
+                acknowledged: done, total: max(total, done + window.recordsInFlight), inFlight: window.recordsInFlight,
+                elapsed: t)
+        }
+
+        mutating func finish(_ ending: SyncOutcome.Ending, queue: FileQueue?) -> SyncOutcome {
+            statistics.elapsed = now()
+            let status = try? queue?.status()
+            var outcome = SyncOutcome(
+                ending: ending, statistics: statistics,
+                acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
+                remaining: status?.unacknowledged)
+            if case .failed = ending, queue == nil { outcome.remaining = nil }
+            outcome.problem = engine.handshake.withLock { $0.failure }
+            writeState(result: outcome.result, acknowledgedThrough: outcome.acknowledgedThrough)
+            return outcome
+        }
+
+        func writeState(result: String, acknowledgedThrough: UInt64? = nil) {
+            try? Files.makeDirectory(configuration.home.url)
+            let state = SyncState(
+                lastSyncAt: Date(), lastResult: result, acknowledgedThrough: acknowledgedThrough ?? ackedInQueue)
+            do {
+                try Files.writeAtomically(SyncState.encoder.encode(state), to: configuration.home.syncStateFile)
+            } catch {
+                logger.warning("cannot write \(configuration.home.syncStateFile.path): \(error)")
+            }
+        }
+    }
+}

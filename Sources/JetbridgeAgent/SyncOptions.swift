@@ -1,0 +1,160 @@
+public import Foundation
+public import ZeroMQ
+
+/// How one `sync` run connects and when it ends.
+public struct SyncOptions: Sendable {
+    /// How the sockets authenticate.
+    public enum Security: Sendable {
+        /// CURVE on both channels: this device's key pair and the ground's public key (32 bytes).
+        case curve(CurveKeyPair, serverPublicKey: Data)
+        /// Plaintext, for development only.
+        case insecure
+    }
+
+    /// The aggregator's PULL endpoint.
+    public var dataEndpoint: String
+    /// The aggregator's ROUTER endpoint.
+    public var ackEndpoint: String
+    public var security: Security
+    /// End with success once everything queued is acknowledged (checked when the queue has no more to read).
+    public var untilDrained: Bool
+    /// Give up after this many seconds (exit 75 if records remain).
+    public var timeout: Double?
+    /// After a stop request (not a timeout), how long to wait for acks of batches already sent.
+    public var stopGrace: Double
+    /// How often to write `sync-state.json` while running.
+    public var stateInterval: Double
+    /// How long batches may wait for an ack before the hello is sent again (the ground may have lost our route).
+    public var helloInterval: Double
+    /// `LINGER` of the data socket: long enough to flush batches on a normal exit; never needed for correctness.
+    public var linger: Duration
+    /// `LINGER` used when closing at the end: short, because whatever did not leave is resent next time.
+    public var closingLinger: Duration
+
+    public init(
+        dataEndpoint: String, ackEndpoint: String, security: Security, untilDrained: Bool = false,
+        timeout: Double? = nil, stopGrace: Double = 2, stateInterval: Double = 10, helloInterval: Double = 1,
+        linger: Duration = .seconds(5), closingLinger: Duration = .milliseconds(500)
+    ) {
+        self.dataEndpoint = dataEndpoint
+        self.ackEndpoint = ackEndpoint
+        self.security = security
+        self.untilDrained = untilDrained
+        self.timeout = timeout
+        self.stopGrace = stopGrace
+        self.stateInterval = stateInterval
+        self.helloInterval = helloInterval
+        self.linger = linger
+        self.closingLinger = closingLinger
+    }
+}
+
+/// Counts of one sync run.
+public struct SyncStatistics: Sendable, Hashable, Codable {
+    /// Batches handed to the socket, resends included.
+    public var batchesSent = 0
+    /// Records handed to the socket, resends included.
+    public var recordsSent = 0
+    /// Sends of a batch that had been sent before (no ack in time, `retry`, or a rebuild).
+    public var resends = 0
+    /// Records the ground confirmed stored in this run.
+    public var acknowledged = 0
+    /// Of those, how many changed the store (the acks' `new`).
+    public var new = 0
+    /// Of those, how many the store already had (the acks' `duplicates`).
+    public var duplicates = 0
+    /// Records the ground refused, set aside in `rejected/` in this run.
+    public var setAside = 0
+    /// Records skipped because an earlier run had set them aside.
+    public var skipped = 0
+    /// Acks that named no batch in flight (late or repeated answers).
+    public var ignoredAcks = 0
+    /// Seconds from start to end.
+    public var elapsed: Double = 0
+
+    public init() {}
+}
+
+/// Where a running sync stands, for a progress display.
+public struct SyncProgress: Sendable, Hashable {
+    /// Records finished in this run (stored, or set aside).
+    public var acknowledged: Int
+    /// Records to deliver in this run as far as known: what was unacknowledged at start plus what arrived since.
+    public var total: Int
+    /// Records in batches waiting for an ack.
+    public var inFlight: Int
+    /// Seconds since start.
+    public var elapsed: Double
+
+    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double) {
+        self.acknowledged = acknowledged
+        self.total = total
+        self.inFlight = inFlight
+        self.elapsed = elapsed
+    }
+}
+
+/// How a sync run ended.
+public struct SyncOutcome: Sendable {
+    public enum Ending: Sendable {
+        /// `--until-drained`: everything queued was acknowledged.
+        case drained
+        /// Stopped by a signal (or a cancelled task).
+        case stopped
+        /// `--timeout` passed.
+        case timedOut
+        /// Could not go on.
+        case failed(AgentError)
+    }
+
+    public var ending: Ending
+    public var statistics: SyncStatistics
+    /// The queue's acknowledged position at the end.
+    public var acknowledgedThrough: UInt64
+    /// Records still unacknowledged in the queue at the end (`nil` if the queue could not be read).
+    public var remaining: Int?
+    /// Why the ground could not be reached, when the sockets know (a refused key, a wrong server key).
+    public var problem: String?
+
+    public init(ending: Ending, statistics: SyncStatistics, acknowledgedThrough: UInt64, remaining: Int?) {
+        self.ending = ending
+        self.statistics = statistics
+        self.acknowledgedThrough = acknowledgedThrough
+        self.remaining = remaining
+    }
+
+    /// The process exit code: 0 when nothing is left to deliver (or drained), 75 when records remain, the error's
+    /// code on failure.
+    public var exitCode: Int32 {
+        switch ending {
+        case .drained: 0
+        case .stopped, .timedOut: remaining == 0 ? 0 : AgentError.Code.tryAgain.exitCode
+        case .failed(let error): error.code.exitCode
+        }
+    }
+
+    /// How it ended, for `sync-state.json` and the summary: `drained`, `stopped with 12 records unacknowledged`.
+    public var result: String {
+        let left =
+            remaining.map { "\(ProgressReporter.grouped($0)) record\($0 == 1 ? "" : "s") unacknowledged" }
+            ?? "records unacknowledged"
+        switch ending {
+        case .drained: return "drained"
+        case .stopped: return remaining == 0 ? "stopped, all acknowledged" : "stopped with \(left)"
+        case .timedOut: return remaining == 0 ? "timed out, all acknowledged" : "timed out with \(left)"
+        case .failed(let error): return "failed (exit \(error.code.exitCode)): \(error.message)"
+        }
+    }
+
+    /// One line: `sync drained: sent 5,000 records in 5 batches (0 resent); acknowledged 5,000 (4,990 new, 10
+    /// duplicates); set aside 0; 1.2 s, 4,167 records/s; queue acknowledged through 5000`.
+    public var summary: String {
+        let s = statistics
+        let g = ProgressReporter.grouped
+        let rate = s.elapsed > 0 ? Int((Double(s.acknowledged) / s.elapsed).rounded()) : 0
+        return "sync \(result.split(separator: ":").first ?? ""): sent \(g(s.recordsSent)) records in "
+            + "\(g(s.batchesSent)) batches (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
+            + "(\(g(s.new)) new, \(g(s.duplicates)) duplicates); set aside \(g(s.setAside)); "
+            + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
+    }
+}

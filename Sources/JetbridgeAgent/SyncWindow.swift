@@ -1,0 +1,338 @@
+public import Foundation
+public import JetbridgeProtocol
+
+/// The bookkeeping of `sync`, with no sockets, files or clocks: which batches are in flight, when each is due again,
+/// and how far the queue may be acknowledged.
+///
+/// Batches are cut in queue order and each one *covers* the queue positions from the end of the previous batch to
+/// its own ``Batch/through``, so the acknowledged position is simply the `through` of the last batch in the
+/// contiguous prefix of finished ones. A batch is finished when the ground stored it or when every record it held
+/// was set aside. Times are seconds on any monotonic clock the caller chooses.
+public struct SyncWindow: Sendable {
+    /// How batches are cut and paced.
+    public struct Limits: Sendable, Hashable {
+        public var batchRecords: Int
+        public var batchBytes: Int
+        /// Most unfinished batches before no more are cut.
+        public var window: Int
+        /// Seconds to wait for the first ack; doubled on every resend up to ``maxBackoff``.
+        public var ackTimeout: Double
+        /// The longest wait between two sends of one batch.
+        public var maxBackoff: Double
+        /// Seconds before the first resend after a `retry` ack; doubled on every further `retry`.
+        public var retryDelay: Double
+        /// ± fraction applied to every wait, so devices that lost the ground together do not return together.
+        public var jitter: Double
+        /// `rejected` answers with index −1 in a row, for one batch, that end the sync.
+        public var maxMalformedRejections: Int
+
+        public init(
+            batchRecords: Int, batchBytes: Int, window: Int, ackTimeout: Double, maxBackoff: Double = 60,
+            retryDelay: Double? = nil, jitter: Double = 0.2, maxMalformedRejections: Int = 3
+        ) {
+            self.batchRecords = batchRecords
+            self.batchBytes = batchBytes
+            self.window = window
+            self.ackTimeout = ackTimeout
+            self.maxBackoff = maxBackoff
+            self.retryDelay = retryDelay ?? min(1, ackTimeout)
+            self.jitter = jitter
+            self.maxMalformedRejections = maxMalformedRejections
+        }
+
+        /// The limits a configuration asks for.
+        public init(_ sync: AgentConfiguration.Sync) {
+            self.init(
+                batchRecords: sync.batchRecords, batchBytes: sync.batchBytes, window: sync.window,
+                ackTimeout: sync.ackTimeoutSeconds)
+        }
+    }
+
+    /// A queue record on its way to the ground.
+    public struct Record: Sendable, Hashable {
+        public var sequence: UInt64
+        public var payload: Data
+
+        public init(sequence: UInt64, payload: Data) {
+            self.sequence = sequence
+            self.payload = payload
+        }
+    }
+
+    /// Where a batch stands.
+    public enum State: Sendable, Hashable {
+        /// To be sent once the clock reaches `at` (at once when new).
+        case due(at: Double)
+        /// Sent; sent again if no ack comes by `deadline`.
+        case waiting(sentAt: Double, deadline: Double)
+        /// Stored by the ground, or every record set aside.
+        case done
+    }
+
+    /// Records sent together and answered together.
+    public struct Batch: Sendable, Hashable {
+        /// Unique within this window; a split batch gets new ids.
+        public let id: Int
+        /// The records to send, in sequence order; empty only for a finished batch.
+        public fileprivate(set) var records: [Record]
+        /// The last queue position this batch accounts for (its own last record, or a set-aside one after it).
+        public let through: UInt64
+        public fileprivate(set) var state: State
+        /// How many times it was handed to the socket.
+        public fileprivate(set) var sends = 0
+        fileprivate var timeout: Double
+        fileprivate var retryDelay: Double
+        fileprivate var malformedRejections = 0
+
+        /// The name on the wire: the first and last sequence it carries.
+        public var first: UInt64 { records.first?.sequence ?? through }
+        public var last: UInt64 { records.last?.sequence ?? through }
+        public var isDone: Bool { state == .done }
+    }
+
+    /// What an ack did.
+    public enum AckOutcome: Sendable, Hashable {
+        /// The ack names no unfinished batch: a late or repeated answer, or another device's.
+        case ignored
+        /// The batch is durably stored.
+        case stored(records: Int, new: Int, duplicates: Int)
+        /// One record was refused: keep it aside (before the queue is acknowledged past it); the rest go again.
+        case setAside(Record, reason: String)
+        /// The batch as a whole was refused: read its records from the queue again and ``replaceRecords(ofBatch:with:now:)``.
+        case rebuild(batchID: Int, sequences: [UInt64])
+        /// The ground asked for the batch later; it is scheduled.
+        case retryLater(at: Double)
+        /// Sync cannot go on: `forbidden`, `unsupported-version`, or a batch malformed three times in a row.
+        case fatal(AgentError)
+    }
+
+    public let limits: Limits
+    /// Unfinished batches, and finished ones not yet at the front, in queue order.
+    public private(set) var batches: [Batch] = []
+    /// Everything up to here is finished: the queue may be acknowledged through it.
+    public private(set) var acknowledgedThrough: UInt64
+    /// The next queue sequence to read.
+    public private(set) var nextSequence: UInt64
+    /// Records set aside in this run or an earlier one; never sent again.
+    public private(set) var setAside: Set<UInt64>
+    private var nextID = 0
+    private var random: SplitMix64
+
+    /// Starts after the queue's acknowledged position.
+    /// - Parameters:
+    ///   - acknowledgedThrough: The queue's durable position.
+    ///   - limits: Batch sizes, window and timing.
+    ///   - setAside: Sequences already set aside (found in `rejected/`), skipped when read.
+    ///   - seed: Seeds the jitter; tests pass a fixed one.
+    public init(
+        acknowledgedThrough: UInt64, limits: Limits, setAside: Set<UInt64> = [],
+        seed: UInt64 = UInt64.random(in: .min ... .max)
+    ) {
+        self.acknowledgedThrough = acknowledgedThrough
+        self.nextSequence = acknowledgedThrough + 1
+        self.limits = limits
+        self.setAside = setAside
+        self.random = SplitMix64(seed: seed)
+    }
+
+    /// Whether another batch may be cut now.
+    public var hasRoom: Bool { unfinishedCount < limits.window }
+    /// Batches cut and not yet finished.
+    public var unfinishedCount: Int { batches.count { !$0.isDone } }
+    /// Nothing in flight: every batch cut so far is finished.
+    public var isIdle: Bool { batches.isEmpty }
+    /// Records in unfinished batches.
+    public var recordsInFlight: Int { batches.reduce(0) { $0 + ($1.isDone ? 0 : $1.records.count) } }
+    /// When the oldest batch still waiting for its ack was last sent.
+    public var oldestWaitingSince: Double? {
+        batches.compactMap { batch -> Double? in
+            if case .waiting(let sentAt, _) = batch.state { return sentAt }
+            return nil
+        }.min()
+    }
+
+    public func batch(id: Int) -> Batch? { batches.first { $0.id == id } }
+
+    /// Cuts a batch from records read from the queue at ``nextSequence`` (at most the limits' records and bytes).
+    /// - Parameters:
+    ///   - read: What the queue returned, in sequence order; at least one record.
+    ///   - now: The current time.
+    /// - Returns: The new batch's id, or `nil` when every record read was already set aside.
+    @discardableResult
+    public mutating func add(read: [Record], now: Double) -> Int? {
+        guard let through = read.last?.sequence else { return nil }
+        precondition(read[0].sequence >= nextSequence, "records must be read from nextSequence on")
+        nextSequence = through + 1
+        let records = read.filter { !setAside.contains($0.sequence) }
+        let id = nextID
+        nextID += 1
+        batches.append(
+            Batch(
+                id: id, records: records, through: through, state: records.isEmpty ? .done : .due(at: now),
+                timeout: limits.ackTimeout, retryDelay: limits.retryDelay))
+        advance()
+        return records.isEmpty ? nil : id
+    }
+
+    /// The batches to hand to the socket now: new ones, ones the ground asked for again, and ones whose ack is late.
+    public func batchesToSend(now: Double) -> [Int] {
+        batches.compactMap { batch in
+            switch batch.state {
+            case .due(let at) where at <= now: batch.id
+            case .waiting(_, let deadline) where deadline <= now: batch.id
+            default: nil
+            }
+        }
+    }
+
+    /// Records that a batch was handed to the socket; its ack is due within the (growing, jittered) timeout.
+    public mutating func sent(batchID: Int, now: Double) {
+        guard let index = batches.firstIndex(where: { $0.id == batchID }), !batches[index].isDone else { return }
+        let wait = jittered(batches[index].timeout)
+        batches[index].state = .waiting(sentAt: now, deadline: now + wait)
+        batches[index].sends += 1
+        batches[index].timeout = min(batches[index].timeout * 2, limits.maxBackoff)
+    }
+
+    /// Applies an ack from the ground.
+    /// - Parameters:
+    ///   - ack: The decoded ack.
+    ///   - now: The current time.
+    /// - Returns: What the caller must do next.
+    public mutating func apply(_ ack: Ack, now: Double) -> AckOutcome {
+        guard
+            let index = batches.firstIndex(where: { !$0.isDone && $0.first == ack.first && $0.last == ack.last })
+        else { return .ignored }
+        let label = "batch #\(ack.first)…\(ack.last)"
+        switch ack.status {
+        case .stored:
+            let count = batches[index].records.count
+            batches[index].state = .done
+            advance()
+            let new = max(0, ack.new ?? count)
+            return .stored(records: count, new: new, duplicates: max(0, ack.duplicates ?? (count - new)))
+        case .rejected:
+            let recordIndex = ack.index ?? -1
+            let reason = ack.reason ?? "no reason given"
+            if recordIndex >= 0, recordIndex < batches[index].records.count {
+                let record = batches[index].records[recordIndex]
+                split(at: index, removing: recordIndex, now: now)
+                return .setAside(record, reason: reason)
+            }
+            batches[index].malformedRejections += 1
+            if batches[index].malformedRejections >= limits.maxMalformedRejections {
+                return .fatal(
+                    AgentError(
+                        .dataError,
+                        "the ground rejected \(label) as malformed \(batches[index].malformedRejections) times in a row (\(reason)); the queue may be damaged: run `jetbridge-queue fsck` on it"
+                    ))
+            }
+            batches[index].state = .due(at: now)
+            return .rebuild(batchID: batches[index].id, sequences: batches[index].records.map(\.sequence))
+        case .retry:
+            let delay = jittered(batches[index].retryDelay)
+            batches[index].retryDelay = min(batches[index].retryDelay * 2, limits.maxBackoff)
+            batches[index].malformedRejections = 0
+            batches[index].state = .due(at: now + delay)
+            return .retryLater(at: now + delay)
+        case .forbidden:
+            return .fatal(
+                AgentError(
+                    .dataError,
+                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is registered to another device id; check \"device\" in the configuration and the allow list on the ground"
+                ))
+        case .unsupportedVersion:
+            let supported = ack.supported.map { " (it speaks \($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            return .fatal(
+                AgentError(
+                    .unavailable,
+                    "the ground does not speak protocol version \(WireProtocol.version)\(supported); upgrade the agent or the aggregator"
+                ))
+        }
+    }
+
+    /// Puts records read again from the queue into a batch the ground found malformed; it is sent again at once.
+    /// - Parameters:
+    ///   - batchID: The batch named by ``AckOutcome/rebuild(batchID:sequences:)``.
+    ///   - records: The records with the batch's sequences, fresh from the queue.
+    ///   - now: The current time.
+    public mutating func replaceRecords(ofBatch batchID: Int, with records: [Record], now: Double) {
+        guard let index = batches.firstIndex(where: { $0.id == batchID }), !batches[index].isDone else { return }
+        let wanted = Set(batches[index].records.map(\.sequence))
+        let fresh = records.filter { wanted.contains($0.sequence) }
+        // A record that vanished from the queue (quarantined as damaged) is not resent; its position stays covered.
+        batches[index].records = fresh
+        if fresh.isEmpty {
+            batches[index].state = .done
+            advance()
+        } else {
+            batches[index].state = .due(at: now)
+        }
+    }
+
+    /// Sets one record aside and replaces the batch by the records before it and the records after it.
+    ///
+    /// Two batches rather than one so the new names (first, last) differ from the refused batch's: a late second
+    /// answer to the refused batch can then never be taken for an answer to its replacement.
+    private mutating func split(at index: Int, removing recordIndex: Int, now: Double) {
+        let old = batches[index]
+        setAside.insert(old.records[recordIndex].sequence)
+        let before = Array(old.records[..<recordIndex])
+        let after = Array(old.records[(recordIndex + 1)...])
+        var replacement: [Batch] = []
+        if !before.isEmpty {
+            // Covers the set-aside record too, unless a later part follows to cover it.
+            let through = after.isEmpty ? old.through : old.records[recordIndex].sequence
+            replacement.append(newBatch(records: before, through: through, now: now))
+        }
+        if !after.isEmpty || before.isEmpty {
+            replacement.append(newBatch(records: after, through: old.through, now: now))
+        }
+        batches.replaceSubrange(index...index, with: replacement)
+        advance()
+    }
+
+    private mutating func newBatch(records: [Record], through: UInt64, now: Double) -> Batch {
+        defer { nextID += 1 }
+        return Batch(
+            id: nextID, records: records, through: through, state: records.isEmpty ? .done : .due(at: now),
+            timeout: limits.ackTimeout, retryDelay: limits.retryDelay)
+    }
+
+    /// Drops finished batches from the front and moves the acknowledged position with them.
+    private mutating func advance() {
+        var finished = 0
+        for batch in batches {
+            guard batch.isDone else { break }
+            acknowledgedThrough = max(acknowledgedThrough, batch.through)
+            finished += 1
+        }
+        batches.removeFirst(finished)
+    }
+
+    private mutating func jittered(_ seconds: Double) -> Double {
+        guard limits.jitter > 0 else { return seconds }
+        let factor = 1 + limits.jitter * (2 * Double(random.next() >> 11) / Double(1 << 53) - 1)
+        return seconds * factor
+    }
+}
+
+/// A small seeded generator (SplitMix64) so jitter is reproducible in tests and the window stays a value type.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension AgentError.Code {
+    /// 69: the peer is unavailable or cannot serve us (the ground speaks another protocol version).
+    public static let unavailable = AgentError.Code(exitCode: 69, name: "unavailable")
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import JetbridgeAgent
+
+/// `keys`: this device's CURVE key pair.
+struct KeysCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Manage this device's CURVE key pair.",
+        subcommands: [GenerateKeysCommand.self])
+}
+
+/// `keys generate`: writes `<home>/keys/device.key` (0600) and `device.pub`, prints what to run on the ground.
+struct GenerateKeysCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "generate",
+        abstract: "Generate this device's CURVE key pair under <home>/keys/.",
+        discussion: """
+            The secret key goes to <home>/keys/device.key (mode 0600), the public key to <home>/keys/device.pub. \
+            Prints the public key and the command that allows it on the ground. Refuses to replace an existing \
+            pair unless --force is given.
+            """)
+
+    @ParentCommand var root: JetbridgeAgentCommand
+
+    @Flag(help: "Replace an existing key pair (the ground must then allow the new public key).")
+    var force = false
+
+    func run() throws {
+        let configuration = try root.options.resolve()
+        let publicKey = try DeviceKeys.generate(in: configuration.home, force: force)
+        print(
+            """
+            public key  \(publicKey)
+            secret key  \(configuration.home.secretKeyFile.path) (mode 0600)
+            On the ground, allow this device with:
+              \(DeviceKeys.allowCommand(device: configuration.device, publicKeyZ85: publicKey))
+            """)
+    }
+}

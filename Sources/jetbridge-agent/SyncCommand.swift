@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import JetbridgeAgent
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `sync`: sends the queue to the ground and advances it over what the ground acknowledged.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Send queued records to the ground; the queue advances only over what the ground acknowledged.",
+        discussion: """
+            Runs until SIGTERM/SIGINT, or with --until-drained until everything queued is acknowledged. On a \
+            terminal it draws a progress bar on standard error; otherwise it logs a line every few seconds. The \
+            last line on standard output sums up the run.
+
+            Exit codes: 0 done (drained, or stopped with nothing left), 64 usage, 65 the ground refused this \
+            device (forbidden) or a batch kept coming back malformed, 66 no key pair (run `keys generate`), \
+            69 the ground speaks another protocol version, 75 stopped or timed out with records unacknowledged.
+            """)
+
+    @ParentCommand var root: JetbridgeAgentCommand
+
+    @Option(
+        name: .customLong("to"),
+        help: ArgumentHelp("The aggregator's data (PULL) endpoint (default: ground.data).", valueName: "endpoint"))
+    var dataEndpoint: String?
+
+    @Option(
+        name: .customLong("acks"),
+        help: ArgumentHelp("The aggregator's ack (ROUTER) endpoint (default: ground.acks).", valueName: "endpoint"))
+    var ackEndpoint: String?
+
+    @Option(
+        name: .customLong("server-key"),
+        help: ArgumentHelp(
+            "The aggregator's CURVE public key, 40 characters of Z85 (default: ground.serverPublicKey).",
+            valueName: "key"))
+    var serverKey: String?
+
+    @Flag(help: "Exit 0 once everything queued is acknowledged (75 if stopped first).")
+    var untilDrained = false
+
+    @Option(help: ArgumentHelp("Give up after this many seconds; exit 75 if records remain.", valueName: "seconds"))
+    var timeout: Double?
+
+    @Flag(help: "Send without encryption or authentication. For development only.")
+    var insecure = false
+
+    func validate() throws {
+        if let timeout, !(timeout.isFinite && timeout > 0) {
+            throw ValidationError("--timeout must be a positive number of seconds")
+        }
+    }
+
+    func run() async throws {
+        let configuration = try root.options.resolve()
+        let logger = Logger(label: "jetbridge-agent.sync")
+        let security: SyncOptions.Security
+        if insecure {
+            Output.standardError(
+                """
+                WARNING: --insecure: records go to the ground UNENCRYPTED and UNAUTHENTICATED.
+                WARNING: anyone on the network can read them, and the ground cannot tell who sent them.
+                WARNING: use this for development only.
+
+                """)
+            security = .insecure
+        } else {
+            let keys = try DeviceKeys.load(from: configuration.home)
+            guard let text = serverKey ?? configuration.ground.serverPublicKey else {
+                throw AgentError(
+                    .usage,
+                    "the ground's public key is not configured; set ground.serverPublicKey in the configuration or pass --server-key (or --insecure for development)"
+                )
+            }
+            let source = serverKey != nil ? "--server-key" : "ground.serverPublicKey"
+            security = .curve(keys, serverPublicKey: try DeviceKeys.serverKey(text, source: source))
+        }
+        let options = SyncOptions(
+            dataEndpoint: dataEndpoint ?? configuration.ground.data,
+            ackEndpoint: ackEndpoint ?? configuration.ground.acks, security: security, untilDrained: untilDrained,
+            timeout: timeout)
+        let reporter = ProgressReporter(terminal: isatty(2) != 0)
+        let outcome = try await SyncService.run(
+            configuration: configuration, options: options, logger: logger, progress: { reporter.report($0) })
+        reporter.finish()
+        print(outcome.summary)
+        switch outcome.ending {
+        case .failed(let error):
+            throw error
+        case .drained:
+            return
+        case .stopped, .timedOut:
+            if outcome.exitCode != 0 {
+                throw AgentError(
+                    .tryAgain,
+                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `jetbridge-agent sync` again"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import FileQueue
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import Logging
+import MessagePack
+import Synchronization
+import Testing
+import ZeroMQ
+
+@testable import JetbridgeAgent
+
+/// A ground written in the test with the ZeroMQ library: PULL + ROUTER with CURVE and a ZAP handler, decoding with
+/// `IncomingBatch.decode` and answering as docs/PROTOCOL.md says, with a behaviour chosen by the test.
+final class TestGround: Sendable {
+    /// What to do with one delivery of a valid batch.
+    enum Answer: Sendable {
+        case store
+        /// Store nothing, answer nothing (a lost message).
+        case drop
+        /// Refuse the record at this index.
+        case reject(index: Int)
+        case ack(Ack.Status)
+    }
+
+    struct Delivered: Sendable {
+        /// Every record ever stored, by record id (a set: duplicates collapse, as in a real store).
+        var records: [UUID: Data] = [:]
+        /// How often each batch name arrived.
+        var deliveries: [String: Int] = [:]
+        /// How many times a record was offered in a stored batch (duplicates included).
+        var storedOffers = 0
+        var hellos = 0
+    }
+
+    let context: ZeroMQContext
+    let serverKeys: CurveKeyPair
+    let deviceKeys: CurveKeyPair
+    let dataEndpoint: String
+    let ackEndpoint: String
+    let delivered = Mutex(Delivered())
+    private let stopFlag = Atomic<Bool>(false)
+    private let finished = Mutex(false)
+    private let zap: ZAPHandler
+    /// Decides per delivery; the count starts at 1.
+    let decide: @Sendable (_ batch: IncomingBatch, _ delivery: Int) -> Answer
+
+    init(device: String = "cart-1", decide: @escaping @Sendable (IncomingBatch, Int) -> Answer = { _, _ in .store })
+        throws
+    {
+        self.decide = decide
+        context = try ZeroMQContext()
+        serverKeys = try CurveKeyPair.generate()
+        deviceKeys = try CurveKeyPair.generate()
+        zap = try ZAPHandler(context: context, allowlist: [deviceKeys.publicKeyZ85: device])
+        let pull = try context.socket(.pull)
+        let router = try context.socket(.router)
+        for socket in [pull, router] {
+            try socket.set(.linger, .zero)
+            try socket.set(.zapDomain, "jetbridge")
+            try socket.makeCurveServer(keys: serverKeys)
+        }
+        try router.set(.routerMandatory, true)
+        try router.set(.routerHandover, true)
+        try pull.bind("tcp://127.0.0.1:*")
+        try router.bind("tcp://127.0.0.1:*")
+        dataEndpoint = try pull.lastEndpoint
+        ackEndpoint = try router.lastEndpoint
+        let thread = Thread { [self] in
+            serve(pull: pull, router: router)
+        }
+        thread.name = "test-ground"
+        thread.start()
+    }
+
+    func stop() {
+        stopFlag.store(true, ordering: .relaxed)
+        while !finished.withLock({ $0 }) { usleep(1000) }
+        zap.stop()
+        context.terminate()
+    }
+
+    private func serve(pull: Socket, router: Socket) {
+        defer {
+            try? pull.close(linger: .zero)
+            try? router.close(linger: .zero)
+            finished.withLock { $0 = true }
+        }
+        while !stopFlag.load(ordering: .relaxed) {
+            guard
+                let ready = try? poll(
+                    [PollItem(pull, .readable), PollItem(router, .readable)], timeout: .milliseconds(20))
+            else { return }
+            if !ready[1].isEmpty {
+                while let frames = try? router.receiveMultipart(options: .dontWait) {
+                    if let frame = frames.last, (try? WireCoding.decode(Hello.self, from: frame)) != nil {
+                        delivered.withLock { $0.hellos += 1 }
+                    }
+                }
+            }
+            guard !ready[0].isEmpty else { continue }
+            while let message = try? pull.receiveWithMetadata(options: .dontWait) {
+                answer(message, router: router)
+            }
+        }
+    }
+
+    private func answer(_ message: ReceivedMessage, router: Socket) {
+        let ack: Ack?
+        switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: message.userID) {
+        case .failure(let rejection):
+            ack = rejection.ack
+        case .success(let batch):
+            let name = batch.header.label
+            let delivery = delivered.withLock { state in
+                state.deliveries[name, default: 0] += 1
+                return state.deliveries[name]!
+            }
+            switch decide(batch, delivery) {
+            case .drop:
+                ack = nil
+            case .store:
+                let new = delivered.withLock { state in
+                    state.storedOffers += batch.records.count
+                    var new = 0
+                    for element in batch.records
+                    where state.records.updateValue(element.bytes, forKey: element.record.id) == nil {
+                        new += 1
+                    }
+                    return new
+                }
+                ack = .stored(batch.header, new: new, duplicates: batch.records.count - new)
+            case .reject(let index):
+                ack = Ack(
+                    device: batch.header.device, first: batch.header.first, last: batch.header.last, status: .rejected,
+                    index: index, reason: "record \(index): refused by the test")
+            case .ack(let status):
+                ack = Ack(
+                    device: batch.header.device, first: batch.header.first, last: batch.header.last, status: status,
+                    reason: "\(status.rawValue) by the test", supported: status == .unsupportedVersion ? [1] : nil)
+            }
+        }
+        guard let ack, let frame = try? WireCoding.encode(ack) else { return }
+        // Unroutable (the device is not connected): the device resends and the resend is deduplicated.
+        try? router.send([Data(ack.device.utf8), frame], options: .dontWait)
+    }
+}
+
+/// A temporary agent home with a queue of real scan records.
+struct SyncSandbox {
+    let directory: URL
+    let home: AgentHome
+    let device: String
+
+    init(device: String = "cart-1") throws {
+        self.device = device
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jetbridge-sync-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        home = AgentHome(url: directory.appendingPathComponent("home"))
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func configuration(batchRecords: Int = 10, window: Int = 4, ackTimeout: Double = 0.3) throws -> AgentConfiguration {
+        var configuration = try AgentConfiguration.resolve(
+            home: home, configFile: nil, overrides: .init(device: device), currentDirectory: directory)
+        configuration.sync = AgentConfiguration.Sync(
+            batchRecords: batchRecords, batchBytes: 1 << 20, window: window, ackTimeoutSeconds: ackTimeout)
+        return configuration
+    }
+
+    /// Appends `count` scans and returns their ids in queue order.
+    @discardableResult
+    func capture(_ count: Int, segmentSize: Int = 4096) throws -> [UUID] {
+        let queue = try FileQueue(
+            directory: home.defaultQueueDirectory,
+            configuration: FileQueue.Configuration(segmentSize: segmentSize, syncPolicy: .none))
+        var ids: [UUID] = []
+        var payloads: [Data] = []
+        for index in 0..<count {
+            let scan = Scan(
+                tag: .example, point: .origin,
+                scannedAt: Date(timeIntervalSince1970: 1_795_246_400 + Double(index)), flight: .example, device: device)
+            ids.append(scan.id)
+            payloads.append(try MessagePackEncoder().encode(Record.scan(scan)))
+        }
+        if !payloads.isEmpty { try queue.append(contentsOf: payloads) }
+        return ids
+    }
+
+    func queueStatus() throws -> FileQueueStatus {
+        try FileQueue(directory: home.defaultQueueDirectory).status()
+    }
+
+    func segmentCount() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: home.defaultQueueDirectory.path).count {
+            $0.hasSuffix(".seg")
+        }
+    }
+
+    /// Runs a sync against `ground` in this process, on real sockets.
+    func sync(
+        _ ground: TestGround, configuration: AgentConfiguration? = nil, untilDrained: Bool = true, timeout: Double? = 20
+    ) async throws -> SyncOutcome {
+        let options = SyncOptions(
+            dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
+            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey),
+            untilDrained: untilDrained,
+            timeout: timeout, stopGrace: 0.5, helloInterval: 0.2)
+        let service = SyncService(
+            configuration: try configuration ?? self.configuration(), options: options,
+            logger: Logger(label: "test.sync"))
+        try await service.run()
+        return try #require(service.outcome)
+    }
+}
