@@ -97,7 +97,9 @@ final class DecoderImpl: Decoder {
     // MARK: Containers
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(try KeyedDecoder<Key>(impl: self, start: position, depth: depth, parentKey: nil))
+        // decodeValue and decodeThroughSelf finish the lazy index when init(from:) returns.
+        KeyedDecodingContainer(
+            try KeyedDecoder<Key>(impl: self, start: position, depth: depth, parentKey: nil, lazily: true))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -180,7 +182,9 @@ final class DecoderImpl: Decoder {
             let savedPosition = position
             position = offset
             defer { position = savedPosition }
-            return try T(from: self)
+            let value = try T(from: self)
+            try finishKeyIndex(depth: depth, start: offset)
+            return value
         }
     }
 
@@ -214,7 +218,9 @@ final class DecoderImpl: Decoder {
         let savedPosition = position
         position = offset
         defer { position = savedPosition }
-        return try body(self)
+        let value = try body(self)
+        try finishKeyIndex(depth: depth, start: offset)
+        return value
     }
 
     /// For `MessagePackValue.init(from:)` called with this decoder.
