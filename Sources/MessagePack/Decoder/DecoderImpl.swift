@@ -8,6 +8,7 @@ final class DecoderImpl: Decoder {
     let reader: ByteReader
     let options: MessagePackDecoder
     let usesDefaultKeys: Bool
+    let datesAreTimestamps: Bool
     /// Keys of the current coding path; only the first `depth` are meaningful.
     @exclusivity(unchecked) var keys: [any CodingKey] = []
     @exclusivity(unchecked) var depth = 0
@@ -21,6 +22,11 @@ final class DecoderImpl: Decoder {
     init(reader: ByteReader, options: MessagePackDecoder) {
         self.reader = reader
         self.options = options
+        if case .timestamp = options.dateDecodingStrategy {
+            datesAreTimestamps = true
+        } else {
+            datesAreTimestamps = false
+        }
         if case .useDefaultKeys = options.keyDecodingStrategy {
             usesDefaultKeys = true
         } else {

@@ -57,9 +57,12 @@ final class KeyIndex: ManagedBuffer<KeyIndex.Header, KeyIndex.Entry> {
 
 /// A map being read by a `Decodable` type.
 ///
-/// Small on purpose (everything else lives in `index`), because `KeyedDecodingContainer` copies it generically.
+/// Small on purpose (everything else lives in `index`), because `KeyedDecodingContainer` copies it generically, on
+/// every `decode(_:forKey:)`: with one counted reference, a copy costs one retain instead of two.
 struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let impl: DecoderImpl
+    /// Not counted: a container is only usable while `MessagePackDecoder.decode` runs, which holds the decoder (and
+    /// the input bytes, which `ByteReader` already reads through an unsafe pointer) for exactly that long.
+    unowned(unsafe) let impl: DecoderImpl
     let depth: Int
     let index: KeyIndex
 
@@ -288,6 +291,14 @@ extension KeyedDecoder {
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        // UUID and timestamp dates, common in records, read directly: no coding path to extend and restore.
+        if T.self == UUID.self {
+            return reinterpret(try read(key) { offset throws(ReadFailure) in try impl.reader.uuid(at: offset) }, as: T.self)
+        }
+        if T.self == Date.self, impl.datesAreTimestamps {
+            return reinterpret(
+                try read(key) { offset throws(ReadFailure) in try impl.reader.timestamp(at: offset).0.date }, as: T.self)
+        }
         let offset = try offset(key)
         index.restorePath(impl, depth: depth)
         return try impl.decodeNested(type, at: offset, depth: depth + 1, key: key)
@@ -394,12 +405,12 @@ extension KeyIndex {
 extension DecoderImpl {
     /// Opens a map for a keyed container: reads its header, and unless `lazily`, all its keys.
     func makeKeyIndex(start: Int, depth: Int, parentKey: (any CodingKey)?, lazily: Bool) throws -> KeyIndex {
-        let path = { self.path(depth: depth, parentKey: parentKey) }
+        // No closure for the path: a stored closure costs an allocation per map.
         let (count, first): (Int, Int)
         do {
             (count, first) = try reader.mapHeader(at: start, as: [String: Any].self)
         } catch {
-            throw error.decodingError(path())
+            throw error.decodingError(path(depth: depth, parentKey: parentKey))
         }
         try checkNesting(depth: depth, at: start)
         let capacity = Swift.min(count, (reader.count - first) / 2)
@@ -411,16 +422,17 @@ extension DecoderImpl {
             header.pointee.first = first
             header.pointee.complete = false
         }
+        if lazily && usesDefaultKeys {
+            return index
+        }
         // Key strategies convert every key up front, so they take the whole map at once.
-        if !lazily || !usesDefaultKeys {
-            do {
-                try completeKeyIndex(index)
-            } catch {
-                throw error.decodingError(path())
-            }
+        do {
+            try completeKeyIndex(index)
+        } catch {
+            throw error.decodingError(path(depth: depth, parentKey: parentKey))
         }
         if !usesDefaultKeys {
-            let names = KeyIndex.convertedNames(self, index, path())
+            let names = KeyIndex.convertedNames(self, index, path(depth: depth, parentKey: parentKey))
             index.withUnsafeMutablePointerToHeader { $0.pointee.names = names }
         }
         return index
