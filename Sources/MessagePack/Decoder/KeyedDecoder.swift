@@ -405,6 +405,17 @@ extension KeyIndex {
 extension DecoderImpl {
     /// Opens a map for a keyed container: reads its header, and unless `lazily`, all its keys.
     func makeKeyIndex(start: Int, depth: Int, parentKey: (any CodingKey)?, lazily: Bool) throws -> KeyIndex {
+        let (count, first, capacity) = try openMap(start: start, depth: depth, parentKey: parentKey)
+        let index = reusableIndex(depth: depth, capacity: capacity, parentKey: parentKey)
+        try prepare(index, start: start, depth: depth, count: count, first: first, parentKey: parentKey, lazily: lazily)
+        return index
+    }
+
+    /// Reads a map's header and checks its nesting.
+    ///
+    /// - Returns: the entries it claims, where the first key starts, and how many entries the bytes left can hold.
+    @inline(__always)
+    func openMap(start: Int, depth: Int, parentKey: (any CodingKey)?) throws -> (Int, Int, Int) {
         // No closure for the path: a stored closure costs an allocation per map.
         let (count, first): (Int, Int)
         do {
@@ -413,9 +424,18 @@ extension DecoderImpl {
             throw error.decodingError(path(depth: depth, parentKey: parentKey))
         }
         try checkNesting(depth: depth, at: start)
-        let capacity = Swift.min(count, (reader.count - first) / 2)
-        let index = reusableIndex(depth: depth, capacity: capacity, parentKey: parentKey)
+        return (count, first, Swift.min(count, (reader.count - first) / 2))
+    }
+
+    /// Points `index` at a new map; unless `lazily`, reads all its keys.
+    func prepare(
+        _ index: KeyIndex, start: Int, depth: Int, count: Int, first: Int, parentKey: (any CodingKey)?, lazily: Bool
+    ) throws {
         index.withUnsafeMutablePointerToHeader { header in
+            header.pointee.count = 0
+            header.pointee.last = -1
+            header.pointee.parentKey = parentKey
+            header.pointee.names = nil
             header.pointee.start = start
             header.pointee.depth = depth
             header.pointee.total = count
@@ -423,7 +443,7 @@ extension DecoderImpl {
             header.pointee.complete = false
         }
         if lazily && usesDefaultKeys {
-            return index
+            return
         }
         // Key strategies convert every key up front, so they take the whole map at once.
         do {
@@ -435,7 +455,16 @@ extension DecoderImpl {
             let names = KeyIndex.convertedNames(self, index, path(depth: depth, parentKey: parentKey))
             index.withUnsafeMutablePointerToHeader { $0.pointee.names = names }
         }
-        return index
+    }
+
+    /// Reopens the cached container's index for the map at `start`, if it is large enough.
+    func reopen(_ slot: KeyedContainerSlot, start: Int, depth: Int) throws -> Bool {
+        let (count, first, capacity) = try openMap(start: start, depth: depth, parentKey: nil)
+        let index = slot.index
+        guard index.withUnsafeMutablePointerToHeader({ $0.pointee.capacity >= capacity }) else { return false }
+        indexCache[depth] = index
+        try prepare(index, start: start, depth: depth, count: count, first: first, parentKey: nil, lazily: true)
+        return true
     }
 
     /// Reads the rest of a map's keys, checking the structure of every value not yet decoded.
@@ -548,6 +577,32 @@ extension DecoderImpl {
         }
         indexCache[depth] = index
         return index
+    }
+}
+
+/// The keyed container last handed out by `DecoderImpl.container(keyedBy:)` at one depth, and its key type.
+///
+/// The runtime looks up three generic metadata records to make a `KeyedDecodingContainer` (about a fifth of decoding
+/// time for records like the benchmark's). Only one value at a time is decoded at a given depth, and its container is
+/// done with when its `init(from:)` returns, so the next map at that depth read with the same key type reuses the
+/// container and its index. (A container kept past its value's `init(from:)` would then read the newer map; Codable
+/// never does that.)
+class KeyedContainerSlot {
+    let keyType: ObjectIdentifier
+    let index: KeyIndex
+
+    init(keyType: ObjectIdentifier, index: KeyIndex) {
+        self.keyType = keyType
+        self.index = index
+    }
+}
+
+final class KeyedContainerSlotFor<Key: CodingKey>: KeyedContainerSlot {
+    let container: KeyedDecodingContainer<Key>
+
+    init(container: KeyedDecodingContainer<Key>, index: KeyIndex) {
+        self.container = container
+        super.init(keyType: ObjectIdentifier(Key.self), index: index)
     }
 }
 
