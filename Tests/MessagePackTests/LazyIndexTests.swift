@@ -58,7 +58,8 @@ struct LazyIndexTests {
             bad[bad.count - 1] = 0xc1
             #expect(decodingError([Outer].self, bad) != nil)
             #expect(decodingError([Outer].self, Array(good.dropLast())) != nil)
-            #expect(try MessagePackDecoder().decode([Outer].self, from: good) == [Outer(inner: Pair(a: 1, b: "x"), n: 2)])
+            #expect(
+                try MessagePackDecoder().decode([Outer].self, from: good) == [Outer(inner: Pair(a: 1, b: "x"), n: 2)])
         }
     }
 

@@ -293,11 +293,13 @@ extension KeyedDecoder {
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         // UUID and timestamp dates, common in records, read directly: no coding path to extend and restore.
         if T.self == UUID.self {
-            return reinterpret(try read(key) { offset throws(ReadFailure) in try impl.reader.uuid(at: offset) }, as: T.self)
+            return reinterpret(
+                try read(key) { offset throws(ReadFailure) in try impl.reader.uuid(at: offset) }, as: T.self)
         }
         if T.self == Date.self, impl.datesAreTimestamps {
             return reinterpret(
-                try read(key) { offset throws(ReadFailure) in try impl.reader.timestamp(at: offset).0.date }, as: T.self)
+                try read(key) { offset throws(ReadFailure) in try impl.reader.timestamp(at: offset).0.date }, as: T.self
+            )
         }
         let offset = try offset(key)
         index.restorePath(impl, depth: depth)
