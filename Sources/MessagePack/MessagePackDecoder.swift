@@ -74,7 +74,8 @@ public struct MessagePackDecoder: Sendable {
     }
 
     func decode<T: Decodable>(_ type: T.Type, fromBuffer buffer: UnsafeRawBufferPointer) throws -> T {
-        let impl = DecoderImpl(reader: ByteReader(buffer), options: self)
+        let impl = DecoderImpl.acquire(reader: ByteReader(buffer), options: self)
+        defer { impl.relinquish() }
         return try impl.decodeTopLevel(type)
     }
 }

@@ -1,13 +1,29 @@
 import Foundation
 
-/// The `Decoder` handed to every `init(from:)`: one object per decoding, reading the input in place.
+/// One reusable decoder per thread, so decoding record by record keeps its caches (containers, key indexes, stacks).
+private let decoderThreadKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { pointer in
+        if let pointer {
+            Unmanaged<DecoderImpl>.fromOpaque(pointer).release()
+        }
+    }
+    precondition(status == 0, "pthread_key_create failed: \(status)")
+    return key
+}()
+
+/// The `Decoder` handed to every `init(from:)`, reading the input in place.
 ///
 /// Containers remember byte offsets, not the decoder's state, so a failed attempt at one kind of container leaves the
-/// decoder ready for the next.
+/// decoder ready for the next. Each thread keeps one between calls (see `acquire`), because decoding many small
+/// records one by one would otherwise rebuild its caches for every record.
 final class DecoderImpl: Decoder {
-    let reader: ByteReader
-    let options: MessagePackDecoder
-    let usesDefaultKeys: Bool
+    @exclusivity(unchecked) var reader: ByteReader
+    @exclusivity(unchecked) var options: MessagePackDecoder
+    @exclusivity(unchecked) var usesDefaultKeys = true
+    @exclusivity(unchecked) var datesAreTimestamps = true
+    /// Whether a decoding on this thread is using this decoder (a custom strategy may decode inside a decoding).
+    var inUse = false
     /// Keys of the current coding path; only the first `depth` are meaningful.
     @exclusivity(unchecked) var keys: [any CodingKey] = []
     @exclusivity(unchecked) var depth = 0
@@ -17,19 +33,81 @@ final class DecoderImpl: Decoder {
     @exclusivity(unchecked) var ends: [Int] = []
     /// One key index per depth, reused once its container is gone.
     @exclusivity(unchecked) var indexCache: [KeyIndex?] = []
+    /// The last container `container(keyedBy:)` made at each depth, for the next map of the same type.
+    @exclusivity(unchecked) var containerCache: [KeyedContainerSlot?] = []
 
     init(reader: ByteReader, options: MessagePackDecoder) {
         self.reader = reader
         self.options = options
+        // One allocation each instead of regrowing from empty for every small record.
+        keys.reserveCapacity(8)
+        ends.reserveCapacity(16)
+        indexCache.reserveCapacity(8)
+        containerCache.reserveCapacity(8)
+        begin(reader: reader, options: options)
+    }
+
+    /// This thread's decoder, ready to read `reader`; give it back with `relinquish()`.
+    static func acquire(reader: ByteReader, options: MessagePackDecoder) -> DecoderImpl {
+        guard let pointer = pthread_getspecific(decoderThreadKey) else {
+            let impl = DecoderImpl(reader: reader, options: options)
+            pthread_setspecific(decoderThreadKey, Unmanaged.passRetained(impl).toOpaque())
+            return impl
+        }
+        let impl = Unmanaged<DecoderImpl>.fromOpaque(pointer).takeUnretainedValue()
+        guard !impl.inUse else {
+            // A decoding inside a decoding (from a custom date strategy, say) gets a decoder of its own.
+            return DecoderImpl(reader: reader, options: options)
+        }
+        impl.begin(reader: reader, options: options)
+        return impl
+    }
+
+    private func begin(reader: ByteReader, options: MessagePackDecoder) {
+        self.reader = reader
+        self.options = options
+        if case .timestamp = options.dateDecodingStrategy {
+            datesAreTimestamps = true
+        } else {
+            datesAreTimestamps = false
+        }
         if case .useDefaultKeys = options.keyDecodingStrategy {
             usesDefaultKeys = true
         } else {
             usesDefaultKeys = false
         }
-        // One allocation each instead of regrowing from empty for every small record.
-        keys.reserveCapacity(8)
-        ends.reserveCapacity(16)
-        indexCache.reserveCapacity(8)
+        depth = 0
+        position = 0
+        inUse = true
+    }
+
+    /// Ends a decoding: forgets the input and everything learnt about it, keeps the allocations.
+    func relinquish() {
+        reader = ByteReader(UnsafeRawBufferPointer(start: nil, count: 0))
+        // Neither the caller's closures and userInfo nor large caches outlive the call.
+        options = MessagePackDecoder()
+        for i in ends.indices {
+            ends[i] = -1
+        }
+        // An index left half read by a failed decoding must never be resumed on other input.
+        for i in indexCache.indices {
+            guard let index = indexCache[i] else { continue }
+            let large = index.withUnsafeMutablePointerToHeader { header in
+                header.pointee.complete = true
+                header.pointee.parentKey = nil
+                header.pointee.names = nil
+                return header.pointee.capacity > 64
+            }
+            if large {
+                indexCache[i] = nil
+            }
+        }
+        for i in containerCache.indices {
+            if let slot = containerCache[i], slot.index.withUnsafeMutablePointerToHeader({ $0.pointee.capacity > 64 }) {
+                containerCache[i] = nil
+            }
+        }
+        inUse = false
     }
 
     var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
@@ -97,7 +175,19 @@ final class DecoderImpl: Decoder {
     // MARK: Containers
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(try KeyedDecoder<Key>(impl: self, start: position, depth: depth, parentKey: nil))
+        if depth < containerCache.count, let slot = containerCache[depth], slot.keyType == ObjectIdentifier(Key.self),
+            try reopen(slot, start: position, depth: depth)
+        {
+            return unsafeDowncast(slot, to: KeyedContainerSlotFor<Key>.self).container
+        }
+        // decodeValue and decodeThroughSelf finish the lazy index when init(from:) returns.
+        let decoder = try KeyedDecoder<Key>(impl: self, start: position, depth: depth, parentKey: nil, lazily: true)
+        let container = KeyedDecodingContainer(decoder)
+        while containerCache.count <= depth {
+            containerCache.append(nil)
+        }
+        containerCache[depth] = KeyedContainerSlotFor(container: container, index: decoder.index)
+        return container
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -180,7 +270,9 @@ final class DecoderImpl: Decoder {
             let savedPosition = position
             position = offset
             defer { position = savedPosition }
-            return try T(from: self)
+            let value = try T(from: self)
+            try finishKeyIndex(depth: depth, start: offset)
+            return value
         }
     }
 
@@ -214,7 +306,9 @@ final class DecoderImpl: Decoder {
         let savedPosition = position
         position = offset
         defer { position = savedPosition }
-        return try body(self)
+        let value = try body(self)
+        try finishKeyIndex(depth: depth, start: offset)
+        return value
     }
 
     /// For `MessagePackValue.init(from:)` called with this decoder.
