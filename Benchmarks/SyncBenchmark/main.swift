@@ -6,7 +6,7 @@
 //   swift build -c release --product jetbridge-agent
 //   swift build -c release --product sync-benchmark
 //   .build/release/sync-benchmark [--devices 10] [--records 100000] [--batch-records N] [--window N]
-//                                 [--tx-batches N] [--tx-records N] [--keep]
+//                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--keep]
 
 import FileQueue
 import Foundation
@@ -26,9 +26,10 @@ var batchRecords: Int?
 var window: Int?
 var transactionBatches: Int?
 var transactionRecords: Int?
+var queueBatches: Int?
 var keep = false
 let usage =
-    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--keep]"
+    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--keep]"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     if argument == "--keep" {
@@ -43,11 +44,19 @@ while let argument = arguments.popFirst() {
     case "--window": window = value
     case "--tx-batches": transactionBatches = value
     case "--tx-records": transactionRecords = value
+    case "--queue-batches": queueBatches = value
     default: fatalError("unknown option \(argument); \(usage)")
     }
 }
 
 // MARK: Helpers
+
+/// Prints and flushes, so a log file shows each line as it happens.
+func say(_ line: String = "") {
+    print(line)
+    fflush(nil)
+}
+
 
 func now() -> Double {
     var time = timespec()
@@ -156,7 +165,7 @@ where !FileManager.default.isExecutableFile(atPath: executable.path) {
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sync-benchmark-\(getpid())")
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { if !keep { try? FileManager.default.removeItem(at: scratch) } }
-print("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+say("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
 
 let devices = (1...deviceCount).map { "cart-\($0)" }
 let flights = (1...max(1, deviceCount / 2)).map { try! FlightID("ZA\(100 + $0)/2026-11-21") }
@@ -236,6 +245,7 @@ try FileManager.default.createDirectory(at: ground, withIntermediateDirectories:
 var aggregatorSettings: [String: Int] = [:]
 if let transactionBatches { aggregatorSettings["transactionMaxBatches"] = transactionBatches }
 if let transactionRecords { aggregatorSettings["transactionMaxRecords"] = transactionRecords }
+if let queueBatches { aggregatorSettings["queueMaxBatches"] = queueBatches }
 if !aggregatorSettings.isEmpty {
     try JSONSerialization.data(withJSONObject: aggregatorSettings).write(
         to: ground.appendingPathComponent("aggregator.json"))
@@ -246,7 +256,7 @@ guard run(aggregatorExecutable, ["--home", ground.path, "keys", "generate"], log
 let serverKey = try trimmedText(ground.appendingPathComponent("keys/server.pub"))
 
 let total = deviceCount * recordsPerDevice
-print(
+say(
     "\n\(deviceCount) devices × \(grouped(recordsPerDevice)) records = \(grouped(total)) (3/8 orders, 5/8 bag scans), CURVE, ipc endpoints"
 )
 var generationSeconds = 0.0
@@ -289,7 +299,7 @@ for (index, device) in devices.enumerated() {
     for (record, bytes) in zip(records, payloads) { allRecords.append((record, bytes)) }
 }
 let queueBytes = allRecords.reduce(0) { $0 + $1.bytes.count }
-print(
+say(
     String(
         format: "generation: %@ records (%@ bytes of MessagePack) encoded and appended in %.2f s (not timed below)",
         grouped(total), grouped(queueBytes), generationSeconds))
@@ -325,13 +335,13 @@ let peakKiB = statusField(serve, "VmHWM")
 kill(serve, SIGTERM)
 let serveExit = wait(serve)
 let syncRate = Double(total) / syncSeconds
-print(
+say(
     String(
         format: "sync: %@ records in %.2f s from the first sync start to the last exit; aggregator CPU %.1f s (%.2f µs/record)",
         grouped(total), syncSeconds, serveCPU, serveCPU / Double(total) * 1e6))
-print("agents' exit codes: \(exits.map(String.init).joined(separator: " ")); serve exit after SIGTERM: \(serveExit)")
+say("agents' exit codes: \(exits.map(String.init).joined(separator: " ")); serve exit after SIGTERM: \(serveExit)")
 for (device, code) in zip(devices, exits) where code != 0 {
-    print("--- \(device) exited \(code):\n\(tail(scratch.appendingPathComponent("sync-\(device).log")))")
+    say("--- \(device) exited \(code):\n\(tail(scratch.appendingPathComponent("sync-\(device).log")))")
 }
 
 // MARK: Correctness
@@ -355,18 +365,18 @@ if reportStatus == 0, let data = try? Data(contentsOf: reportFile),
 {
     if reported != expected {
         pass = false
-        print("report differs from the generated totals:\n  expected \(expected)\n  reported \(reported)")
+        say("report differs from the generated totals:\n  expected \(expected)\n  reported \(reported)")
     }
 } else {
     pass = false
-    print("report flights failed (\(reportStatus)):\n\(tail(setupLog))")
+    say("report flights failed (\(reportStatus)):\n\(tail(setupLog))")
 }
 let expectedOrders = expected.flights.reduce(0) { $0 + $1.orders }
 let expectedBags = expected.flights.reduce(0) { $0 + $1.bags.checked }
-print(
+say(
     "correctness: report flights --format json vs the model's totals of what was generated (\(grouped(expectedOrders)) orders, \(grouped(expectedBags)) bags): \(pass ? "PASS" : "FAIL")"
 )
-if !pass { print("--- serve log:\n\(tail(serveLog))") }
+if !pass { say("--- serve log:\n\(tail(serveLog))") }
 
 // MARK: Direct
 
@@ -457,20 +467,20 @@ func directInsert(_ allRecords: [(record: Record, bytes: Data)]) -> Double {
 
 let directSeconds = directInsert(allRecords)
 let directRate = Double(total) / directSeconds
-print(String(format: "direct: %@ rows in %.2f s (one transaction, sqlite3 C API)", grouped(total), directSeconds))
+say(String(format: "direct: %@ rows in %.2f s (one transaction, sqlite3 C API)", grouped(total), directSeconds))
 
-print("")
-print("                                    value      target")
-print(String(format: "end to end (records/s)        %11.0f   ≥ 150,000  %@", syncRate, syncRate >= 150_000 ? "met" : "NOT met"))
-print(String(format: "direct insert floor (rows/s)  %11.0f", directRate))
-print(
+say("")
+say("                                    value      target")
+say(String(format: "end to end (records/s)        %11.0f   ≥ 150,000  %@", syncRate, syncRate >= 150_000 ? "met" : "NOT met"))
+say(String(format: "direct insert floor (rows/s)  %11.0f", directRate))
+say(
     String(
         format: "ratio end to end / direct     %11.2f   ≥ 0.5      %@", syncRate / directRate,
         syncRate / directRate >= 0.5 ? "met" : "NOT met"))
-print(
+say(
     String(
         format: "aggregator peak RSS (MB)      %11.1f   ≤ 256      %@", Double(peakKiB) / 1024,
         peakKiB <= 256 * 1024 ? "met" : "NOT met"))
-print("correctness                   \(pass ? "       PASS" : "       FAIL")")
-if keep { print("kept: \(scratch.path)") }
+say("correctness                   \(pass ? "       PASS" : "       FAIL")")
+if keep { say("kept: \(scratch.path)") }
 exit(pass ? 0 : 1)
