@@ -120,6 +120,30 @@ func processCPU(_ pid: pid_t) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// CPU seconds per thread name (the aggregator names its network, store and receipts threads), busiest first.
+func threadTimes(_ pid: pid_t) -> [(String, Double)] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    var times: [String: Double] = [:]
+    for tid in tasks {
+        let name = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? "?")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8)) ?? ""
+        guard let close = stat.lastIndex(of: ")") else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+        times[name, default: 0] += (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+    return times.sorted { $0.value > $1.value }
+}
+
+/// User plus system CPU seconds of the children waited for so far.
+func childrenCPU() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 func trimmedText(_ url: URL) throws -> String {
     try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 }
@@ -319,6 +343,7 @@ while !(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("d
 usleep(200_000)
 let serveCPU0 = processCPU(serve)
 
+let childrenCPU0 = childrenCPU()
 let syncStart = now()
 let syncs = devices.map { device in
     spawn(
@@ -330,7 +355,9 @@ let syncs = devices.map { device in
 var exits: [Int32] = []
 for pid in syncs { exits.append(wait(pid)) }
 let syncSeconds = now() - syncStart
+let agentsCPU = childrenCPU() - childrenCPU0
 let serveCPU = processCPU(serve) - serveCPU0
+let threadCPU = threadTimes(serve)
 let peakKiB = statusField(serve, "VmHWM")
 kill(serve, SIGTERM)
 let serveExit = wait(serve)
@@ -339,6 +366,10 @@ say(
     String(
         format: "sync: %@ records in %.2f s from the first sync start to the last exit; aggregator CPU %.1f s (%.2f µs/record)",
         grouped(total), syncSeconds, serveCPU, serveCPU / Double(total) * 1e6))
+say(
+    "aggregator CPU by thread (whole process life): "
+        + threadCPU.prefix(6).map { String(format: "%@ %.1f s", $0.0, $0.1) }.joined(separator: ", "))
+say(String(format: "agents' CPU: %.1f s in all (%.2f µs/record)", agentsCPU, agentsCPU / Double(total) * 1e6))
 say("agents' exit codes: \(exits.map(String.init).joined(separator: " ")); serve exit after SIGTERM: \(serveExit)")
 for (device, code) in zip(devices, exits) where code != 0 {
     say("--- \(device) exited \(code):\n\(tail(scratch.appendingPathComponent("sync-\(device).log")))")

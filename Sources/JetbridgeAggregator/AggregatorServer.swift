@@ -177,12 +177,16 @@ public final class AggregatorServer: Service, Sendable {
         let networkDone = DispatchSemaphore(value: 0)
         let storeDone = DispatchSemaphore(value: 0)
         receipts.start()
+        // Named from inside: on Linux only the running thread's own name reaches the kernel (top -H, perf, /proc),
+        // and the kernel keeps 15 bytes.
         let networkThread = Thread { [self] in
+            Thread.current.name = "jb-network"
             runNetwork(network, allowlist: allowlist)
             networkDone.signal()
         }
         networkThread.name = "jetbridge-network"
         let storeThread = Thread { [self] in
+            Thread.current.name = "jb-store"
             runStore(storeLoop)
             storeDone.signal()
         }

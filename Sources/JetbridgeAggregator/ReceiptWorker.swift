@@ -20,6 +20,7 @@ final class ReceiptWorker: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in
+            Thread.current.name = "jb-receipts"
             run()
             finished.signal()
         }
