@@ -6,7 +6,7 @@
 //   swift build -c release --product jetbridge-agent
 //   swift build -c release --product sync-benchmark
 //   .build/release/sync-benchmark [--devices 10] [--records 100000] [--batch-records N] [--window N]
-//                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--keep]
+//                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]
 
 import FileQueue
 import Foundation
@@ -27,9 +27,10 @@ var window: Int?
 var transactionBatches: Int?
 var transactionRecords: Int?
 var queueBatches: Int?
+var transactionDelay: Int?
 var keep = false
 let usage =
-    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--keep]"
+    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     if argument == "--keep" {
@@ -45,6 +46,7 @@ while let argument = arguments.popFirst() {
     case "--tx-batches": transactionBatches = value
     case "--tx-records": transactionRecords = value
     case "--queue-batches": queueBatches = value
+    case "--tx-delay-ms": transactionDelay = value
     default: fatalError("unknown option \(argument); \(usage)")
     }
 }
@@ -270,6 +272,7 @@ var aggregatorSettings: [String: Int] = [:]
 if let transactionBatches { aggregatorSettings["transactionMaxBatches"] = transactionBatches }
 if let transactionRecords { aggregatorSettings["transactionMaxRecords"] = transactionRecords }
 if let queueBatches { aggregatorSettings["queueMaxBatches"] = queueBatches }
+if let transactionDelay { aggregatorSettings["transactionDelayMilliseconds"] = transactionDelay }
 if !aggregatorSettings.isEmpty {
     try JSONSerialization.data(withJSONObject: aggregatorSettings).write(
         to: ground.appendingPathComponent("aggregator.json"))
