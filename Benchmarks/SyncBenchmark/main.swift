@@ -59,7 +59,6 @@ func say(_ line: String = "") {
     fflush(nil)
 }
 
-
 func now() -> Double {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
@@ -228,7 +227,8 @@ func makeRecords(device: Int, count: Int) -> [Record] {
             } else {
                 let first = Int(rng.next() % 3)
                 let order = Order(
-                    id: randomUUID(&rng), revision: 1, flight: flight, seat: seats[Int(rng.next() % UInt64(seats.count))],
+                    id: randomUUID(&rng), revision: 1, flight: flight,
+                    seat: seats[Int(rng.next() % UInt64(seats.count))],
                     lineItems: [
                         LineItem(item: menu[first], count: Int(rng.next() % 3) + 1),
                         LineItem(item: menu[(first + 1) % 3], count: 1),
@@ -247,7 +247,9 @@ func makeRecords(device: Int, count: Int) -> [Record] {
                 weight: Double(rng.next() % 60) / 2 + 5)
             bags.append(tag)
             records.append(
-                .scan(Scan(id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight, device: name)))
+                .scan(
+                    Scan(id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight, device: name))
+            )
         default:
             let tag = bags[bags.count - 1 - (slot - 6) * 2]
             records.append(
@@ -335,7 +337,8 @@ say(
 
 let serveLog = scratch.appendingPathComponent("serve.log")
 let serve = spawn(
-    aggregatorExecutable, ["--home", ground.path, "serve", "--data", dataEndpoint, "--acks", acksEndpoint], log: serveLog)
+    aggregatorExecutable, ["--home", ground.path, "serve", "--data", dataEndpoint, "--acks", acksEndpoint],
+    log: serveLog)
 let readyDeadline = now() + 30
 while !(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("data.ipc").path)
     && FileManager.default.fileExists(atPath: scratch.appendingPathComponent("acks.ipc").path))
@@ -367,7 +370,8 @@ let serveExit = wait(serve)
 let syncRate = Double(total) / syncSeconds
 say(
     String(
-        format: "sync: %@ records in %.2f s from the first sync start to the last exit; aggregator CPU %.1f s (%.2f µs/record)",
+        format:
+            "sync: %@ records in %.2f s from the first sync start to the last exit; aggregator CPU %.1f s (%.2f µs/record)",
         grouped(total), syncSeconds, serveCPU, serveCPU / Double(total) * 1e6))
 say(
     "aggregator CPU by thread (whole process life): "
@@ -383,7 +387,8 @@ for (device, code) in zip(devices, exits) where code != 0 {
 var pass = exits.allSatisfy { $0 == 0 } && serveExit == 0
 let reportFile = scratch.appendingPathComponent("report.json")
 let reportStatus = run(
-    aggregatorExecutable, ["--home", ground.path, "report", "flights", "--format", "json", "--output", reportFile.path],
+    aggregatorExecutable,
+    ["--home", ground.path, "report", "flights", "--format", "json", "--output", reportFile.path],
     log: setupLog)
 var orders: [Order] = []
 var scans: [Scan] = []
@@ -505,7 +510,10 @@ say(String(format: "direct: %@ rows in %.2f s (one transaction, sqlite3 C API)",
 
 say("")
 say("                                    value      target")
-say(String(format: "end to end (records/s)        %11.0f   ≥ 150,000  %@", syncRate, syncRate >= 150_000 ? "met" : "NOT met"))
+say(
+    String(
+        format: "end to end (records/s)        %11.0f   ≥ 150,000  %@", syncRate,
+        syncRate >= 150_000 ? "met" : "NOT met"))
 say(String(format: "direct insert floor (rows/s)  %11.0f", directRate))
 say(
     String(
