@@ -189,7 +189,7 @@ where !FileManager.default.isExecutableFile(atPath: executable.path) {
 
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sync-benchmark-\(getpid())")
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-defer { if !keep { try? FileManager.default.removeItem(at: scratch) } }
+// Removed at the end (a top-level `defer` would not run: the benchmark ends with `exit`).
 say("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
 
 let devices = (1...deviceCount).map { "cart-\($0)" }
@@ -525,4 +525,5 @@ say(
         peakKiB <= 256 * 1024 ? "met" : "NOT met"))
 say("correctness                   \(pass ? "       PASS" : "       FAIL")")
 if keep { say("kept: \(scratch.path)") }
+if !keep { try? FileManager.default.removeItem(at: scratch) }
 exit(pass ? 0 : 1)
