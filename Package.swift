@@ -139,6 +139,11 @@ let package = Package(
             dependencies: ["FileQueue", "MessagePack", "JetbridgeModel"],
             path: "Benchmarks/CaptureBenchmark"
         ),
+        .executableTarget(
+            name: "sync-benchmark",
+            dependencies: ["FileQueue", "MessagePack", "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Benchmarks/SyncBenchmark"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,13 +18,14 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     /// Plaintext instead of CURVE: development only.
     public var insecure = false
     /// The most batches one store transaction groups.
-    public var transactionMaxBatches = 32
+    public var transactionMaxBatches = 64
     /// The most records one store transaction groups (a transaction may exceed it by one batch).
-    public var transactionMaxRecords = 20_000
-    /// How long the store thread waits for more batches before committing a transaction that is not full.
-    public var transactionDelayMilliseconds = 2
+    public var transactionMaxRecords = 40_000
+    /// How long the store thread waits for more batches before committing a transaction that is not full, once
+    /// the previous group showed a backlog (after a small group it waits 2 ms at most).
+    public var transactionDelayMilliseconds = 50
     /// Decoded batches waiting for the store, at most (the network thread stops reading when it is full).
-    public var queueMaxBatches = 16
+    public var queueMaxBatches = 64
     /// Frame bytes of the batches waiting for the store, at most.
     public var queueMaxBytes = 32 << 20
     /// `RCVHWM` of the data socket: batches libzmq queues per connected device before TCP pushes back.

@@ -10,7 +10,11 @@ struct StoreLoop: @unchecked Sendable {
 
 extension AggregatorServer {
     func runStore(_ loop: StoreLoop) {
-        let delay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
+        let bulkDelay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
+        // Waiting for a fuller group pays only under a backlog (fewer commits: each one writes every index page it
+        // touched to the WAL); a device sending now and then gets its ack without the wait.
+        let trickleDelay = min(bulkDelay, .milliseconds(Self.trickleDelayMilliseconds))
+        var delay = trickleDelay
         let idle = Duration.milliseconds(Int(min(configuration.checkpointIdleSeconds, 1) * 1000))
         var uncheckpointed = false
         var lastWork = ContinuousClock.now
@@ -22,6 +26,8 @@ extension AggregatorServer {
             delay: delay, idle: idle)
         {
             if taken.freedRoom { send([StoreSignal.room], on: loop.acks) }
+            let takenBatches = taken.work.reduce(0) { if case .batch = $1 { $0 + 1 } else { $0 } }
+            delay = takenBatches >= Self.bulkGroupBatches ? bulkDelay : trickleDelay
             let now = ContinuousClock.now
             if !taken.work.isEmpty {
                 lastWork = now
@@ -49,6 +55,11 @@ extension AggregatorServer {
         send([StoreSignal.done], on: loop.acks)
         try? loop.acks.close(linger: Self.ackLinger)
     }
+
+    /// The wait for more batches after a small group.
+    static let trickleDelayMilliseconds = 2
+    /// A group of at least this many batches means a backlog: the next one waits the configured delay.
+    static let bulkGroupBatches = 4
 
     /// One group: rejections counted, batches stored in ONE transaction, then one ack per batch.
     private func process(_ work: [StoreWork], acks: Socket) {
