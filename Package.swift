@@ -106,11 +106,6 @@ let package = Package(
             path: "Benchmarks/StoreBenchmark"
         ),
         .executableTarget(
-            name: "aggregator-benchmark",
-            dependencies: ["JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ"],
-            path: "Benchmarks/AggregatorBenchmark"
-        ),
-        .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
                 "JetbridgeAgent",
