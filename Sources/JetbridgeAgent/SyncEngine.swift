@@ -35,6 +35,16 @@ final class SyncEngine: Sendable {
         self.progress = progress
     }
 
+    /// A fresh secret routing id for the ack `DEALER` (docs/PROTOCOL.md, Acks): `j` and 16 bytes from the system's
+    /// cryptographic generator. The ground routes this device's acks to it once a hello has come from it, and the
+    /// ROUTER hands it over only to a connection that presents it, so another device cannot take the acks over the
+    /// way it could take over a routing id equal to the device id. It stays the same across reconnects of the socket
+    /// (the ground's route stays valid) and changes with every run.
+    static func newAckRoutingID() -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data([UInt8(ascii: "j")] + (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
     /// Asks the loop to stop sending, wait briefly for acks, and end. Safe from any thread, repeatedly.
     func requestStop() {
         stopRequested.store(true, ordering: .relaxed)
@@ -123,7 +133,7 @@ final class SyncEngine: Sendable {
                 endpoint = options.ackEndpoint
                 let dealer = try context.socket(.dealer)
                 watchHandshakes(try dealer.monitor(events: [.handshakeFailed, .handshakeSucceeded]))
-                try dealer.set(.routingID, Data(configuration.device.utf8))
+                try dealer.set(.routingID, SyncEngine.newAckRoutingID())
                 try configure(dealer)
                 try dealer.set(.sendHighWaterMark, 64)
                 try dealer.set(.receiveHighWaterMark, max(1000, configuration.sync.window * 4))

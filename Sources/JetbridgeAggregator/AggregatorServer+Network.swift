@@ -7,8 +7,147 @@ import ZeroMQ
 struct NetworkLoop: @unchecked Sendable {
     let pull: Socket
     let router: Socket
-    /// Acks (two frames: routing id, ack) and control messages (one frame) from the store thread.
+    /// Acks (two frames: device id, ack) and control messages (one frame) from the store thread.
     let acks: Socket
+}
+
+/// Where each device's acks go on the ack channel, and the acks waiting for a route. Owned by the network thread.
+///
+/// A route is the routing id of a connection that said hello **as that device**: in CURVE mode only a hello whose
+/// `device` equals the connection's `User-Id` (the key's allow-listed device) sets it. Acks never go to a routing id
+/// just because it equals a device id. A routing id is a secret the device chose (docs/PROTOCOL.md, Acks): the
+/// ROUTER hands a routing id over to any connection that presents it (`ROUTER_HANDOVER`), so only a connection that
+/// knows the secret, which is the device's own, can take its route over. The one exception is the route of an agent
+/// older than that rule, whose routing id is its device id: still served, with a warning, because nothing better can
+/// be done for it.
+///
+/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held for a few seconds
+/// rather than dropped, and sent when the route works again: the first acks of a new connection usually arrive
+/// before its hello.
+struct AckRoutes {
+    /// An ack waiting for its device's route.
+    struct Held {
+        let payload: Data
+        let since: ContinuousClock.Instant
+    }
+
+    /// How long an ack waits for a route; after that the device has resent the batch anyway.
+    static let heldLifetime: Duration = .seconds(5)
+    /// Bounds on held acks, per device and in all: beyond them the oldest is dropped.
+    static let maxHeldPerDevice = 256
+    static let maxHeld = 65_536
+    /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).
+    static let minimumSecretLength = 16
+
+    private(set) var routes: [String: Data] = [:]
+    private var devicesByRoute: [Data: String] = [:]
+    private(set) var held: [String: [Held]] = [:]
+    private(set) var heldCount = 0
+    /// Devices already warned about, so each is named once per run.
+    var warnedLegacy: Set<String> = []
+    /// When each key was last warned about a refused hello: a peer that repeats one must not flood the log.
+    private var lastWarning: [String: ContinuousClock.Instant] = [:]
+    static let warningInterval: Duration = .seconds(30)
+
+    /// Whether to log a refused hello from `key` now (at most one per ``warningInterval`` and key).
+    mutating func shouldWarn(about key: String, now: ContinuousClock.Instant = .now) -> Bool {
+        if let last = lastWarning[key], now - last < Self.warningInterval { return false }
+        if lastWarning.count >= 10_000 { lastWarning = [:] }
+        lastWarning[key] = now
+        return true
+    }
+
+    /// What kind of routing id a hello came with.
+    enum Kind: Equatable {
+        /// A secret the device chose: what the protocol asks for.
+        case secret
+        /// The device id itself, as agents before the secret routing ids did: served, but anyone allowed can take it.
+        case legacy
+        /// Neither (too short to be secret, or starting with a zero byte): refused in CURVE mode.
+        case unusable
+    }
+
+    static func kind(of route: Data, device: String) -> Kind {
+        if route == Data(device.utf8) { return .legacy }
+        if route.count >= minimumSecretLength, route.first != 0 { return .secret }
+        return .unusable
+    }
+
+    /// The route for `device`'s acks, if a hello set one.
+    func route(for device: String) -> Data? { routes[device] }
+
+    /// Sets `device`'s route. - Returns: Whether it changed.
+    mutating func learn(device: String, route: Data) -> Bool {
+        if routes[device] == route { return false }
+        if let previous = routes[device] { devicesByRoute[previous] = nil }
+        // A routing id names one connection: whoever had it before has lost it (insecure mode only: in CURVE mode
+        // `forget(route:unlessHeldBy:)` has already dropped another key's claim).
+        if let other = devicesByRoute[route] { routes[other] = nil }
+        routes[device] = route
+        devicesByRoute[route] = device
+        return true
+    }
+
+    /// Drops the route `route` when a message on it shows that another key holds it now (an old agent's device-id
+    /// routing id taken over by another device). - Returns: The device whose route was dropped.
+    mutating func forget(route: Data, unlessHeldBy key: String) -> String? {
+        guard let device = devicesByRoute[route], device != key else { return nil }
+        devicesByRoute[route] = nil
+        routes[device] = nil
+        return device
+    }
+
+    /// Queues an ack behind those already waiting for `device`. - Returns: How many old acks were dropped to make room.
+    mutating func hold(_ payload: Data, for device: String, now: ContinuousClock.Instant) -> Int {
+        var dropped = 0
+        if held[device, default: []].count >= Self.maxHeldPerDevice {
+            held[device]!.removeFirst()
+            heldCount -= 1
+            dropped += 1
+        }
+        if heldCount >= Self.maxHeld {
+            return dropped + 1
+        }
+        held[device, default: []].append(Held(payload: payload, since: now))
+        heldCount += 1
+        return dropped
+    }
+
+    /// Whether acks wait for `device`.
+    func isHolding(for device: String) -> Bool { held[device] != nil }
+
+    /// The oldest ack waiting for `device`.
+    func firstHeld(for device: String) -> Held? { held[device]?.first }
+
+    /// Removes the oldest ack waiting for `device` (it was sent).
+    mutating func removeFirstHeld(for device: String) {
+        guard var acks = held[device], !acks.isEmpty else { return }
+        acks.removeFirst()
+        heldCount -= 1
+        held[device] = acks.isEmpty ? nil : acks
+    }
+
+    /// Drops acks older than ``heldLifetime``. - Returns: How many.
+    mutating func expire(now: ContinuousClock.Instant) -> Int {
+        var dropped = 0
+        for (device, acks) in held {
+            let kept = acks.filter { now - $0.since < Self.heldLifetime }
+            guard kept.count != acks.count else { continue }
+            dropped += acks.count - kept.count
+            held[device] = kept.isEmpty ? nil : kept
+        }
+        heldCount -= dropped
+        return dropped
+    }
+
+    /// Drops every held ack (shutdown). - Returns: How many.
+    mutating func dropAllHeld() -> Int {
+        defer {
+            held = [:]
+            heldCount = 0
+        }
+        return heldCount
+    }
 }
 
 /// One-frame control messages on the inproc socket from the store thread.
@@ -25,6 +164,8 @@ extension AggregatorServer {
         var storeDone = false
         var allowlistStamp = Self.stamp(of: home.devicesFile)
         var lastAllowlistCheck = ContinuousClock.now
+        var routes = AckRoutes()
+        var lastHeldCheck = ContinuousClock.now
         do {
             while !storeDone {
                 if accepting && stopRequested {
@@ -37,11 +178,16 @@ extension AggregatorServer {
                 var items = [PollItem(sockets.acks, .readable), PollItem(sockets.router, .readable)]
                 if readPull { items.append(PollItem(sockets.pull, .readable)) }
                 let ready = try poll(items, timeout: .milliseconds(100))
-                if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets) }
-                if ready[1].contains(.readable) { try readHellos(sockets.router) }
-                if readPull && ready[2].contains(.readable) { try readBatches(sockets) }
+                // Hellos first: a route that arrived with the acks it is needed for is used at once.
+                if ready[1].contains(.readable) { try readHellos(sockets.router, routes: &routes) }
+                if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets, routes: &routes) }
+                if readPull && ready[2].contains(.readable) { try readBatches(sockets, routes: &routes) }
 
                 let now = ContinuousClock.now
+                if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
+                    lastHeldCheck = now
+                    retryHeld(&routes, router: sockets.router, now: now)
+                }
                 let reload = state.withLock { state in
                     defer { state.reloadRequested = false }
                     return state.reloadRequested
@@ -65,62 +211,143 @@ extension AggregatorServer {
             }
         }
         if !sockets.pull.isClosed { try? sockets.pull.close(linger: .zero) }
+        retryHeld(&routes, router: sockets.router, now: .now)
+        let unsent = routes.dropAllHeld()
+        if unsent > 0 {
+            statistics.withLock { $0.unroutableAcks += unsent }
+            logger.info("\(unsent) acks had no route at shutdown; their devices will resend")
+        }
         // The last acks are queued in the ROUTER: linger gives them a second to leave.
         try? sockets.router.close(linger: Self.ackLinger)
         try? sockets.acks.close(linger: .zero)
     }
 
     /// Sends the acks the store thread passed back. Returns true once the store thread said it is done.
-    private func forwardAcks(_ sockets: NetworkLoop) throws -> Bool {
+    private func forwardAcks(_ sockets: NetworkLoop, routes: inout AckRoutes) throws -> Bool {
         for _ in 0..<1_000 {
             guard let frames = try sockets.acks.receiveMultipart(options: .dontWait) else { return false }
             if frames.count == 1 {
                 if frames[0] == StoreSignal.done { return true }
                 continue  // `room`: the poll loop reads the data socket again
             }
-            sendAck(frames, router: sockets.router)
+            guard frames.count == 2 else { continue }
+            sendAck(frames[1], to: String(decoding: frames[0], as: UTF8.self), routes: &routes, router: sockets.router)
         }
         return false
     }
 
-    /// Sends one `[routing id, ack]` on the ROUTER. An ack for a device that is not connected (EHOSTUNREACH) or not
-    /// reading (EAGAIN at the high-water mark) is dropped: the device resends the batch, and the resend is a duplicate.
-    func sendAck(_ frames: [Data], router: Socket) {
-        do {
-            try router.send(frames, options: .dontWait)
-        } catch {
-            statistics.withLock { $0.unroutableAcks += 1 }
-            logger.debug(
-                "ack dropped; the device will resend",
-                metadata: ["device": "\(String(decoding: frames[0], as: UTF8.self))", "error": "\(error.text)"])
+    /// Sends one ack to `device`'s route, never to a routing id merely equal to its name. Without a route, or when
+    /// the route fails (EHOSTUNREACH: the device is reconnecting; EAGAIN: it is not reading), the ack is held and
+    /// sent later; one held too long is dropped (the device resends the batch, and the resend is a duplicate).
+    func sendAck(_ payload: Data, to device: String, routes: inout AckRoutes, router: Socket) {
+        let holding = routes.isHolding(for: device)
+        if !holding, let route = routes.route(for: device), (try? router.send([route, payload], options: .dontWait)) != nil
+        {
+            return
+        }
+        let dropped = routes.hold(payload, for: device, now: .now)
+        if dropped > 0 {
+            statistics.withLock { $0.unroutableAcks += dropped }
+            logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
+        }
+        // Behind older acks: they go first, in order.
+        if holding { flushHeld(for: device, routes: &routes, router: router) }
+    }
+
+    /// Sends the acks held for `device`, oldest first, until its route fails.
+    private func flushHeld(for device: String, routes: inout AckRoutes, router: Socket) {
+        guard let route = routes.route(for: device) else { return }
+        while let ack = routes.firstHeld(for: device) {
+            do {
+                try router.send([route, ack.payload], options: .dontWait)
+            } catch {
+                return
+            }
+            routes.removeFirstHeld(for: device)
         }
     }
 
-    /// Reads hellos: the ROUTER learns the route from the connection itself, so a hello only needs checking.
-    private func readHellos(_ router: Socket) throws {
+    /// Retries every held ack and drops those that waited too long.
+    private func retryHeld(_ routes: inout AckRoutes, router: Socket, now: ContinuousClock.Instant) {
+        for device in Array(routes.held.keys) { flushHeld(for: device, routes: &routes, router: router) }
+        let expired = routes.expire(now: now)
+        if expired > 0 {
+            statistics.withLock { $0.unroutableAcks += expired }
+            logger.debug("\(expired) acks dropped after waiting for a route; their devices will resend")
+        }
+    }
+
+    /// Reads hellos and learns routes from them (see ``AckRoutes``). In CURVE mode a hello counts only when its
+    /// device is the connection's key, and any message on a route shows who holds it now.
+    private func readHellos(_ router: Socket, routes: inout AckRoutes) throws {
         for _ in 0..<1_000 {
-            guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
-            let routingID = String(decoding: message.frames.first ?? Data(), as: UTF8.self)
+            guard let message = try Self.receiveFromRouter(router) else { return }
+            guard let route = message.frames.first, !route.isEmpty else { continue }
+            // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
+            let key: String? = insecure ? nil : (message.userID ?? "")
+            if let key, let lost = routes.forget(route: route, unlessHeldBy: key) {
+                logger.warning(
+                    "another key took over the ack route of \(lost) (an agent that uses its device id as routing id); its acks wait for its next hello",
+                    metadata: ["device": "\(lost)", "key": "\(key)"])
+            }
             guard message.frames.count == 2, let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
                 hello.type == Hello.messageType
             else {
                 logger.debug(
-                    "ignored a message on the ack channel that is not a hello", metadata: ["from": "\(routingID)"])
+                    "ignored a message on the ack channel that is not a hello", metadata: ["key": "\(key ?? "-")"])
                 continue
             }
-            if let userID = message.userID, userID != routingID || hello.device != userID {
-                logger.warning(
-                    "ignored a hello whose routing id or device is not the connection's key",
-                    metadata: ["key": "\(userID)", "routingID": "\(routingID)", "device": "\(hello.device)"])
-                continue
+            let kind = AckRoutes.kind(of: route, device: hello.device)
+            if let key {
+                guard hello.device == key else {
+                    guard routes.shouldWarn(about: key) else { continue }
+                    logger.warning(
+                        "ignored a hello for another device than the connection's key",
+                        metadata: ["key": "\(key)", "device": "\(hello.device)"])
+                    continue
+                }
+                guard kind != .unusable else {
+                    guard routes.shouldWarn(about: key) else { continue }
+                    logger.warning(
+                        "ignored a hello: its routing id is not a secret (it needs \(AckRoutes.minimumSecretLength) or more random bytes, not starting with 0; see docs/PROTOCOL.md)",
+                        metadata: ["device": "\(hello.device)", "routingIDBytes": "\(route.count)"])
+                    continue
+                }
             }
             statistics.withLock { $0.hellos += 1 }
-            logger.debug("hello", metadata: ["device": "\(hello.device)"])
+            if routes.learn(device: hello.device, route: route) {
+                logger.debug("ack route learned", metadata: ["device": "\(hello.device)"])
+            }
+            if key != nil, kind == .legacy, routes.warnedLegacy.insert(hello.device).inserted {
+                logger.warning(
+                    "device \(hello.device) uses its device id as routing id (an agent before secret routing ids): another allowed device can take over its acks; upgrade its agent",
+                    metadata: ["device": "\(hello.device)"])
+            }
+            flushHeld(for: hello.device, routes: &routes, router: router)
         }
     }
 
+    /// Receives one message on a ROUTER, with the sender's `User-Id`.
+    ///
+    /// Not `receiveWithMetadata`: it reads the metadata of the first frame, and on a ROUTER that frame is the routing
+    /// id the socket made up, which carries none (its `userID` is always nil there). The frames the peer sent carry it.
+    static func receiveFromRouter(_ router: Socket) throws -> ReceivedMessage? {
+        guard let first = try router.receiveMessage(options: .dontWait) else { return nil }
+        var message = ReceivedMessage(frames: [], userID: first.userID)
+        var more = first.hasMore
+        message.frames.append(first.data)
+        while more {
+            // The rest of a message arrives with its first frame, so this never waits.
+            guard let next = try router.receiveMessage() else { break }
+            more = next.hasMore
+            if message.userID == nil { message.userID = next.userID }
+            message.frames.append(next.takeData())
+        }
+        return message
+    }
+
     /// Reads and checks batches while the queue has room.
-    private func readBatches(_ sockets: NetworkLoop) throws {
+    private func readBatches(_ sockets: NetworkLoop, routes: inout AckRoutes) throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
             let size = message.frames.reduce(0) { $0 + $1.count }
@@ -130,13 +357,15 @@ extension AggregatorServer {
             case .success(let batch):
                 queue.push(.batch(batch, bytes: size))
             case .failure(let rejection):
-                refuse(rejection, authenticated: authenticated, router: sockets.router)
+                refuse(rejection, authenticated: authenticated, routes: &routes, router: sockets.router)
             }
         }
     }
 
     /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and counts it.
-    private func refuse(_ rejection: BatchRejection, authenticated: String?, router: Socket) {
+    private func refuse(
+        _ rejection: BatchRejection, authenticated: String?, routes: inout AckRoutes, router: Socket
+    ) {
         statistics.withLock { $0.rejectedBatches += 1 }
         let device = rejection.header?.device
         logger.warning(
@@ -146,10 +375,12 @@ extension AggregatorServer {
                 "status": "\(rejection.status.rawValue)",
                 "index": "\(rejection.index)", "reason": "\(rejection.reason)",
             ])
-        // The ack goes back to the connection that sent it: by key in CURVE mode (a forbidden header names someone
-        // else), by the header's device on trust otherwise.
-        if let ack = rejection.ack, let route = authenticated ?? device, let payload = try? WireCoding.encode(ack) {
-            sendAck([Data(route.utf8), payload], router: router)
+        // The ack goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
+        // the header's device's on trust otherwise.
+        if let ack = rejection.ack, let owner = authenticated ?? device, !owner.isEmpty,
+            let payload = try? WireCoding.encode(ack)
+        {
+            sendAck(payload, to: owner, routes: &routes, router: router)
         }
         // Counted against the device that sent it: the key's device when known.
         if let owner = authenticated ?? device, !owner.isEmpty {

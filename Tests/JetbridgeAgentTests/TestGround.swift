@@ -86,26 +86,31 @@ final class TestGround: Sendable {
             try? router.close(linger: .zero)
             finished.withLock { $0 = true }
         }
+        var routes: [String: Data] = [:]
         while !stopFlag.load(ordering: .relaxed) {
             guard
                 let ready = try? poll(
                     [PollItem(pull, .readable), PollItem(router, .readable)], timeout: .milliseconds(20))
             else { return }
             if !ready[1].isEmpty {
-                while let frames = try? router.receiveMultipart(options: .dontWait) {
-                    if let frame = frames.last, (try? WireCoding.decode(Hello.self, from: frame)) != nil {
+                while let message = try? router.receiveWithMetadata(options: .dontWait) {
+                    // The ack route is the routing id of a hello from the device's own key (docs/PROTOCOL.md, Acks).
+                    if let frame = message.frames.last, let hello = try? WireCoding.decode(Hello.self, from: frame),
+                        hello.device == message.userID, let route = message.frames.first
+                    {
+                        routes[hello.device] = route
                         delivered.withLock { $0.hellos += 1 }
                     }
                 }
             }
             guard !ready[0].isEmpty else { continue }
             while let message = try? pull.receiveWithMetadata(options: .dontWait) {
-                answer(message, router: router)
+                answer(message, routes: routes, router: router)
             }
         }
     }
 
-    private func answer(_ message: ReceivedMessage, router: Socket) {
+    private func answer(_ message: ReceivedMessage, routes: [String: Data], router: Socket) {
         let ack: Ack?
         switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: message.userID) {
         case .failure(let rejection):
@@ -140,9 +145,9 @@ final class TestGround: Sendable {
                     reason: "\(status.rawValue) by the test", supported: status == .unsupportedVersion ? [1] : nil)
             }
         }
-        guard let ack, let frame = try? WireCoding.encode(ack) else { return }
-        // Unroutable (the device is not connected): the device resends and the resend is deduplicated.
-        try? router.send([Data(ack.device.utf8), frame], options: .dontWait)
+        guard let ack, let route = routes[ack.device], let frame = try? WireCoding.encode(ack) else { return }
+        // No route yet, or unroutable (the device is not connected): the device resends and the resend is deduplicated.
+        try? router.send([route, frame], options: .dontWait)
     }
 }
 
