@@ -22,8 +22,8 @@ struct NetworkLoop: @unchecked Sendable {
 /// be done for it.
 ///
 /// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held for a few seconds
-/// rather than dropped, and sent when the route works again: the first acks of a new connection usually arrive
-/// before its hello.
+/// rather than dropped, and sent when the route works again: the first batches of a new connection are often
+/// committed before its hello arrives.
 struct AckRoutes {
     /// An ack waiting for its device's route.
     struct Held {
@@ -33,7 +33,7 @@ struct AckRoutes {
 
     /// How long an ack waits for a route; after that the device has resent the batch anyway.
     static let heldLifetime: Duration = .seconds(5)
-    /// Bounds on held acks, per device and in all: beyond them the oldest is dropped.
+    /// Bounds on held acks: beyond the first a device's oldest is dropped, beyond the second the new one.
     static let maxHeldPerDevice = 256
     static let maxHeld = 65_536
     /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).

@@ -10,7 +10,9 @@ import ZeroMQ
 /// Threads, not the cooperative pool, because every ZeroMQ and SQLite call here blocks:
 /// - the **network thread** owns the data `PULL`, the ack `ROUTER` and an inproc `PULL` from the store thread; it
 ///   checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once, queues good ones in a
-///   bounded ``BatchQueue`` and sends the acks the store thread passes back;
+///   bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the acks the store thread
+///   passes back to that route only (``AckRoutes``; an ack never goes to a routing id just because it equals a
+///   device id);
 /// - the **store thread** groups what is waiting into one `apply` transaction, then passes one ack per batch back:
 ///   `stored` after the commit, `retry` for every batch of a failed transaction;
 /// - the **receipts thread** rewrites receipts after commits, off the ack path;

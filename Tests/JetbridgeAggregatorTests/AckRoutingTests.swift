@@ -63,8 +63,13 @@ struct AckRoutingTests {
 
     @Test func anAckThatArrivesBeforeTheHelloWaitsForIt() async throws {
         let fixture = try ServerFixture(devices: ["cart-a"])
-        let device = try SecretDevice(id: "cart-a", fixture: fixture)
+        let device = try SecretDevice(id: "cart-a", fixture: fixture, monitorDealer: true)
         defer { device.close() }
+        // Connected first, so the hello below leaves at once: what is tested is the order commit, then hello.
+        let connected = await firstEvent(try #require(device.dealerEvents)) {
+            if case .handshakeSucceeded = $0 { true } else { false }
+        }
+        #expect(connected != nil)
         let batch = try outgoing("cart-a", 1, [order(1)])
         try device.push.send(batch.frames())
         try await waitUntil("the batch is stored") { fixture.server.currentStatistics.storedBatches == 1 }
@@ -128,7 +133,10 @@ final class SecretDevice {
     let push: Socket
     let dealer: Socket
 
-    init(id: String, fixture: ServerFixture, routingID: Data? = nil) throws {
+    /// Events on the DEALER, when asked for.
+    var dealerEvents: AsyncStream<MonitorEvent>?
+
+    init(id: String, fixture: ServerFixture, routingID: Data? = nil, monitorDealer: Bool = false) throws {
         context = try ZeroMQContext()
         push = try context.socket(.push)
         dealer = try context.socket(.dealer)
@@ -141,6 +149,7 @@ final class SecretDevice {
         var generator = SystemRandomNumberGenerator()
         let secret = Data([UInt8(ascii: "t")] + (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try dealer.set(.routingID, routingID ?? secret)
+        if monitorDealer { dealerEvents = try dealer.monitor(events: [.handshakeSucceeded]) }
         try dealer.connect(fixture.server.acksEndpoint)
         try push.connect(fixture.server.dataEndpoint)
         self.id = id
