@@ -281,7 +281,7 @@ extension AggregatorServer {
     /// device is the connection's key, and any message on a route shows who holds it now.
     private func readHellos(_ router: Socket, routes: inout AckRoutes) throws {
         for _ in 0..<1_000 {
-            guard let message = try Self.receiveFromRouter(router) else { return }
+            guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
             guard let route = message.frames.first, !route.isEmpty else { continue }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let key: String? = insecure ? nil : (message.userID ?? "")
@@ -325,25 +325,6 @@ extension AggregatorServer {
             }
             flushHeld(for: hello.device, routes: &routes, router: router)
         }
-    }
-
-    /// Receives one message on a ROUTER, with the sender's `User-Id`.
-    ///
-    /// Not `receiveWithMetadata`: it reads the metadata of the first frame, and on a ROUTER that frame is the routing
-    /// id the socket made up, which carries none (its `userID` is always nil there). The frames the peer sent carry it.
-    static func receiveFromRouter(_ router: Socket) throws -> ReceivedMessage? {
-        guard let first = try router.receiveMessage(options: .dontWait) else { return nil }
-        var message = ReceivedMessage(frames: [], userID: first.userID)
-        var more = first.hasMore
-        message.frames.append(first.data)
-        while more {
-            // The rest of a message arrives with its first frame, so this never waits.
-            guard let next = try router.receiveMessage() else { break }
-            more = next.hasMore
-            if message.userID == nil { message.userID = next.userID }
-            message.frames.append(next.takeData())
-        }
-        return message
     }
 
     /// Reads and checks batches while the queue has room.

@@ -16,7 +16,8 @@ public struct ServerStatistics: Hashable, Sendable {
     public var retriedBatches = 0
     /// Store transactions committed.
     public var transactions = 0
-    /// Acks dropped because the device was not connected on the ack channel (it will resend).
+    /// Acks dropped unsent: the device had no ack route within 5 s, or too many acks were waiting for one (it will
+    /// resend, and the resend counts as duplicates).
     public var unroutableAcks = 0
     /// Hellos received from devices whose key matched (each means the route for its acks exists).
     public var hellos = 0

@@ -47,6 +47,9 @@ extension Socket {
     }
 
     /// Receives a whole multipart message with the sender's `User-Id` (ZAP identity) and address.
+    ///
+    /// The metadata comes from the first frame that carries any. On a ROUTER the first frame is the routing id the
+    /// socket itself prepends, which carries none; the peer's own frames after it do.
     /// - Parameter options: `.dontWait` to return `nil` instead of blocking.
     /// - Returns: The message, or `nil` if none arrived (non-blocking, or `receiveTimeout`).
     /// - Throws: `ZeroMQError`; `isTerminated` after context shutdown.
@@ -59,6 +62,8 @@ extension Socket {
             // The remaining frames of a message arrive atomically with the first, so this never waits.
             guard let next = try receiveMessage() else { break }
             more = next.hasMore
+            if received.userID == nil { received.userID = next.userID }
+            if received.peerAddress == nil { received.peerAddress = next.peerAddress }
             received.frames.append(next.takeData())
         }
         return received

@@ -93,16 +93,15 @@ final class TestGround: Sendable {
                     [PollItem(pull, .readable), PollItem(router, .readable)], timeout: .milliseconds(20))
             else { return }
             if !ready[1].isEmpty {
-                // [routing id, hello]. The User-Id is on the peer's frame: the routing id frame is the ROUTER's own.
-                while let route = try? router.receiveMessage(options: .dontWait) {
-                    guard route.hasMore, let frame = try? router.receiveMessage() else { continue }
-                    // The ack route is the routing id of a hello from the device's own key (docs/PROTOCOL.md, Acks).
-                    if let hello = try? WireCoding.decode(Hello.self, from: frame.data), hello.device == frame.userID {
-                        routes[hello.device] = route.data
-                        delivered.withLock { $0.hellos += 1 }
-                    }
-                    var more = frame.hasMore
-                    while more { more = (try? router.receiveMessage())??.hasMore ?? false }
+                // [routing id, hello]. The ack route is the routing id of a hello from the device's own key
+                // (docs/PROTOCOL.md, Acks).
+                while let message = try? router.receiveWithMetadata(options: .dontWait) {
+                    guard message.frames.count == 2,
+                        let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
+                        hello.device == message.userID
+                    else { continue }
+                    routes[hello.device] = message.frames[0]
+                    delivered.withLock { $0.hellos += 1 }
                 }
             }
             guard !ready[0].isEmpty else { continue }

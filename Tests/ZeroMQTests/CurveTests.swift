@@ -24,7 +24,7 @@ extension ZeroMQTests {
             #expect(try CurveKeyPair.generate() != pair)
         }
 
-        /// A CURVE PULL server on its own context with a ZAP handler, and its monitor.
+        /// A CURVE server (PULL unless told) on its own context with a ZAP handler, and its monitor.
         struct Server {
             let context: ZeroMQContext
             let keys: CurveKeyPair
@@ -33,11 +33,11 @@ extension ZeroMQTests {
             let events: AsyncStream<MonitorEvent>
             let endpoint: String
 
-            init(allowlist: [String: String]) throws {
+            init(allowlist: [String: String], type: SocketType = .pull) throws {
                 context = try ZeroMQContext()
                 keys = try CurveKeyPair.generate()
                 zap = try ZAPHandler(context: context, allowlist: allowlist)
-                socket = try makeSocket(context, .pull)
+                socket = try makeSocket(context, type)
                 try socket.makeCurveServer(keys: keys)
                 events = try socket.monitor(events: [.handshakeSucceeded, .handshakeFailed, .accepted])
                 endpoint = try bindLoopback(socket)
@@ -79,6 +79,28 @@ extension ZeroMQTests {
 
             try push.close()
             try second.close()
+            await clientContext.terminate()
+            try server.stop()
+        }
+
+        /// On a ROUTER the first frame is the routing id the socket prepends, which carries no metadata; the
+        /// identity must still come through from the peer's frames.
+        @Test func routerSeesTheIdentityBehindItsRoutingIDFrame() async throws {
+            let client = try CurveKeyPair.generate()
+            let server = try Server(allowlist: [client.publicKeyZ85: "device-8"], type: .router)
+            let clientContext = try ZeroMQContext()
+            let dealer = try makeSocket(clientContext, .dealer)
+            try dealer.set(.routingID, Data("peer-1".utf8))
+            try dealer.makeCurveClient(keys: client, serverPublicKey: server.keys.publicKey)
+            try dealer.connect(server.endpoint)
+            try dealer.send(Data("hello".utf8))
+
+            let message = try #require(try server.socket.receiveWithMetadata())
+            #expect(message.frames == [Data("peer-1".utf8), Data("hello".utf8)])
+            #expect(message.userID == "device-8")
+            #expect(message.peerAddress == "127.0.0.1")
+
+            try dealer.close()
             await clientContext.terminate()
             try server.stop()
         }
