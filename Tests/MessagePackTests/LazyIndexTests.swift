@@ -96,4 +96,38 @@ struct LazyIndexTests {
         let value = try decoder.decode(Stamped.self, from: bytes)
         #expect(value == Stamped(at: Date(timeIntervalSince1970: 3), inner: Pair(a: 3, b: "y")))
     }
+
+    /// Keys are looked up through a per-type table of their bytes, and a scalar just read gives the next key's start.
+    @Test func keyTablesAndValueEnds() throws {
+        struct Record: Codable, Equatable {
+            var id: UUID
+            var n: Int
+            var s: String
+        }
+        struct Numbered: Codable, Equatable {
+            var x: Int
+            var y: Int
+            enum CodingKeys: Int, CodingKey {
+                case x = 1
+                case y = 2
+            }
+        }
+        let id = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+        // The UUID as str16 (3 header bytes, not the usual 2): the next key must be found after its real end.
+        let uuid16 = [0xda, 0x00, 36] + Array(id.uuidString.utf8)
+        let record = [0x83] + str("id") + uuid16 + str("n") + [0x05] + str("s") + str("t")
+        for _ in 0..<2 {
+            #expect(try MessagePackDecoder().decode(Record.self, from: record) == Record(id: id, n: 5, s: "t"))
+            // Out of order, and integer keys, through the same tables.
+            let reordered = [0x83] + str("s") + str("t") + str("n") + [0x05] + str("id") + uuid16
+            #expect(try MessagePackDecoder().decode(Record.self, from: reordered) == Record(id: id, n: 5, s: "t"))
+            #expect(
+                try MessagePackDecoder().decode(Numbered.self, from: [0x82, 0x02, 0x07, 0x01, 0x06])
+                    == Numbered(x: 6, y: 7))
+            // A duplicate of a key already read, right after it: still an error.
+            let duplicate = decodingError(
+                Record.self, [0x84] + str("id") + uuid16 + str("n") + [0x05] + str("n") + [0x06] + str("s") + str("t"))
+            #expect(duplicate?.message == "Duplicate key \"n\" in the map at offset 0")
+        }
+    }
 }
