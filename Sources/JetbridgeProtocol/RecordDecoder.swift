@@ -153,7 +153,9 @@ public struct RecordDecoder: Sendable {
 
     // MARK: Nested values
 
-    func readLineItems(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> [LineItem] {
+    func readLineItems(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> [LineItem]
+    {
         let arrayOffset = reader.offset
         let count = try reader.readArrayHeader(codingPath: path())
         try checkDepth(depth, at: arrayOffset, path())
@@ -166,7 +168,9 @@ public struct RecordDecoder: Sendable {
         return lines
     }
 
-    func readLineItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> LineItem {
+    func readLineItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> LineItem
+    {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
@@ -175,9 +179,11 @@ public struct RecordDecoder: Sendable {
         var item: Item?
         var number = 0
         for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.lineItemFields, seen: &seen, mapOffset: mapOffset, path()) else {
+            guard let field = try knownKey(&reader, in: Field.lineItemFields, seen: &seen, mapOffset: mapOffset, path())
+            else {
                 unread = true
-                try reader.skipValue(levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
+                try reader.skipValue(
+                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
                 continue
             }
             switch field {
@@ -189,7 +195,9 @@ public struct RecordDecoder: Sendable {
         return LineItem(item: item!, count: number)
     }
 
-    func readItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Item {
+    func readItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> Item
+    {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
@@ -198,9 +206,11 @@ public struct RecordDecoder: Sendable {
         var name = ""
         var unitPrice = 0
         for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.itemFields, seen: &seen, mapOffset: mapOffset, path()) else {
+            guard let field = try knownKey(&reader, in: Field.itemFields, seen: &seen, mapOffset: mapOffset, path())
+            else {
                 unread = true
-                try reader.skipValue(levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
+                try reader.skipValue(
+                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
                 continue
             }
             switch field {
@@ -212,7 +222,9 @@ public struct RecordDecoder: Sendable {
         return Item(name: name, unitPrice: unitPrice)
     }
 
-    func readTag(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> LuggageTag {
+    func readTag(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> LuggageTag
+    {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
@@ -222,9 +234,11 @@ public struct RecordDecoder: Sendable {
         var owner: Owner?
         var weight = 0.0
         for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.tagFields, seen: &seen, mapOffset: mapOffset, path()) else {
+            guard let field = try knownKey(&reader, in: Field.tagFields, seen: &seen, mapOffset: mapOffset, path())
+            else {
                 unread = true
-                try reader.skipValue(levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
+                try reader.skipValue(
+                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
                 continue
             }
             switch field {
@@ -237,7 +251,9 @@ public struct RecordDecoder: Sendable {
         return LuggageTag(id: id!, owner: owner!, weight: weight)
     }
 
-    func readOwner(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Owner {
+    func readOwner(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
+        -> Owner
+    {
         let arrayOffset = reader.offset
         let count = try reader.readArrayHeader(codingPath: path())
         try checkDepth(depth, at: arrayOffset, path())
@@ -260,7 +276,9 @@ public struct RecordDecoder: Sendable {
 
     // MARK: Strings with rules
 
-    func readType(_ reader: inout MessagePackReader, _ expected: String, _ path: @autoclosure () -> [any CodingKey]) throws {
+    func readType(_ reader: inout MessagePackReader, _ expected: String, _ path: @autoclosure () -> [any CodingKey])
+        throws
+    {
         let type = try reader.readStringBytes(codingPath: path())
         guard reader.bytes(of: type, equal: expected) else {
             // Only reachable when `recordKind` read another key; kept for a clear error all the same.
@@ -273,7 +291,7 @@ public struct RecordDecoder: Sendable {
 
     func readUUID(_ reader: inout MessagePackReader, _ path: @autoclosure () -> [any CodingKey]) throws -> UUID {
         let text = try reader.readStringBytes(codingPath: path())
-        guard let uuid = MessagePackReader.uuid(reader.bytes(of: text)) else {
+        guard let uuid = Self.uuid(reader.bytes(of: text)) else {
             throw invalid(
                 ValidationError(
                     .invalidUUID,
@@ -283,7 +301,20 @@ public struct RecordDecoder: Sendable {
         return uuid
     }
 
-    func readFlight(_ reader: inout MessagePackReader, cache: inout Cache, _ path: @autoclosure () -> [any CodingKey]) throws -> FlightID {
+    /// The UUID that `UUID(uuidString:)` reads from `text` (checked UTF-8), as the Codable path reads record ids.
+    ///
+    /// The canonical form is parsed in place; anything else goes to Foundation, whose parser on Linux also takes
+    /// some other spellings (it skips a space before a hex pair, for one), so that both paths accept the same ids.
+    static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        if let uuid = MessagePackReader.uuid(text) {
+            return uuid
+        }
+        return UUID(uuidString: String(decoding: text, as: UTF8.self))
+    }
+
+    func readFlight(_ reader: inout MessagePackReader, cache: inout Cache, _ path: @autoclosure () -> [any CodingKey])
+        throws -> FlightID
+    {
         let text = try reader.readStringBytes(codingPath: path())
         if let flight = cache.flight, reader.bytes(of: text, equal: flight.rawValue) {
             return flight
@@ -306,7 +337,9 @@ public struct RecordDecoder: Sendable {
         }
     }
 
-    func readDevice(_ reader: inout MessagePackReader, cache: inout Cache, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+    func readDevice(_ reader: inout MessagePackReader, cache: inout Cache, _ path: @autoclosure () -> [any CodingKey])
+        throws -> String
+    {
         let text = try reader.readStringBytes(codingPath: path())
         if let device = cache.device, reader.bytes(of: text, equal: device) {
             return device
@@ -441,7 +474,9 @@ enum Field: Int, CaseIterable {
         switch bytes.count {
         case 2: found = matches(.id) ? .id : nil
         case 3: found = matches(.tag) ? .tag : nil
-        case 4: found = matches(.type) ? .type : matches(.seat) ? .seat : matches(.item) ? .item : matches(.name) ? .name : nil
+        case 4:
+            found =
+                matches(.type) ? .type : matches(.seat) ? .seat : matches(.item) ? .item : matches(.name) ? .name : nil
         case 5: found = matches(.count) ? .count : matches(.point) ? .point : matches(.owner) ? .owner : nil
         case 6: found = matches(.flight) ? .flight : matches(.device) ? .device : matches(.weight) ? .weight : nil
         case 8: found = matches(.revision) ? .revision : matches(.currency) ? .currency : nil
@@ -449,7 +484,8 @@ enum Field: Int, CaseIterable {
             found =
                 matches(.lineItems)
                 ? .lineItems
-                : matches(.createdAt) ? .createdAt : matches(.scannedAt) ? .scannedAt : matches(.unitPrice) ? .unitPrice : nil
+                : matches(.createdAt)
+                    ? .createdAt : matches(.scannedAt) ? .scannedAt : matches(.unitPrice) ? .unitPrice : nil
         default: found = nil
         }
         guard let found else { return nil }

@@ -95,7 +95,8 @@ public struct MessagePackReader {
     /// - Returns: The number of key-value pairs that follow; a hostile count is not checked against the bytes left,
     ///   so reserve no more than ``count`` allows.
     /// - Throws: `DecodingError.typeMismatch` (or `valueNotFound` for nil) when the value is not a map.
-    public mutating func readMapHeader(codingPath: @autoclosure () -> [any CodingKey] = []) throws(DecodingError) -> Int {
+    public mutating func readMapHeader(codingPath: @autoclosure () -> [any CodingKey] = []) throws(DecodingError) -> Int
+    {
         try run(codingPath) { reader, offset throws(ReadFailure) in
             try reader.mapHeader(at: offset, as: [String: Any].self)
         }
