@@ -3,7 +3,7 @@
 // Prints µs per record of CPU time (this thread), best of the rounds, for each path.
 //
 //   swift build -c release --product record-decode-benchmark
-//   .build/release/record-decode-benchmark [--records 100000] [--rounds 5]
+//   .build/release/record-decode-benchmark [--records 100000] [--rounds 5] [--quick-only]
 
 import Foundation
 import JetbridgeModel
@@ -16,8 +16,14 @@ import MessagePack
 
 var recordCount = 100_000
 var rounds = 5
+/// `--quick-only` measures only the new path (for profilers).
+var quickOnly = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
+    if argument == "--quick-only" {
+        quickOnly = true
+        continue
+    }
     guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else {
         fatalError("usage: record-decode-benchmark [--records N] [--rounds N]")
     }
@@ -158,7 +164,7 @@ for frames in messages.prefix(10) {
     return best
 }
 
-let codable = measure("Codable (referenceDecode)") {
+let codable = quickOnly ? .nan : measure("Codable (referenceDecode)") {
     IncomingBatch.referenceDecode(frames: $0, authenticatedDevice: device)
 }
 let quick = measure("RecordDecoder (decode)   ") { IncomingBatch.decode(frames: $0, authenticatedDevice: device) }

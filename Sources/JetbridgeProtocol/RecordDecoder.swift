@@ -76,8 +76,9 @@ public struct RecordDecoder: Sendable {
             try probe.skipValue(levels: nestingLimit - 1, validate: false)
         }
         guard let type else { throw missing(.type, []) }
-        if probe.bytes(of: type, equal: Order.recordType) { return .order }
-        if probe.bytes(of: type, equal: Scan.recordType) { return .scan }
+        // Order.recordType and Scan.recordType, as literals: compared without touching a String.
+        if probe.bytes(of: type, equal: "order") { return .order }
+        if probe.bytes(of: type, equal: "scan") { return .scan }
         let text = probe.string(type)
         throw invalid(
             ValidationError(
@@ -103,7 +104,7 @@ public struct RecordDecoder: Sendable {
                 continue
             }
             switch field {
-            case .type: try readType(&reader, Order.recordType, [field.key])
+            case .type: try readType(&reader, "order", [field.key])
             case .id: id = try readUUID(&reader, [field.key])
             case .revision: revision = try reader.read(Int.self, codingPath: [field.key])
             case .flight: flight = try readFlight(&reader, cache: &cache, [field.key])
@@ -137,7 +138,7 @@ public struct RecordDecoder: Sendable {
                 continue
             }
             switch field {
-            case .type: try readType(&reader, Scan.recordType, [field.key])
+            case .type: try readType(&reader, "scan", [field.key])
             case .id: id = try readUUID(&reader, [field.key])
             case .tag: tag = try readTag(&reader, depth: 1, [field.key])
             case .point: point = try readPoint(&reader, [field.key])
@@ -276,7 +277,7 @@ public struct RecordDecoder: Sendable {
 
     // MARK: Strings with rules
 
-    func readType(_ reader: inout MessagePackReader, _ expected: String, _ path: @autoclosure () -> [any CodingKey])
+    func readType(_ reader: inout MessagePackReader, _ expected: StaticString, _ path: @autoclosure () -> [any CodingKey])
         throws
     {
         let type = try reader.readStringBytes(codingPath: path())
@@ -430,13 +431,11 @@ enum Field: Int, CaseIterable {
         self = Field(rawValue: bit.trailingZeroBitCount)!
     }
 
-    static func mask(_ fields: Field...) -> UInt32 { fields.reduce(0) { $0 | $1.bit } }
-
-    static let orderFields = mask(.type, .id, .revision, .flight, .seat, .lineItems, .currency, .createdAt, .device)
-    static let scanFields = mask(.type, .id, .tag, .point, .scannedAt, .flight, .device)
-    static let lineItemFields = mask(.item, .count)
-    static let itemFields = mask(.name, .unitPrice)
-    static let tagFields = mask(.id, .owner, .weight)
+    static let orderFields: UInt32 = 0b1_1111_1111  // type … device
+    static let scanFields: UInt32 = 0b1111_0000_1011  // type, id, flight, device, tag, point, scannedAt
+    static let lineItemFields: UInt32 = 0b11 << 12  // item, count
+    static let itemFields: UInt32 = 0b11 << 14  // name, unitPrice
+    static let tagFields: UInt32 = 0b11 << 16 | 0b10  // id, owner, weight
 
     var name: StaticString {
         switch self {

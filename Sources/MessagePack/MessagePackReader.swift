@@ -222,11 +222,11 @@ public struct MessagePackReader {
 
     /// Whether a string's bytes are exactly `text`'s UTF-8.
     public func bytes(of string: StringBytes, equal text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
+        let equal = text.utf8.withContiguousStorageIfAvailable { utf8 in
             utf8.count == string.count
                 && (utf8.count == 0 || ByteReader.equal(reader.base + string.start, utf8.baseAddress!, string.count))
         }
+        return equal ?? text.utf8.elementsEqual(bytes(of: string))
     }
 
     /// A `String` of bytes that ``readStringBytes(codingPath:)`` checked.
@@ -258,33 +258,37 @@ public struct MessagePackReader {
     /// The UUID spelt by `text` in canonical form (8-4-4-4-12 hex digits, either case), or nil.
     public static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard text.count == 36, let base = text.baseAddress else { return nil }
-        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let valid = withUnsafeMutableBytes(of: &uuid) { out -> Bool in
-            var position = 0
-            for i in 0..<16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 {
-                    guard base[position] == UInt8(ascii: "-") else { return false }
-                    position += 1
-                }
-                let high = hexValue(base[position])
-                let low = hexValue(base[position + 1])
-                guard high | low < 16 else { return false }
-                out[i] = high << 4 | low
-                position += 2
+        guard base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"), base[18] == UInt8(ascii: "-"),
+            base[23] == UInt8(ascii: "-")
+        else { return nil }
+        // 32 digits into two words; any invalid digit sets a high bit in `invalid`.
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var invalid: UInt8 = 0
+        @inline(__always) func digits(_ from: Int, _ to: Int, into word: inout UInt64) {
+            for i in from..<to {
+                let value = hexValue(base[i])
+                invalid |= value
+                word = word << 4 | UInt64(value & 0x0f)
             }
-            return true
         }
-        return valid ? UUID(uuid: uuid) : nil
+        digits(0, 8, into: &high)
+        digits(9, 13, into: &high)
+        digits(14, 18, into: &high)
+        digits(19, 23, into: &low)
+        digits(24, 36, into: &low)
+        guard invalid & 0xf0 == 0 else { return nil }
+        let words = (high.bigEndian, low.bigEndian)
+        return withUnsafeBytes(of: words) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
     }
 
+    /// A hex digit's value, or 0xff; selects rather than branches, since digits and letters come in random order.
     @inline(__always)
     static func hexValue(_ c: UInt8) -> UInt8 {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
-        default: return 0xff
-        }
+        let digit = c &- UInt8(ascii: "0")
+        let letter = (c | 0x20) &- UInt8(ascii: "a")
+        let letterValue = letter < 6 ? letter &+ 10 : 0xff
+        return digit < 10 ? digit : letterValue
     }
 
     // MARK: Scalars

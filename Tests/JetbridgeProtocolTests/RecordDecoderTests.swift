@@ -641,6 +641,19 @@ func compareBatch(_ payloads: [[UInt8]]) -> Disagreement? {
         #expect(failure(with("type", .string("invoice")))?.code == .invalidRecordType)
     }
 
+    @Test func fieldMasksNameTheirFields() {
+        func mask(_ fields: [Field]) -> UInt32 { fields.reduce(0) { $0 | $1.bit } }
+        #expect(Field.orderFields == mask([.type, .id, .revision, .flight, .seat, .lineItems, .currency, .createdAt, .device]))
+        #expect(Field.scanFields == mask([.type, .id, .tag, .point, .scannedAt, .flight, .device]))
+        #expect(Field.lineItemFields == mask([.item, .count]))
+        #expect(Field.itemFields == mask([.name, .unitPrice]))
+        #expect(Field.tagFields == mask([.id, .owner, .weight]))
+        for field in Field.allCases {
+            var name = Array(field.name.description.utf8)
+            #expect(name.withUnsafeMutableBufferPointer { Field(UnsafeBufferPointer($0)) } == field)
+        }
+    }
+
     @Test func uuidTextIsReadAsFoundationReadsIt() {
         var rng = SplitMix(state: 6)
         let alphabet = Array("0123456789abcdefABCDEFgG-{} \u{e9}")
