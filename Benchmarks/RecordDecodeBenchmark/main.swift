@@ -111,7 +111,10 @@ func makeRecords(count: Int) -> [Record] {
                 weight: Double(rng.next() % 60) / 2 + 5)
             bags.append(tag)
             records.append(
-                .scan(Scan(id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight, device: device)))
+                .scan(
+                    Scan(
+                        id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight, device: device)
+                ))
         default:
             let tag = bags[bags.count - 1 - (slot - 6) * 2]
             records.append(
@@ -164,8 +167,11 @@ for frames in messages.prefix(10) {
     return best
 }
 
-let codable = quickOnly ? .nan : measure("Codable (referenceDecode)") {
-    IncomingBatch.referenceDecode(frames: $0, authenticatedDevice: device)
-}
+let codable =
+    quickOnly
+    ? .nan
+    : measure("Codable (referenceDecode)") {
+        IncomingBatch.referenceDecode(frames: $0, authenticatedDevice: device)
+    }
 let quick = measure("RecordDecoder (decode)   ") { IncomingBatch.decode(frames: $0, authenticatedDevice: device) }
 print("  speed-up: \(String(format: "%.1f", codable / quick))×")

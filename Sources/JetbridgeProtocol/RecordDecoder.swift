@@ -277,7 +277,9 @@ public struct RecordDecoder: Sendable {
 
     // MARK: Strings with rules
 
-    func readType(_ reader: inout MessagePackReader, _ expected: StaticString, _ path: @autoclosure () -> [any CodingKey])
+    func readType(
+        _ reader: inout MessagePackReader, _ expected: StaticString, _ path: @autoclosure () -> [any CodingKey]
+    )
         throws
     {
         let type = try reader.readStringBytes(codingPath: path())

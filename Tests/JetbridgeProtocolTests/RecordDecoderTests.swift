@@ -643,7 +643,9 @@ func compareBatch(_ payloads: [[UInt8]]) -> Disagreement? {
 
     @Test func fieldMasksNameTheirFields() {
         func mask(_ fields: [Field]) -> UInt32 { fields.reduce(0) { $0 | $1.bit } }
-        #expect(Field.orderFields == mask([.type, .id, .revision, .flight, .seat, .lineItems, .currency, .createdAt, .device]))
+        #expect(
+            Field.orderFields
+                == mask([.type, .id, .revision, .flight, .seat, .lineItems, .currency, .createdAt, .device]))
         #expect(Field.scanFields == mask([.type, .id, .tag, .point, .scannedAt, .flight, .device]))
         #expect(Field.lineItemFields == mask([.item, .count]))
         #expect(Field.itemFields == mask([.name, .unitPrice]))
