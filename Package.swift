@@ -67,6 +67,11 @@ let package = Package(
         // CCRC32C is the leaf checksum primitive the queue uses too; the batch header carries a CRC-32C of frame 2.
         .target(name: "JetbridgeProtocol", dependencies: ["MessagePack", "JetbridgeModel", "CCRC32C"]),
         .testTarget(name: "JetbridgeProtocolTests", dependencies: ["JetbridgeProtocol", "MessagePack", "JetbridgeModel"]),
+        .executableTarget(
+            name: "record-decode-benchmark",
+            dependencies: ["JetbridgeProtocol", "JetbridgeModel", "MessagePack"],
+            path: "Benchmarks/RecordDecodeBenchmark"
+        ),
 
         // MARK: Agent and aggregator
         .target(

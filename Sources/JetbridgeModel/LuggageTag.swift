@@ -113,8 +113,9 @@ public struct LuggageTag: Codable, Hashable, Sendable {
         weight = Self.recordPrecision(try container.decode(Double.self, forKey: .weight))
     }
 
-    /// Rounds a weight to the 1/1000 lb that survives the record's float 32.
-    static func recordPrecision(_ weight: Double) -> Double {
+    /// Rounds a weight to the 1/1000 lb that survives the record's float 32, as decoding a record does; for decoders
+    /// of records written by hand.
+    public static func recordPrecision(_ weight: Double) -> Double {
         guard weight.isFinite else { return weight }
         return (weight * 1000).rounded() / 1000
     }

@@ -13,17 +13,26 @@ public struct Seat: Codable, Hashable, Sendable, Comparable, CustomStringConvert
     /// Accepts only the canonical form (uppercase letter, no spaces), as written in records.
     /// - Throws: ``ValidationError`` with code `invalidSeat`.
     public init(_ text: String) throws {
-        let bytes = Array(text.utf8)
-        guard (2...3).contains(bytes.count), let letter = bytes.last,
-            letter >= UInt8(ascii: "A"), letter <= UInt8(ascii: "K"), letter != UInt8(ascii: "I"),
-            bytes.dropLast().allSatisfy(\.isASCIIDigit), bytes[0] != UInt8(ascii: "0")
-        else {
+        guard Self.isCanonical(text.utf8) else {
             throw ValidationError(
                 .invalidSeat,
                 "invalid seat '\(text.prefix(80))': use a row 1–99 and a letter A–K (no I), such as 17B",
                 path: "seat")
         }
         rawValue = text
+    }
+
+    /// Row 1–99 without a leading zero, then `A–K` but not `I`; reads the UTF-8 in place, as every record's seat
+    /// passes here.
+    private static func isCanonical(_ utf8: String.UTF8View) -> Bool {
+        let count = utf8.count
+        guard count == 2 || count == 3 else { return false }
+        let first = utf8[utf8.startIndex]
+        let letter = utf8[utf8.index(before: utf8.endIndex)]
+        guard letter >= UInt8(ascii: "A"), letter <= UInt8(ascii: "K"), letter != UInt8(ascii: "I"),
+            first.isASCIIDigit, first != UInt8(ascii: "0")
+        else { return false }
+        return count == 2 || utf8[utf8.index(after: utf8.startIndex)].isASCIIDigit
     }
 
     /// Accepts what a person types: surrounding spaces are trimmed and the letter is uppercased.

@@ -22,11 +22,41 @@ public struct IncomingBatch: Sendable {
     /// numbers); the header's device against `authenticatedDevice`; frame 2's size and CRC-32C; frame 2 is an array
     /// of exactly `count` well-formed values; each record decodes, passes the model's validation and names the
     /// header's device.
+    ///
+    /// Records are read by ``RecordDecoder`` in one pass over frame 2, which checks every byte (strings as UTF-8
+    /// and timestamps included, also under keys a record does not read) before the batch is returned. When that
+    /// pass finds anything wrong, the batch is decoded again by ``referenceDecode(frames:authenticatedDevice:)``,
+    /// whose answer is returned: a refused batch gets exactly the status, index and reason it always got.
     /// - Parameters:
     ///   - frames: The frames of one ZeroMQ message.
     ///   - authenticatedDevice: The connection's `User-Id` from the ZAP handler, or nil in insecure mode.
     /// - Returns: The batch, or why it is refused (with the header when it could be read, so the ack can name it).
+    ///   Each record's `bytes` is a slice of frame 2, sharing its storage.
     public static func decode(frames: [Data], authenticatedDevice: String?) -> Result<IncomingBatch, BatchRejection> {
+        let header: BatchHeader
+        switch checkFrames(frames, authenticatedDevice: authenticatedDevice) {
+        case .success(let checked): header = checked
+        case .failure(let rejection): return .failure(rejection)
+        }
+        if let records = quickRecords(frames[1], header: header) {
+            return .success(IncomingBatch(header: header, records: records))
+        }
+        return codableRecords(frames[1], header: header)
+    }
+
+    /// Checks and decodes a batch message as ``decode(frames:authenticatedDevice:)`` does, with the Codable
+    /// `MessagePackDecoder` for every record: the reference the fast path is tested and measured against.
+    public static func referenceDecode(frames: [Data], authenticatedDevice: String?) -> Result<
+        IncomingBatch, BatchRejection
+    > {
+        switch checkFrames(frames, authenticatedDevice: authenticatedDevice) {
+        case .success(let header): return codableRecords(frames[1], header: header)
+        case .failure(let rejection): return .failure(rejection)
+        }
+    }
+
+    /// Everything but the records: frames, header, device, size and checksum.
+    static func checkFrames(_ frames: [Data], authenticatedDevice: String?) -> Result<BatchHeader, BatchRejection> {
         guard frames.count == 2 else {
             return .failure(.malformed(nil, "a batch has 2 frames (header, records); this message has \(frames.count)"))
         }
@@ -53,6 +83,38 @@ public struct IncomingBatch: Sendable {
             return .failure(
                 .malformed(header, "CRC-32C of frame 2 is \(hex(crc)) but the header says \(hex(header.crc32c))"))
         }
+        return .success(header)
+    }
+
+    /// The records of a checked frame 2 read by ``RecordDecoder``, or nil when anything is wrong with them (the
+    /// caller then asks the reference path why).
+    ///
+    /// One pass: the array header, then each record from where the previous one ended. Every byte is checked: the
+    /// decoder validates the strings and timestamps it reads, and with `validatesUnreadValues` those under keys it
+    /// does not read, which is what `MessagePackStructure.arrayElements` checked before decoding.
+    static func quickRecords(_ body: Data, header: BatchHeader) -> [Element]? {
+        var decoder = RecordDecoder()
+        decoder.nestingLimit = WireProtocol.recordNestingLimit
+        decoder.validatesUnreadValues = true
+        var cache = RecordDecoder.Cache(device: header.device)
+        let base = body.startIndex
+        return MessagePackReader.withReader(body) { reader -> [Element]? in
+            guard let count = try? reader.readArrayHeader(), count == header.count else { return nil }
+            var records: [Element] = []
+            records.reserveCapacity(count)
+            for _ in 0..<count {
+                let start = reader.offset
+                guard let record = try? decoder.read(&reader, cache: &cache), (try? record.validate()) != nil,
+                    record.device == header.device
+                else { return nil }
+                records.append(Element(record: record, bytes: body[(base + start)..<(base + reader.offset)]))
+            }
+            return reader.isAtEnd ? records : nil
+        }
+    }
+
+    /// The records of a checked frame 2 through `MessagePackStructure.arrayElements` and the Codable decoder.
+    static func codableRecords(_ body: Data, header: BatchHeader) -> Result<IncomingBatch, BatchRejection> {
         let ranges: [Range<Int>]
         do {
             ranges = try MessagePackStructure.arrayElements(in: body, nestingLimit: WireProtocol.recordNestingLimit + 1)
@@ -80,7 +142,7 @@ public struct IncomingBatch: Sendable {
                             reason: "record \(index) names device '\(record.device)' but the batch is from "
                                 + "'\(header.device)'"))
                 }
-                records.append(Element(record: record, bytes: Data(bytes)))
+                records.append(Element(record: record, bytes: bytes))
             } catch let error as ValidationError {
                 return .failure(
                     BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
