@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // Shared decoding helpers: they turn format slips into `ValidationError`s that name the field, so a rejected record
 // says "id: 'xyz' is not a UUID" rather than Foundation's generic text.
@@ -6,7 +6,7 @@ import Foundation
 extension KeyedDecodingContainer {
     func decodeUUID(forKey key: Key) throws -> UUID {
         let text = try decode(String.self, forKey: key)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = UUID(canonical: text) else {
             throw ValidationError.invalidUUID(text, path: ValidationError.path(codingPath + [key]))
                 .decodingError(at: codingPath + [key])
         }
@@ -40,5 +40,27 @@ extension ValidationError {
             .invalidUUID,
             "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
             path: path)
+    }
+}
+
+extension UUID {
+    /// Parses the canonical form only: 36 characters, hex digits in groups of 8-4-4-4-12 joined by `-`, either case.
+    ///
+    /// Foundation's `UUID(uuidString:)` on Linux also takes some other spellings (it skips a space before a hex pair,
+    /// for one), so two texts could name one id; records and tags are refused unless canonical (docs/PROTOCOL.md).
+    public init?(canonical text: String) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 36 else { return nil }
+        for (index, byte) in utf8.enumerated() {
+            let isHyphen = byte == UInt8(ascii: "-")
+            guard [8, 13, 18, 23].contains(index) ? isHyphen : byte.isHexDigit else { return nil }
+        }
+        self.init(uuidString: text)
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self | 0x20)
     }
 }

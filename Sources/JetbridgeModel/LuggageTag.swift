@@ -60,7 +60,7 @@ public struct LuggageTag: Codable, Hashable, Sendable {
 
         let idValue = try field("id")
         guard case .string(let idText) = idValue else { throw wrongType("id", "a UUID string", idValue) }
-        guard let id = UUID(uuidString: idText) else { throw ValidationError.invalidUUID(idText, path: "id") }
+        guard let id = UUID(canonical: idText) else { throw ValidationError.invalidUUID(idText, path: "id") }
 
         let ownerValue = try field("owner")
         guard case .array(let parts) = ownerValue else { throw wrongType("owner", "an array", ownerValue) }

@@ -294,7 +294,7 @@ public struct RecordDecoder: Sendable {
 
     func readUUID(_ reader: inout MessagePackReader, _ path: @autoclosure () -> [any CodingKey]) throws -> UUID {
         let text = try reader.readStringBytes(codingPath: path())
-        guard let uuid = Self.uuid(reader.bytes(of: text)) else {
+        guard let uuid = MessagePackReader.uuid(reader.bytes(of: text)) else {
             throw invalid(
                 ValidationError(
                     .invalidUUID,
@@ -302,17 +302,6 @@ public struct RecordDecoder: Sendable {
                         + "F432BDB8-D84F-4461-8362-AFF89F6C493E"), path())
         }
         return uuid
-    }
-
-    /// The UUID that `UUID(uuidString:)` reads from `text` (checked UTF-8), as the Codable path reads record ids.
-    ///
-    /// The canonical form is parsed in place; anything else goes to Foundation, whose parser on Linux also takes
-    /// some other spellings (it skips a space before a hex pair, for one), so that both paths accept the same ids.
-    static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
-        if let uuid = MessagePackReader.uuid(text) {
-            return uuid
-        }
-        return UUID(uuidString: String(decoding: text, as: UTF8.self))
     }
 
     func readFlight(_ reader: inout MessagePackReader, cache: inout Cache, _ path: @autoclosure () -> [any CodingKey])
