@@ -33,7 +33,8 @@ public final class AggregatorStore: Sendable {
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
-    /// Stored records are the MessagePack bytes they arrived as; receipts and reports decode them again.
+    /// Orders are stored with the MessagePack bytes they arrived as (receipts and reports decode them again); scans
+    /// as columns only, since every field of a scan is one.
     ///
     /// - Parameters:
     ///   - path: The SQLite file, such as `<home>/jetbridge.sqlite`; its directory must exist.
@@ -136,7 +137,6 @@ public final class AggregatorStore: Sendable {
                     insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
                     insertScan.bind(scan.tag.weight, at: 7)
                     insertScan.bind(scan.device, at: 8)
-                    insertScan.bind(incoming.bytes, at: 9)
                     if try insertScan.run() > 0 { new += 1 }
                 }
             }
