@@ -106,7 +106,74 @@ public struct ReceiptWriter: Sendable {
     }
 
     /// The JSON file's bytes: sorted keys, ISO 8601 UTC dates, a trailing newline, so a rebuild writes the same bytes.
+    ///
+    /// The same bytes as Foundation's `JSONEncoder` with `[.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]`
+    /// and `.iso8601` dates (``encoderJSON(_:)``, compared in the tests), written directly: a bulk sync leaves
+    /// hundreds of orders per seat, and the encoder's containers were over half of a refresh's CPU (perf).
     public static func json(_ receipt: Receipt) throws -> Data {
+        var out = "{\n"
+        member("currency", quoted(receipt.currency), indent: 1, to: &out)
+        member("flight", quoted(receipt.flight.rawValue), indent: 1, to: &out)
+        out += "  \"orders\" : [\n"
+        for (index, entry) in receipt.orders.enumerated() {
+            out += "    {\n"
+            member("createdAt", quoted(isoDate(entry.createdAt)), indent: 3, to: &out)
+            member("device", quoted(entry.device), indent: 3, to: &out)
+            member("id", quoted(entry.id.uuidString), indent: 3, to: &out)
+            out += "      \"lines\" : [\n"
+            for (lineIndex, line) in entry.lines.enumerated() {
+                out += "        {\n"
+                member("count", String(line.count), indent: 5, to: &out)
+                member("name", quoted(line.name), indent: 5, to: &out)
+                member("price", String(line.price), indent: 5, to: &out)
+                member("unitPrice", String(line.unitPrice), indent: 5, last: true, to: &out)
+                out += lineIndex == entry.lines.count - 1 ? "        }\n" : "        },\n"
+            }
+            out += entry.lines.isEmpty ? "\n      ],\n" : "      ],\n"
+            member("revision", String(entry.revision), indent: 3, to: &out)
+            member("subtotal", String(entry.subtotal), indent: 3, last: true, to: &out)
+            out += index == receipt.orders.count - 1 ? "    }\n" : "    },\n"
+        }
+        out += receipt.orders.isEmpty ? "\n  ],\n" : "  ],\n"
+        member("seat", quoted(receipt.seat.rawValue), indent: 1, to: &out)
+        member("total", String(receipt.total), indent: 1, last: true, to: &out)
+        out += "}\n"
+        return Data(out.utf8)
+    }
+
+    private static func member(_ key: String, _ value: String, indent: Int, last: Bool = false, to out: inout String) {
+        for _ in 0..<indent { out += "  " }
+        out += "\""
+        out += key
+        out += "\" : "
+        out += value
+        out += last ? "\n" : ",\n"
+    }
+
+    /// A JSON string as `JSONEncoder` spells it with `.withoutEscapingSlashes`.
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case "\u{0}"..."\u{1F}":
+                let hex = String(scalar.value, radix: 16, uppercase: false)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+        return out
+    }
+
+    /// The receipt through Foundation's `JSONEncoder`: the reference ``json(_:)`` must equal byte for byte.
+    public static func encoderJSON(_ receipt: Receipt) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
