@@ -152,6 +152,10 @@ public struct ReceiptWriter: Sendable {
 
     /// A JSON string as `JSONEncoder` spells it with `.withoutEscapingSlashes`.
     private static func quoted(_ text: String) -> String {
+        // Names, devices and ids rarely need escaping: copy them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
