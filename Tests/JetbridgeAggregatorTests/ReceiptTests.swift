@@ -145,13 +145,15 @@ struct ReceiptTests {
         let odd = Receipt.Entry(
             id: uuid(7), revision: 3, createdAt: Date(timeIntervalSince1970: 1_795_200_000.987), device: "cart/1",
             lines: [
-                Receipt.Line(name: "Tea \"Earl\" Grey\\ ½ / é\t\n\r\u{8}\u{C}\u{1}\u{1F}", count: 1, unitPrice: 5, price: 5),
+                Receipt.Line(
+                    name: "Tea \"Earl\" Grey\\ ½ / é\t\n\r\u{8}\u{C}\u{1}\u{1F}", count: 1, unitPrice: 5, price: 5),
                 Receipt.Line(name: "", count: 0, unitPrice: 0, price: 0),
             ], subtotal: -5)
         let empty = Receipt.Entry(
             id: uuid(8), revision: 1, createdAt: Date(timeIntervalSince1970: -1.5), device: "d", lines: [],
             subtotal: 0)
-        receipts.append(Receipt(flight: flightB, seat: try Seat("1A"), currency: "EUR", orders: [odd, empty], total: 0))
+        receipts.append(
+            Receipt(flight: flightB, seat: try Seat("1A"), currency: "EUR", orders: [odd, empty], total: 0))
         receipts.append(Receipt(flight: flightA, seat: try Seat("2B"), currency: "", orders: [], total: Int.min))
         for receipt in receipts {
             let written = try ReceiptWriter.json(receipt)
