@@ -117,7 +117,7 @@ public struct ReceiptWriter: Sendable {
         out += "  \"orders\" : [\n"
         for (index, entry) in receipt.orders.enumerated() {
             out += "    {\n"
-            member("createdAt", quoted(isoDate(entry.createdAt)), indent: 3, to: &out)
+            member("createdAt", "\"" + utcSeconds(entry.createdAt) + "\"", indent: 3, to: &out)
             member("device", quoted(entry.device), indent: 3, to: &out)
             member("id", quoted(entry.id.uuidString), indent: 3, to: &out)
             out += "      \"lines\" : [\n"
@@ -148,6 +148,47 @@ public struct ReceiptWriter: Sendable {
         out += "\" : "
         out += value
         out += last ? "\n" : ",\n"
+    }
+
+    /// `2026-11-21T03:53:20Z`, as `JSONEncoder`'s `.iso8601` writes it (fractions of a second dropped), by arithmetic
+    /// for years 1970–9999 (`Date.ISO8601FormatStyle` was a large share of the JSON's cost), by the style otherwise.
+    static func utcSeconds(_ date: Date) -> String {
+        let interval = date.timeIntervalSince1970
+        guard interval >= 0, interval < 253_402_300_800 else { return isoDate(date) }
+        let seconds = Int(interval)
+        let days = seconds / 86_400
+        let second = seconds % 86_400
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's days_from_civil, inverted).
+        let shifted = days + 719_468
+        let era = shifted / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var bytes = [UInt8](repeating: 0, count: 20)
+        func put(_ value: Int, _ width: Int, at offset: Int) {
+            var value = value
+            for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
+        }
+        put(year, 4, at: 0)
+        put(month, 2, at: 5)
+        put(day, 2, at: 8)
+        put(second / 3_600, 2, at: 11)
+        put(second / 60 % 60, 2, at: 14)
+        put(second % 60, 2, at: 17)
+        bytes[4] = UInt8(ascii: "-")
+        bytes[7] = UInt8(ascii: "-")
+        bytes[10] = UInt8(ascii: "T")
+        bytes[13] = UInt8(ascii: ":")
+        bytes[16] = UInt8(ascii: ":")
+        bytes[19] = UInt8(ascii: "Z")
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A JSON string as `JSONEncoder` spells it with `.withoutEscapingSlashes`.

@@ -155,6 +155,24 @@ struct ReceiptTests {
         receipts.append(
             Receipt(flight: flightB, seat: try Seat("1A"), currency: "EUR", orders: [odd, empty], total: 0))
         receipts.append(Receipt(flight: flightA, seat: try Seat("2B"), currency: "", orders: [], total: Int.min))
+        // Dates across leap days, year ends and centuries, with and without fractions, as the encoder writes them.
+        var generator = SplitMix(state: 5)
+        let dates =
+            (0..<2_000).map { _ in
+                Date(
+                    timeIntervalSince1970: Double(generator.next() % 8_000_000_000) + Double(generator.next() % 1000)
+                        / 1000)
+            }
+            + [0, 951_782_400, 951_868_799.999, 4_107_542_400, 253_402_300_799.5].map {
+                Date(timeIntervalSince1970: $0)
+            }
+        receipts.append(
+            Receipt(
+                flight: flightA, seat: try Seat("3C"), currency: "USD",
+                orders: dates.enumerated().map {
+                    Receipt.Entry(
+                        id: uuid($0.offset), revision: 1, createdAt: $0.element, device: "d", lines: [], subtotal: 0)
+                }, total: 0))
         for receipt in receipts {
             let written = try ReceiptWriter.json(receipt)
             let reference = try ReceiptWriter.encoderJSON(receipt)
