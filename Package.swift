@@ -87,6 +87,7 @@ let package = Package(
             dependencies: [
                 "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

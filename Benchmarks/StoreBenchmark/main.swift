@@ -171,7 +171,8 @@ do {
     exec(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 100000"
     )
-    // The store's tables and indexes, without its constraints' upserts, statistics and receipt marks.
+    // The store's tables and indexes (orders keep their bytes, scans are columns only), without its constraints'
+    // upserts, statistics and receipt marks.
     exec(
         """
         CREATE TABLE orders (id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
@@ -179,15 +180,14 @@ do {
         CREATE UNIQUE INDEX orders_id ON orders(id);
         CREATE INDEX orders_flight ON orders(flight);
         CREATE TABLE scans (id BLOB NOT NULL, flight TEXT NOT NULL, tag BLOB NOT NULL, point INTEGER NOT NULL,
-            scanned_at REAL NOT NULL, owner TEXT NOT NULL, weight REAL NOT NULL, device TEXT NOT NULL,
-            record BLOB NOT NULL);
+            scanned_at REAL NOT NULL, owner TEXT NOT NULL, weight REAL NOT NULL, device TEXT NOT NULL);
         CREATE UNIQUE INDEX scans_id ON scans(id);
         """)
     var insertOrder: OpaquePointer?
     var insertScan: OpaquePointer?
     check(sqlite3_prepare_v2(db, "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)", -1, &insertOrder, nil), db, "prepare")
     check(
-        sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db,
+        sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db,
         "prepare")
     let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
     func bind(_ statement: OpaquePointer?, _ index: Int32, _ uuid: UUID) {
@@ -232,7 +232,6 @@ do {
                     bind(insertScan, 6, scan.tag.owner.initial + scan.tag.owner.family)
                     sqlite3_bind_double(insertScan, 7, scan.tag.weight)
                     bind(insertScan, 8, scan.device)
-                    bind(insertScan, 9, incoming.bytes)
                     step(insertScan)
                 }
             }

@@ -29,6 +29,10 @@ extension AggregatorServer {
             let takenBatches = taken.work.reduce(0) { if case .batch = $1 { $0 + 1 } else { $0 } }
             delay = takenBatches >= Self.bulkGroupBatches ? bulkDelay : trickleDelay
             let now = ContinuousClock.now
+            if taken.work.isEmpty {
+                // Nothing came for a while: the receipts of what was committed can be written now.
+                receipts.storeWentIdle()
+            }
             if !taken.work.isEmpty {
                 lastWork = now
                 process(taken.work, acks: loop.acks)

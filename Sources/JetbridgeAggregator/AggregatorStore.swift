@@ -33,8 +33,8 @@ public final class AggregatorStore: Sendable {
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
-    /// - Parameters:
-    /// Stored records are the MessagePack bytes they arrived as; receipts and reports decode them again.
+    /// Orders are stored with the MessagePack bytes they arrived as (receipts and reports decode them again); scans
+    /// as columns only, since every field of a scan is one.
     ///
     /// - Parameters:
     ///   - path: The SQLite file, such as `<home>/jetbridge.sqlite`; its directory must exist.
@@ -107,8 +107,8 @@ public final class AggregatorStore: Sendable {
     }
 
     private static func store(_ batches: [IncomingBatch], now: Date, in db: Database) throws -> [BatchOutcome] {
-        let upsertOrder = try db.cachedStatement(sql: upsertOrderSQL)
-        let insertScan = try db.cachedStatement(sql: insertScanSQL)
+        let upsertOrder = try HotStatement(db, sql: upsertOrderSQL)
+        let insertScan = try HotStatement(db, sql: insertScanSQL)
         let deviceBatch = try db.cachedStatement(sql: deviceBatchSQL)
         var dirty: Set<SeatKey> = []
         var outcomes: [BatchOutcome] = []
@@ -118,21 +118,26 @@ public final class AggregatorStore: Sendable {
             for incoming in batch.records {
                 switch incoming.record {
                 case .order(let order):
-                    try upsertOrder.execute(arguments: [
-                        order.id, order.revision, order.flight.rawValue, order.seat.rawValue, order.device,
-                        incoming.bytes,
-                    ])
-                    if db.changesCount > 0 {
+                    upsertOrder.bind(order.id, at: 1)
+                    upsertOrder.bind(order.revision, at: 2)
+                    upsertOrder.bind(order.flight.rawValue, at: 3)
+                    upsertOrder.bind(order.seat.rawValue, at: 4)
+                    upsertOrder.bind(order.device, at: 5)
+                    upsertOrder.bind(incoming.bytes, at: 6)
+                    if try upsertOrder.run() > 0 {
                         new += 1
                         dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
                     }
                 case .scan(let scan):
-                    try insertScan.execute(arguments: [
-                        scan.id, scan.flight.rawValue, scan.tag.id, scan.point == .origin ? 0 : 1,
-                        scan.scannedAt.timeIntervalSinceReferenceDate,
-                        scan.tag.owner.initial + scan.tag.owner.family, scan.tag.weight, scan.device, incoming.bytes,
-                    ])
-                    if db.changesCount > 0 { new += 1 }
+                    insertScan.bind(scan.id, at: 1)
+                    insertScan.bind(scan.flight.rawValue, at: 2)
+                    insertScan.bind(scan.tag.id, at: 3)
+                    insertScan.bind(scan.point == .origin ? 0 : 1, at: 4)
+                    insertScan.bind(scan.scannedAt.timeIntervalSinceReferenceDate, at: 5)
+                    insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
+                    insertScan.bind(scan.tag.weight, at: 7)
+                    insertScan.bind(scan.device, at: 8)
+                    if try insertScan.run() > 0 { new += 1 }
                 }
             }
             let duplicates = batch.records.count - new

@@ -5,14 +5,22 @@ import Logging
 /// start-up (repairing what a crash left behind) and once more at shutdown, where it stops after at most one group
 /// of 500 seats: the remaining marks stay in the store for the next start, so a backlog never delays a stop.
 ///
-/// Refreshes are at least `interval` apart, and a refresh that took `t` waits `t ×` ``backoffFactor`` before the
-/// next. During a bulk sync nearly every commit marks nearly every seat, and a refresh reads each marked flight's
-/// orders again: measured at 1M records, refreshing after every commit cost as much CPU as storing. The marks are in
-/// the store, so a later refresh loses nothing.
+/// While batches keep coming (the store thread has not gone idle since the last commit), refreshes wait: a refresh
+/// reads and decodes every order of every marked seat, and during a bulk sync nearly every commit marks nearly every
+/// seat, so refreshing along the way re-reads the growing store again and again for receipts that are stale again at
+/// the next commit. The refresh runs once the store thread reports it is idle (no batch for its idle interval, about
+/// a second), or ``maximumDeferral`` after the first commit it waits for, whichever comes first. Refreshes are also at
+/// least `interval` apart, and a refresh that took `t` waits `t ×` ``backoffFactor`` before the next, so receipts
+/// take at most about a tenth of a core however many orders a seat has. The marks are in the store, so a later
+/// refresh loses nothing.
 final class ReceiptWorker: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending = true  // the start-up refresh
     private var stopping = false
+    /// Whether the store thread found no batch waiting since the last commit.
+    private var storeIdle = true
+    /// The first commit not refreshed yet while batches kept coming.
+    private var deferredSince: Date?
     private let store: AggregatorStore
     private let writer: ReceiptWriter
     private let logger: Logger
@@ -33,11 +41,24 @@ final class ReceiptWorker: @unchecked Sendable {
         }
     }
 
-    /// Something was committed: refresh soon. Several signals during one refresh make one more refresh.
+    /// Something was committed: refresh once the store thread goes idle (or ``maximumDeferral`` from now at the
+    /// latest). Several signals before a refresh make one refresh.
     func signal() {
         condition.lock()
         pending = true
+        storeIdle = false
+        if deferredSince == nil { deferredSince = Date() }
         condition.signal()
+        condition.unlock()
+    }
+
+    /// The store thread found no batch waiting: what was committed can be refreshed now.
+    func storeWentIdle() {
+        condition.lock()
+        if !storeIdle {
+            storeIdle = true
+            condition.signal()
+        }
         condition.unlock()
     }
 
@@ -60,16 +81,27 @@ final class ReceiptWorker: @unchecked Sendable {
     /// tenth of a core however many orders a seat has (4 still left them a quarter of the aggregator's CPU in perf).
     static let backoffFactor = 9.0
 
+    /// How long receipts may lag behind commits while batches keep coming, at most (plus the refresh's own time).
+    static let maximumDeferral: TimeInterval = 30
+
     private func run() {
         var notBefore = Date.distantPast
         while true {
             condition.lock()
-            while !pending && !stopping { condition.wait() }
-            // Coalesce the commits of the next moments into one refresh; a stop cuts the wait short.
-            while !stopping && Date() < notBefore { _ = condition.wait(until: notBefore) }
+            while !stopping {
+                guard pending else {
+                    condition.wait()
+                    continue
+                }
+                var due = notBefore
+                if !storeIdle, let deferredSince { due = max(due, deferredSince + Self.maximumDeferral) }
+                if Date() >= due { break }
+                _ = condition.wait(until: due)
+            }
             let work = pending
             let last = stopping
             pending = false
+            deferredSince = nil
             condition.unlock()
             if work {
                 let started = Date()

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import JetbridgeAggregator
 import JetbridgeModel
 import Testing
@@ -142,5 +143,54 @@ struct ApplyTests {
         #expect(
             try store.flightReports().flights
                 == FlightReport.all(orders: orders(records), bags: BagState.bags(from: scans(records))))
+    }
+
+    @Test func aStoreWrittenBySchemaV1KeepsItsScansWithoutTheirBytes() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        // A store as the first release left it: migration v1 only, scans holding their MessagePack bytes.
+        try DatabaseQueue(path: fixture.storePath).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                    INSERT INTO grdb_migrations VALUES ('v1');
+                    CREATE TABLE scans (
+                        id BLOB NOT NULL CHECK (length(id) = 16), flight TEXT NOT NULL,
+                        tag BLOB NOT NULL CHECK (length(tag) = 16), point INTEGER NOT NULL CHECK (point IN (0, 1)),
+                        scanned_at REAL NOT NULL, owner TEXT NOT NULL CHECK (length(owner) = 4),
+                        weight REAL NOT NULL CHECK (weight >= 0), device TEXT NOT NULL, record BLOB NOT NULL);
+                    CREATE UNIQUE INDEX scans_id ON scans(id);
+                    CREATE TABLE orders (
+                        id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
+                        device TEXT NOT NULL, record BLOB NOT NULL);
+                    CREATE UNIQUE INDEX orders_id ON orders(id);
+                    CREATE INDEX orders_flight ON orders(flight);
+                    CREATE TABLE devices (
+                        device TEXT NOT NULL PRIMARY KEY, last_sync REAL, batches INTEGER NOT NULL DEFAULT 0,
+                        records INTEGER NOT NULL DEFAULT 0, new_records INTEGER NOT NULL DEFAULT 0,
+                        duplicates INTEGER NOT NULL DEFAULT 0, rejects INTEGER NOT NULL DEFAULT 0, last_reject_at REAL,
+                        last_reject_reason TEXT) WITHOUT ROWID;
+                    CREATE TABLE dirty_receipts (
+                        flight TEXT NOT NULL, seat TEXT NOT NULL, generation INTEGER NOT NULL,
+                        PRIMARY KEY (flight, seat)) WITHOUT ROWID;
+                    """)
+            guard case .scan(let old) = scan(10, tag: 1, weight: 23.5, at: 60) else { return }
+            try db.execute(
+                sql: "INSERT INTO scans VALUES (?, ?, ?, 0, ?, 'DZMU', ?, ?, x'00')",
+                arguments: [
+                    old.id, old.flight.rawValue, old.tag.id, old.scannedAt.timeIntervalSinceReferenceDate,
+                    old.tag.weight, old.device,
+                ])
+        }
+        let store = try fixture.open()
+        let columns = try DatabaseQueue(path: fixture.storePath).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('scans')")
+        }
+        #expect(!columns.contains("record"))
+        #expect(try store.bags() == BagState.bags(from: scans([scan(10, tag: 1, weight: 23.5, at: 60)])))
+        // The old scan still deduplicates, and new scans go into the new shape.
+        let outcomes = try store.apply([batch("ramp-1", 1, [scan(10, tag: 1), scan(11, tag: 1, point: .destination)])])
+        #expect(outcomes.map(\.new) == [1])
+        #expect(try store.bags().first?.arrivedAt == date(0))
     }
 }

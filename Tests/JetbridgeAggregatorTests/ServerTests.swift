@@ -27,6 +27,33 @@ struct ServerTests {
         await fixture.stop()
     }
 
+    @Test func receiptsAreWrittenOnceTheBatchesStop() async throws {
+        let fixture = try ServerFixture()
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        // Several batches back to back, the last one correcting an order to another seat.
+        let batches = try [
+            outgoing("cart-1", 1, [order(1), order(2, seat: "3C")]),
+            outgoing("cart-1", 3, [order(3, seat: "3C", lines: [(chips, 1)]), scan(10, tag: 1)]),
+            outgoing("cart-1", 5, [order(1, revision: 2, seat: "4D", lines: [(popcorn, 3)])]),
+        ]
+        for batch in batches { try device.send(batch) }
+        for _ in batches { _ = try #require(try device.ack()) }
+        let receipts = fixture.fixture.receipts
+        func text(_ seat: String) -> String? {
+            try? String(
+                contentsOf: receipts.appendingPathComponent("ZA101_2026-11-21_\(seat).txt"), encoding: .utf8)
+        }
+        try await waitUntil("the receipts caught up") { try fixture.server.store.dirtyReceiptCount() == 0 }
+        let store = fixture.server.store
+        #expect(text("3C") == (try store.receipt(flight: flightA, seat: try Seat("3C")))?.text)
+        #expect(text("4D") == (try store.receipt(flight: flightA, seat: try Seat("4D")))?.text)
+        #expect(text("4D")?.contains("Popcorn") == true)
+        // Order 1 moved away from 17B, which has no orders left: its files are gone.
+        #expect(text("17B") == nil)
+        await fixture.stop()
+    }
+
     @Test func anInvalidRecordRejectsTheWholeBatchAndTheServerKeepsServing() async throws {
         let fixture = try ServerFixture()
         let device = try await fixture.device("cart-1")
