@@ -129,7 +129,8 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
             if impl.deferredError == nil {
                 impl.deferredError = error
             }
-            return UnkeyedEncoder(impl: impl, frame: -1, depth: depth + 1, parentKey: key, count: 0)
+            return UnkeyedEncoder(
+                impl: impl, frame: EncoderImpl.deadFrameID, depth: depth + 1, parentKey: key, count: 0)
         }
         let id = impl.openFrame(isMap: false)
         return UnkeyedEncoder(impl: impl, frame: id, depth: depth + 1, parentKey: key, count: 0)

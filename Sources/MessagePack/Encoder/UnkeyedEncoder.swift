@@ -130,7 +130,9 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
             if impl.deferredError == nil {
                 impl.deferredError = error
             }
-            return UnkeyedEncoder(impl: impl, frame: -1, depth: depth + 1, parentKey: IndexKey(index: count), count: 0)
+            return UnkeyedEncoder(
+                impl: impl, frame: EncoderImpl.deadFrameID, depth: depth + 1, parentKey: IndexKey(index: count),
+                count: 0)
         }
         let id = impl.openFrame(isMap: false)
         return UnkeyedEncoder(impl: impl, frame: id, depth: depth + 1, parentKey: IndexKey(index: count - 1), count: 0)
