@@ -25,7 +25,9 @@ let package = Package(
     targets: [
         // MARK: Codec
         .target(name: "MessagePack"),
-        .executableTarget(name: "messagepack-fuzz", dependencies: ["MessagePack"], path: "Fuzz/MessagePackFuzz"),
+        .executableTarget(
+            name: "messagepack-fuzz", dependencies: ["MessagePack", "JetbridgeModel", "JetbridgeProtocol"],
+            path: "Fuzz/MessagePackFuzz"),
         .testTarget(name: "MessagePackTests", dependencies: ["MessagePack"], resources: [.copy("Fixtures")]),
         .executableTarget(
             name: "messagepack-benchmark",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the MessagePack decoder for SECONDS (default 60) with libFuzzer and AddressSanitizer.
+# Fuzzes the MessagePack decoder, and the aggregator's record decoder against it, for SECONDS (default 60) with libFuzzer and AddressSanitizer.
 # Seeds come from the test suite fixtures, written to a temporary directory (not into git).
 # Exits non-zero when libFuzzer reports a crash, leak, timeout or out-of-memory input.
 set -euo pipefail
@@ -28,6 +28,27 @@ order = bytes.fromhex(
     "a5636f756e7402a863757272656e6379a3555344a9637265617465644174d6ff5a4af6a5a6646576696365a164")
 open(os.path.join(sys.argv[1], "seed-order"), "wb").write(order)
 open(os.path.join(sys.argv[1], "seed-orders"), "wb").write(b"\x92" + order + order)
+# A bag scan (device "d"), alone and in a batch with the order, from a minimal packer for the types a scan uses.
+import struct
+def pack(v):
+    if isinstance(v, str):
+        b = v.encode()
+        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
+    if isinstance(v, float):
+        return b"\xca" + struct.pack(">f", v)
+    if isinstance(v, list):
+        return bytes([0x90 | len(v)]) + b"".join(pack(x) for x in v)
+    if isinstance(v, dict):
+        return bytes([0x80 | len(v)]) + b"".join(pack(k) + pack(x) for k, x in v.items())
+    if isinstance(v, bytes):  # an already packed value, such as a timestamp
+        return v
+    raise TypeError(v)
+scan = pack({"type": "scan", "id": "9B2E7C1A-0D4F-4E8B-A6C3-5F1D2E3A4B5C",
+             "tag": {"id": "F432BDB8-D84F-4461-8362-AFF89F6C493E", "owner": ["D", "ZMU"], "weight": 21.5},
+             "point": "origin", "scannedAt": bytes.fromhex("d6ff6a5a4af6"), "flight": "ZA101/2026-11-21",
+             "device": "d"})
+open(os.path.join(sys.argv[1], "seed-scan"), "wb").write(scan)
+open(os.path.join(sys.argv[1], "seed-batch"), "wb").write(b"\x92" + order + scan)
 PY
 
 echo "fuzzing messagepack-fuzz for ${seconds}s"
