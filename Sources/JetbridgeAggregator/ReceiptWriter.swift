@@ -2,6 +2,12 @@ public import Foundation
 public import JetbridgeModel
 public import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Writes one receipt per passenger seat per flight as `<fileStem>.txt` (``Receipt/text``) and `<fileStem>.json`
 /// under a directory it owns, each file replaced atomically: written to a temporary file in the same directory,
 /// fsynced, renamed over the old one, and the directory fsynced.
@@ -138,6 +144,10 @@ public struct ReceiptWriter: Sendable {
 
     private func replaceFile(named name: String, with bytes: [UInt8]) throws {
         let target = directory.appendingPathComponent(name).path
+        // A file that already holds these bytes was put there by this writer, fsynced before its rename; the caller
+        // still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing costs a
+        // read from the page cache, far less than writing, fsyncing and renaming a new copy.
+        if Self.holds(bytes, path: target) { return }
         let data = Data(bytes)
         let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
         do {
@@ -147,6 +157,29 @@ public struct ReceiptWriter: Sendable {
             try? FileSystem.removeIfPresent(temporary)
             throw error
         }
+    }
+
+    /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no.
+    static func holds(_ bytes: [UInt8], path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { _ = close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == bytes.count
+        else { return false }
+        // One byte more than expected, so a file that grew since the fstat reads as different.
+        var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        return filled == bytes.count
+            && buffer.withUnsafeBytes { file in
+                bytes.withUnsafeBytes { memcmp(file.baseAddress!, $0.baseAddress!, bytes.count) == 0 }
+            }
     }
 
     private func removeFiles(stem: String) throws {

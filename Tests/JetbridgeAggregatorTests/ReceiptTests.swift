@@ -176,4 +176,40 @@ struct ReceiptTests {
         let receipt = try Receipt(flight: flightA, seat: seat, orders: orders)
         #expect(receipt.orders.map(\.id) == ReceiptReference.sortedIDs(orders, flight: flightA, seat: seat))
     }
+
+    @Test func rewritesOnlyFilesWhoseBytesChanged() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let writer = fixture.writer()
+        _ = try store.apply([batch("cart-1", 1, randomRecords(seed: 8, count: 200))])
+        try writer.rebuildAll(store)
+        let before = try contents(fixture.receipts)
+        func inode(_ name: String) throws -> UInt64 {
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: fixture.receipts.appendingPathComponent(name).path)
+            return (attributes[.systemFileNumber] as! NSNumber).uint64Value
+        }
+        let names = before.keys.sorted()
+        let inodes = try names.map(inode)
+        // Same size, one byte different; one byte longer; one byte shorter; gone.
+        var flipped = before[names[0]]!
+        flipped[flipped.count / 2] ^= 1
+        try flipped.write(to: fixture.receipts.appendingPathComponent(names[0]))
+        try (before[names[1]]! + Data("\n".utf8)).write(to: fixture.receipts.appendingPathComponent(names[1]))
+        try before[names[2]]!.dropLast().write(to: fixture.receipts.appendingPathComponent(names[2]))
+        try FileManager.default.removeItem(at: fixture.receipts.appendingPathComponent(names[3]))
+
+        try writer.rebuildAll(store)
+        #expect(try contents(fixture.receipts) == before)
+        let after = try names.map(inode)
+        // The removed file's new inode may reuse the old number, so only the three changed in place are compared.
+        for index in names.indices where index != 3 {
+            if index < 3 {
+                #expect(after[index] != inodes[index], "\(names[index]) was not rewritten")
+            } else {
+                #expect(after[index] == inodes[index], "\(names[index]) was rewritten with the same bytes")
+            }
+        }
+    }
 }
