@@ -51,15 +51,21 @@ public enum Money {
 
     /// The decimal digits of `value`, at least `minimumWidth` of them (zeros in front).
     static func appendDigits(_ value: UInt, minimumWidth: Int = 1, to out: inout [UInt8]) {
-        let count = max(minimumWidth, decimalDigits(value))
-        let start = out.count
-        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
-        var value = value
-        var index = start + count - 1
-        while value > 0 {
-            out[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
-            value /= 10
-            index -= 1
+        // Digits backwards into a fixed buffer (a UInt has at most 20), then appended in one copy.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var value = value
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            } while value > 0
+            while buffer.count - index < minimumWidth && index > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0")
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
         }
     }
 

@@ -64,11 +64,11 @@ public struct Receipt: Codable, Hashable, Sendable {
     public init(flight: FlightID, seat: Seat, orders: some Sequence<Order>) throws {
         // Sorted by (createdAt, id.uuidString): the id's bytes in order sort as its upper-case hex does, so the keys
         // are computed once rather than a string built in every comparison.
-        let mine = Order.latestRevisions(orders.lazy.filter { $0.flight == flight && $0.seat == seat })
-            .map { (key: SortKey($0), order: $0) }
-            .sorted { $0.key < $1.key }
-            .map(\.order)
-        let currencies = Set(mine.map(\.currency))
+        // Indices are sorted, not orders: each copy of an order retains all its strings and arrays.
+        let latest = Order.latestRevisions(orders.lazy.filter { $0.flight == flight && $0.seat == seat })
+        let keys = latest.map(SortKey.init)
+        let sorted = latest.indices.sorted { keys[$0] < keys[$1] }
+        let currencies = Set(latest.map(\.currency))
         guard currencies.count <= 1 else {
             throw ValidationError(
                 .currencyMismatch,
@@ -77,16 +77,17 @@ public struct Receipt: Codable, Hashable, Sendable {
         }
         var total = 0
         var entries: [Entry] = []
-        for order in mine {
-            let lines = try order.lineItems.map {
+        entries.reserveCapacity(latest.count)
+        for index in sorted {
+            let lines = try latest[index].lineItems.map {
                 Line(name: $0.item.name, count: $0.count, unitPrice: $0.item.unitPrice, price: try $0.price)
             }
-            let subtotal = try order.total
+            let subtotal = try latest[index].total
             total = try Money.add(total, subtotal, what: "the receipt total for seat \(seat)")
             entries.append(
                 Entry(
-                    id: order.id, revision: order.revision, createdAt: order.createdAt, device: order.device,
-                    lines: lines, subtotal: subtotal))
+                    id: latest[index].id, revision: latest[index].revision, createdAt: latest[index].createdAt,
+                    device: latest[index].device, lines: lines, subtotal: subtotal))
         }
         self.init(
             flight: flight, seat: seat, currency: currencies.first ?? FlightReport.noCurrency, orders: entries,
