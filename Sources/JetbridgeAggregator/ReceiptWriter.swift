@@ -2,6 +2,12 @@ public import Foundation
 public import JetbridgeModel
 public import Logging
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Writes one receipt per passenger seat per flight as `<fileStem>.txt` (``Receipt/text``) and `<fileStem>.json`
 /// under a directory it owns, each file replaced atomically: written to a temporary file in the same directory,
 /// fsynced, renamed over the old one, and the directory fsynced.
@@ -108,113 +114,11 @@ public struct ReceiptWriter: Sendable {
     /// The JSON file's bytes: sorted keys, ISO 8601 UTC dates, a trailing newline, so a rebuild writes the same bytes.
     ///
     /// The same bytes as Foundation's `JSONEncoder` with `[.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]`
-    /// and `.iso8601` dates (``encoderJSON(_:)``, compared in the tests), written directly: a bulk sync leaves
-    /// hundreds of orders per seat, and the encoder's containers were over half of a refresh's CPU (perf).
+    /// and `.iso8601` dates (``encoderJSON(_:)``, compared in the tests), written directly by
+    /// `Receipt.jsonBytes()`: a bulk sync leaves hundreds of orders per seat, and the encoder's containers were over
+    /// half of a refresh's CPU (perf).
     public static func json(_ receipt: Receipt) throws -> Data {
-        var out = "{\n"
-        member("currency", quoted(receipt.currency), indent: 1, to: &out)
-        member("flight", quoted(receipt.flight.rawValue), indent: 1, to: &out)
-        out += "  \"orders\" : [\n"
-        for (index, entry) in receipt.orders.enumerated() {
-            out += "    {\n"
-            member("createdAt", "\"" + utcSeconds(entry.createdAt) + "\"", indent: 3, to: &out)
-            member("device", quoted(entry.device), indent: 3, to: &out)
-            member("id", quoted(entry.id.uuidString), indent: 3, to: &out)
-            out += "      \"lines\" : [\n"
-            for (lineIndex, line) in entry.lines.enumerated() {
-                out += "        {\n"
-                member("count", String(line.count), indent: 5, to: &out)
-                member("name", quoted(line.name), indent: 5, to: &out)
-                member("price", String(line.price), indent: 5, to: &out)
-                member("unitPrice", String(line.unitPrice), indent: 5, last: true, to: &out)
-                out += lineIndex == entry.lines.count - 1 ? "        }\n" : "        },\n"
-            }
-            out += entry.lines.isEmpty ? "\n      ],\n" : "      ],\n"
-            member("revision", String(entry.revision), indent: 3, to: &out)
-            member("subtotal", String(entry.subtotal), indent: 3, last: true, to: &out)
-            out += index == receipt.orders.count - 1 ? "    }\n" : "    },\n"
-        }
-        out += receipt.orders.isEmpty ? "\n  ],\n" : "  ],\n"
-        member("seat", quoted(receipt.seat.rawValue), indent: 1, to: &out)
-        member("total", String(receipt.total), indent: 1, last: true, to: &out)
-        out += "}\n"
-        return Data(out.utf8)
-    }
-
-    private static func member(_ key: String, _ value: String, indent: Int, last: Bool = false, to out: inout String) {
-        for _ in 0..<indent { out += "  " }
-        out += "\""
-        out += key
-        out += "\" : "
-        out += value
-        out += last ? "\n" : ",\n"
-    }
-
-    /// `2026-11-21T03:53:20Z`, as `JSONEncoder`'s `.iso8601` writes it (fractions of a second dropped), by arithmetic
-    /// for years 1970–9999 (`Date.ISO8601FormatStyle` was a large share of the JSON's cost), by the style otherwise.
-    static func utcSeconds(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
-        guard interval >= 0, interval < 253_402_300_800 else { return isoDate(date) }
-        let seconds = Int(interval)
-        let days = seconds / 86_400
-        let second = seconds % 86_400
-        // Days since 1970-01-01 to a civil date (Howard Hinnant's days_from_civil, inverted).
-        let shifted = days + 719_468
-        let era = shifted / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        var bytes = [UInt8](repeating: 0, count: 20)
-        func put(_ value: Int, _ width: Int, at offset: Int) {
-            var value = value
-            for index in stride(from: offset + width - 1, through: offset, by: -1) {
-                bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
-                value /= 10
-            }
-        }
-        put(year, 4, at: 0)
-        put(month, 2, at: 5)
-        put(day, 2, at: 8)
-        put(second / 3_600, 2, at: 11)
-        put(second / 60 % 60, 2, at: 14)
-        put(second % 60, 2, at: 17)
-        bytes[4] = UInt8(ascii: "-")
-        bytes[7] = UInt8(ascii: "-")
-        bytes[10] = UInt8(ascii: "T")
-        bytes[13] = UInt8(ascii: ":")
-        bytes[16] = UInt8(ascii: ":")
-        bytes[19] = UInt8(ascii: "Z")
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// A JSON string as `JSONEncoder` spells it with `.withoutEscapingSlashes`.
-    private static func quoted(_ text: String) -> String {
-        // Names, devices and ids rarely need escaping: copy them whole.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            return "\"" + text + "\""
-        }
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case "\u{0}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-        return out
+        Data(receipt.jsonBytes())
     }
 
     /// The receipt through Foundation's `JSONEncoder`: the reference ``json(_:)`` must equal byte for byte.
@@ -234,12 +138,17 @@ public struct ReceiptWriter: Sendable {
     /// Replaces both files of a receipt; the caller syncs the directory once for many receipts.
     private func replace(_ receipt: Receipt) throws {
         let stem = receipt.fileStem
-        try replaceFile(named: stem + ".txt", with: Data(receipt.text.utf8))
-        try replaceFile(named: stem + ".json", with: try Self.json(receipt))
+        try replaceFile(named: stem + ".txt", with: receipt.textBytes())
+        try replaceFile(named: stem + ".json", with: receipt.jsonBytes())
     }
 
-    private func replaceFile(named name: String, with data: Data) throws {
+    private func replaceFile(named name: String, with bytes: [UInt8]) throws {
         let target = directory.appendingPathComponent(name).path
+        // A file that already holds these bytes was put there by this writer, fsynced before its rename; the caller
+        // still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing costs a
+        // read from the page cache, far less than writing, fsyncing and renaming a new copy.
+        if Self.holds(bytes, path: target) { return }
+        let data = Data(bytes)
         let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
         do {
             try FileSystem.writeNewFile(data, to: temporary)
@@ -248,6 +157,29 @@ public struct ReceiptWriter: Sendable {
             try? FileSystem.removeIfPresent(temporary)
             throw error
         }
+    }
+
+    /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no.
+    static func holds(_ bytes: [UInt8], path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { _ = close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == bytes.count
+        else { return false }
+        // One byte more than expected, so a file that grew since the fstat reads as different.
+        var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        return filled == bytes.count
+            && buffer.withUnsafeBytes { file in
+                bytes.withUnsafeBytes { memcmp(file.baseAddress!, $0.baseAddress!, bytes.count) == 0 }
+            }
     }
 
     private func removeFiles(stem: String) throws {

@@ -21,13 +21,63 @@ public enum Money {
     ///   - currency: The ISO 4217 code that decides the number of decimals.
     /// - Returns: Digits with a `.` before the minor part and a leading `-` when negative.
     public static func format(_ amount: Int, currency: String) -> String {
-        let digits = minorUnitDigits(currency: currency)
-        let magnitude = String(amount.magnitude)
-        let sign = amount < 0 ? "-" : ""
-        guard digits > 0 else { return sign + magnitude }
-        let padded = String(repeating: "0", count: max(0, digits + 1 - magnitude.count)) + magnitude
-        let split = padded.index(padded.endIndex, offsetBy: -digits)
-        return sign + padded[..<split] + "." + padded[split...]
+        var bytes: [UInt8] = []
+        append(amount, minorDigits: minorUnitDigits(currency: currency), to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// How many characters ``format(_:currency:)`` writes for `amount` with `minorDigits` decimals.
+    static func width(_ amount: Int, minorDigits: Int) -> Int {
+        let digits = decimalDigits(amount.magnitude)
+        let sign = amount < 0 ? 1 : 0
+        return minorDigits > 0 ? sign + max(digits, minorDigits + 1) + 1 : sign + digits
+    }
+
+    /// Appends what ``format(_:currency:)`` returns, by integer arithmetic: receipts format several amounts for each
+    /// of hundreds of orders per seat, and building strings for them was a large share of a receipt's cost.
+    static func append(_ amount: Int, minorDigits: Int, to out: inout [UInt8]) {
+        if amount < 0 { out.append(UInt8(ascii: "-")) }
+        let magnitude = amount.magnitude
+        guard minorDigits > 0 else {
+            appendDigits(magnitude, to: &out)
+            return
+        }
+        var scale: UInt = 1
+        for _ in 0..<minorDigits { scale *= 10 }
+        appendDigits(magnitude / scale, to: &out)
+        out.append(UInt8(ascii: "."))
+        appendDigits(magnitude % scale, minimumWidth: minorDigits, to: &out)
+    }
+
+    /// The decimal digits of `value`, at least `minimumWidth` of them (zeros in front).
+    static func appendDigits(_ value: UInt, minimumWidth: Int = 1, to out: inout [UInt8]) {
+        // Digits backwards into a fixed buffer (a UInt has at most 20), then appended in one copy.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var value = value
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            } while value > 0
+            while buffer.count - index < minimumWidth && index > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0")
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
+    }
+
+    /// Decimal digits in `value`; 1 for 0.
+    static func decimalDigits(_ value: UInt) -> Int {
+        var count = 1
+        var value = value
+        while value >= 10 {
+            value /= 10
+            count += 1
+        }
+        return count
     }
 
     /// Adds with overflow checked; `what` and `path` are only built on failure, as this runs for every line.

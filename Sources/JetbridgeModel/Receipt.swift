@@ -62,9 +62,13 @@ public struct Receipt: Codable, Hashable, Sendable {
     ///   - orders: Orders, any revisions and any seats; only this seat's latest revisions count.
     /// - Throws: ``ValidationError``: `overflow`, or `currencyMismatch` when the seat's orders use two currencies.
     public init(flight: FlightID, seat: Seat, orders: some Sequence<Order>) throws {
-        let mine = Order.latestRevisions(orders.lazy.filter { $0.flight == flight && $0.seat == seat })
-            .sorted { ($0.createdAt, $0.id.uuidString) < ($1.createdAt, $1.id.uuidString) }
-        let currencies = Set(mine.map(\.currency))
+        // Sorted by (createdAt, id.uuidString): the id's bytes in order sort as its upper-case hex does, so the keys
+        // are computed once rather than a string built in every comparison.
+        // Indices are sorted, not orders: each copy of an order retains all its strings and arrays.
+        let latest = Order.latestRevisions(orders.lazy.filter { $0.flight == flight && $0.seat == seat })
+        let keys = latest.map(SortKey.init)
+        let sorted = latest.indices.sorted { keys[$0] < keys[$1] }
+        let currencies = Set(latest.map(\.currency))
         guard currencies.count <= 1 else {
             throw ValidationError(
                 .currencyMismatch,
@@ -73,16 +77,17 @@ public struct Receipt: Codable, Hashable, Sendable {
         }
         var total = 0
         var entries: [Entry] = []
-        for order in mine {
-            let lines = try order.lineItems.map {
+        entries.reserveCapacity(latest.count)
+        for index in sorted {
+            let lines = try latest[index].lineItems.map {
                 Line(name: $0.item.name, count: $0.count, unitPrice: $0.item.unitPrice, price: try $0.price)
             }
-            let subtotal = try order.total
+            let subtotal = try latest[index].total
             total = try Money.add(total, subtotal, what: "the receipt total for seat \(seat)")
             entries.append(
                 Entry(
-                    id: order.id, revision: order.revision, createdAt: order.createdAt, device: order.device,
-                    lines: lines, subtotal: subtotal))
+                    id: latest[index].id, revision: latest[index].revision, createdAt: latest[index].createdAt,
+                    device: latest[index].device, lines: lines, subtotal: subtotal))
         }
         self.init(
             flight: flight, seat: seat, currency: currencies.first ?? FlightReport.noCurrency, orders: entries,
@@ -96,6 +101,29 @@ public struct Receipt: Codable, Hashable, Sendable {
         for order in orders { groups[FlightSeat(flight: order.flight, seat: order.seat), default: []].append(order) }
         return try groups.keys.sorted { ($0.flight, $0.seat) < ($1.flight, $1.seat) }.map {
             try Receipt(flight: $0.flight, seat: $0.seat, orders: groups[$0]!)
+        }
+    }
+
+    /// An order's place on a receipt: creation time, then id.
+    private struct SortKey: Comparable {
+        var createdAt: Date
+        var high: UInt64
+        var low: UInt64
+
+        init(_ order: Order) {
+            createdAt = order.createdAt
+            let bytes = order.id.uuid
+            (high, low) = withUnsafeBytes(of: bytes) {
+                (
+                    UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                    UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                )
+            }
+        }
+
+        static func < (a: SortKey, b: SortKey) -> Bool {
+            if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
+            return (a.high, a.low) < (b.high, b.low)
         }
     }
 
@@ -122,35 +150,7 @@ public struct Receipt: Codable, Hashable, Sendable {
     ///
     /// Total                 7.00 USD
     /// ```
-    public var text: String {
-        let money = { (amount: Int) in Money.format(amount, currency: self.currency) }
-        let allLines = orders.flatMap(\.lines)
-        let nameWidth = max(8, allLines.map(\.name.count).max() ?? 0)
-        let countWidth = allLines.map { String($0.count).count }.max() ?? 1
-        let unitWidth = allLines.map { money($0.unitPrice).count }.max() ?? 1
-        let amounts = allLines.map(\.price) + orders.map(\.subtotal) + [total]
-        let amountWidth = amounts.map { money($0).count }.max() ?? 1
-        // "  name  count x unit  amount": everything before the amount column has this width.
-        let lead = 2 + nameWidth + 2 + countWidth + 3 + unitWidth + 2
-
-        func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-            let fill = String(repeating: " ", count: max(0, width - text.count))
-            return right ? fill + text : text + fill
-        }
-        let iso = Date.ISO8601FormatStyle()
-
-        var out = "Jetbridge receipt\nFlight: \(flight)\nSeat:   \(seat)\n"
-        for order in orders {
-            out += "\nOrder \(order.id.uuidString) (revision \(order.revision))\n"
-            out += "\(order.createdAt.formatted(iso)), device \(order.device)\n"
-            for line in order.lines {
-                out += "  " + pad(line.name, nameWidth) + "  " + pad(String(line.count), countWidth, right: true)
-                out += " x " + pad(money(line.unitPrice), unitWidth, right: true) + "  "
-                out += pad(money(line.price), amountWidth, right: true) + "\n"
-            }
-            out += pad("  Subtotal", lead) + pad(money(order.subtotal), amountWidth, right: true) + "\n"
-        }
-        out += "\n" + pad("Total", lead) + pad(money(total), amountWidth, right: true) + " \(currency)\n"
-        return out
-    }
+    ///
+    /// Rendered by ``textBytes()``.
+    public var text: String { String(decoding: textBytes(), as: UTF8.self) }
 }

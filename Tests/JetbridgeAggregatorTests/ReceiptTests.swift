@@ -139,46 +139,77 @@ struct ReceiptTests {
     }
 
     @Test func receiptJSONIsByteForByteWhatJSONEncoderWrites() throws {
-        var receipts = [Receipt.example]
-        receipts += try Receipt.all(orders: orders(randomRecords(seed: 11, count: 400)))
-        // Text JSON must escape, slashes it must not, non-ASCII, dates with fractions, an order with no lines.
-        let odd = Receipt.Entry(
-            id: uuid(7), revision: 3, createdAt: Date(timeIntervalSince1970: 1_795_200_000.987), device: "cart/1",
-            lines: [
-                Receipt.Line(
-                    name: "Tea \"Earl\" Grey\\ ½ / é\t\n\r\u{8}\u{C}\u{1}\u{1F}", count: 1, unitPrice: 5, price: 5),
-                Receipt.Line(name: "", count: 0, unitPrice: 0, price: 0),
-            ], subtotal: -5)
-        let empty = Receipt.Entry(
-            id: uuid(8), revision: 1, createdAt: Date(timeIntervalSince1970: -1.5), device: "d", lines: [],
-            subtotal: 0)
-        receipts.append(
-            Receipt(flight: flightB, seat: try Seat("1A"), currency: "EUR", orders: [odd, empty], total: 0))
-        receipts.append(Receipt(flight: flightA, seat: try Seat("2B"), currency: "", orders: [], total: Int.min))
-        // Dates across leap days, year ends and centuries, with and without fractions, as the encoder writes them.
-        var generator = SplitMix(state: 5)
-        let dates =
-            (0..<2_000).map { _ in
-                Date(
-                    timeIntervalSince1970: Double(generator.next() % 8_000_000_000) + Double(generator.next() % 1000)
-                        / 1000)
-            }
-            + [0, 951_782_400, 951_868_799.999, 4_107_542_400, 253_402_300_799.5].map {
-                Date(timeIntervalSince1970: $0)
-            }
-        receipts.append(
-            Receipt(
-                flight: flightA, seat: try Seat("3C"), currency: "USD",
-                orders: dates.enumerated().map {
-                    Receipt.Entry(
-                        id: uuid($0.offset), revision: 1, createdAt: $0.element, device: "d", lines: [], subtotal: 0)
-                }, total: 0))
-        for receipt in receipts {
+        for receipt in try ReceiptReference.variedReceipts() {
             let written = try ReceiptWriter.json(receipt)
             let reference = try ReceiptWriter.encoderJSON(receipt)
             #expect(
                 written == reference,
                 "\(String(decoding: written, as: UTF8.self)) vs \(String(decoding: reference, as: UTF8.self))")
+        }
+    }
+
+    @Test func receiptTextIsByteForByteWhatTheStringRendererWrote() throws {
+        for receipt in try ReceiptReference.variedReceipts() {
+            let reference = ReceiptReference.text(receipt)
+            #expect(receipt.textBytes() == Array(reference.utf8), "\(receipt.text) vs \(reference)")
+        }
+        for amount in [0, 1, 9, 10, 99, 100, 1_000, -1, -10, -100, 123_456_789, Int.max, Int.min, Int.min + 1] {
+            for currency in ["USD", "JPY", "KWD", "CLF", "XYZ"] {
+                #expect(Money.format(amount, currency: currency) == ReceiptReference.money(amount, currency: currency))
+            }
+        }
+    }
+
+    @Test func receiptOrdersSortAsByTimeThenIDText() throws {
+        // Few distinct times, so many orders tie on time and the id decides; ids random in every byte.
+        var generator = SplitMix(state: 3)
+        let seat = try Seat("4D")
+        let orders = (0..<2_000).map { n in
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: generator.next()) }
+            let id = bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+            return Order(
+                id: n % 10 == 0 ? uuid(n % 7) : id, revision: n % 3 + 1, flight: flightA, seat: seat,
+                lineItems: [LineItem(item: peanuts, count: 1)], currency: "USD",
+                createdAt: date(Double(generator.next() % 5)), device: "d")
+        }
+        let receipt = try Receipt(flight: flightA, seat: seat, orders: orders)
+        #expect(receipt.orders.map(\.id) == ReceiptReference.sortedIDs(orders, flight: flightA, seat: seat))
+    }
+
+    @Test func rewritesOnlyFilesWhoseBytesChanged() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let writer = fixture.writer()
+        _ = try store.apply([batch("cart-1", 1, randomRecords(seed: 8, count: 200))])
+        try writer.rebuildAll(store)
+        let before = try contents(fixture.receipts)
+        func inode(_ name: String) throws -> UInt64 {
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: fixture.receipts.appendingPathComponent(name).path)
+            return (attributes[.systemFileNumber] as! NSNumber).uint64Value
+        }
+        let names = before.keys.sorted()
+        let inodes = try names.map(inode)
+        // Same size, one byte different; one byte longer; one byte shorter; gone.
+        var flipped = before[names[0]]!
+        flipped[flipped.count / 2] ^= 1
+        try flipped.write(to: fixture.receipts.appendingPathComponent(names[0]))
+        try (before[names[1]]! + Data("\n".utf8)).write(to: fixture.receipts.appendingPathComponent(names[1]))
+        try before[names[2]]!.dropLast().write(to: fixture.receipts.appendingPathComponent(names[2]))
+        try FileManager.default.removeItem(at: fixture.receipts.appendingPathComponent(names[3]))
+
+        try writer.rebuildAll(store)
+        #expect(try contents(fixture.receipts) == before)
+        let after = try names.map(inode)
+        // The removed file's new inode may reuse the old number, so only the three changed in place are compared.
+        for index in names.indices where index != 3 {
+            if index < 3 {
+                #expect(after[index] != inodes[index], "\(names[index]) was not rewritten")
+            } else {
+                #expect(after[index] == inodes[index], "\(names[index]) was rewritten with the same bytes")
+            }
         }
     }
 }
