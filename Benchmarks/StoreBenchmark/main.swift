@@ -3,6 +3,7 @@
 // floor the store is measured against). Only store calls are timed; generating records is not.
 //
 //   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory]
+//                                                       [batches per transaction, a multiple of 20]
 
 import Foundation
 import GRDBSQLite
@@ -15,6 +16,10 @@ import MessagePack
 let totalRecords = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 1_000_000
 let batchSize = 1_000
 let batchesPerTransaction = 20
+/// Batches the store is given per `apply` (one transaction); a multiple of `batchesPerTransaction`.
+let storeBatchesPerTransaction =
+    CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3])! : batchesPerTransaction
+precondition(storeBatchesPerTransaction % batchesPerTransaction == 0, "batches per transaction: a multiple of 20")
 let baseDirectory =
     CommandLine.arguments.count > 2
     ? URL(fileURLWithPath: CommandLine.arguments[2]) : FileManager.default.temporaryDirectory
@@ -129,14 +134,17 @@ do {
         path: directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "store-benchmark"))
     var rng = SplitMix(state: 42)
     var new = 0
+    var batches: [IncomingBatch] = []
     for group in 0..<groups {
-        let batches = makeGroup(group, &rng)
+        batches += makeGroup(group, &rng)
+        guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
         let t0 = now()
         let c0 = cpu()
         let outcomes = try store.apply(batches)
         storeSeconds += now() - t0
         storeCPU += cpu() - c0
         new += outcomes.reduce(0) { $0 + $1.new }
+        batches = []
     }
     storeRSS = peakRSS()
     var t0 = now()
@@ -254,7 +262,10 @@ let storeRate = Double(records) / storeSeconds
 let directRate = Double(records) / directSeconds
 print("")
 print("                      records/s   CPU µs/record")
-print(String(format: "store (20 batches/tx) %9.0f   %13.2f", storeRate, storeCPU / Double(records) * 1e6))
+print(
+    String(
+        format: "store (%d batches/tx) %9.0f   %13.2f", storeBatchesPerTransaction, storeRate,
+        storeCPU / Double(records) * 1e6))
 print(String(format: "direct (one tx)       %9.0f   %13.2f", directRate, directCPU / Double(records) * 1e6))
 print(String(format: "ratio store/direct    %9.2f   %13.2f", storeRate / directRate, directCPU / storeCPU))
 print("peak RSS after applying: \(storeRSS); after the bag merge and the direct run: \(peakRSS())")

@@ -7,6 +7,7 @@
 //   swift build -c release --product sync-benchmark
 //   .build/release/sync-benchmark [--devices 10] [--records 100000] [--batch-records N] [--window N]
 //                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]
+//                                 [--debug-log]
 
 import FileQueue
 import Foundation
@@ -29,12 +30,18 @@ var transactionRecords: Int?
 var queueBatches: Int?
 var transactionDelay: Int?
 var keep = false
+/// Serve logs at debug level (one line per transaction, with its records and milliseconds); costs some CPU.
+var debugLog = false
 let usage =
-    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]"
+    "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep] [--debug-log]"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     if argument == "--keep" {
         keep = true
+        continue
+    }
+    if argument == "--debug-log" {
+        debugLog = true
         continue
     }
     guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else { fatalError(usage) }
@@ -367,7 +374,9 @@ say(
 
 let serveLog = scratch.appendingPathComponent("serve.log")
 let serve = spawn(
-    aggregatorExecutable, ["--home", ground.path, "serve", "--data", dataEndpoint, "--acks", acksEndpoint],
+    aggregatorExecutable,
+    ["--home", ground.path, "serve", "--data", dataEndpoint, "--acks", acksEndpoint]
+        + (debugLog ? ["--log-level", "debug"] : []),
     log: serveLog)
 let readyDeadline = now() + 30
 while !(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("data.ipc").path)

@@ -110,35 +110,62 @@ public final class AggregatorStore: Sendable {
         let insertScan = try HotStatement(db, sql: insertScanSQL)
         let deviceBatch = try db.cachedStatement(sql: deviceBatchSQL)
         var dirty: Set<SeatKey> = []
-        var outcomes: [BatchOutcome] = []
-        outcomes.reserveCapacity(batches.count)
-        for batch in batches {
-            var new = 0
-            for incoming in batch.records {
+        var newCounts = [Int](repeating: 0, count: batches.count)
+
+        func storeOrder(_ order: Order, bytes: Data) throws -> Bool {
+            upsertOrder.bind(order.id, at: 1)
+            upsertOrder.bind(order.revision, at: 2)
+            upsertOrder.bind(order.flight.rawValue, at: 3)
+            upsertOrder.bind(order.seat.rawValue, at: 4)
+            upsertOrder.bind(order.device, at: 5)
+            upsertOrder.bind(bytes, at: 6)
+            guard try upsertOrder.run() > 0 else { return false }
+            dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
+            return true
+        }
+        func storeScan(_ scan: Scan) throws -> Bool {
+            insertScan.bind(scan.id, at: 1)
+            insertScan.bind(scan.flight.rawValue, at: 2)
+            insertScan.bind(scan.tag.id, at: 3)
+            insertScan.bind(scan.point == .origin ? 0 : 1, at: 4)
+            insertScan.bind(scan.scannedAt.timeIntervalSinceReferenceDate, at: 5)
+            insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
+            insertScan.bind(scan.tag.weight, at: 7)
+            insertScan.bind(scan.device, at: 8)
+            return try insertScan.run() > 0
+        }
+
+        // Each table's rows go in by id, so the random-id UNIQUE index is walked in order: consecutive inserts land
+        // on the same or the next leaf page, which is still in the CPU's caches, instead of a random one of
+        // thousands. Measured with store-benchmark: 7.1 → 6.3–6.8 µs/record at 20 batches per transaction, 5.5–6.5
+        // → 4.5 at 100. Equal ids keep their arrival order, so every batch's outcome is what arrival order gives.
+        let total = batches.reduce(0) { $0 + $1.records.count }
+        var orders: [PendingRow] = []
+        var scans: [PendingRow] = []
+        orders.reserveCapacity(total)
+        scans.reserveCapacity(total)
+        for (b, batch) in batches.enumerated() {
+            for (i, incoming) in batch.records.enumerated() {
                 switch incoming.record {
-                case .order(let order):
-                    upsertOrder.bind(order.id, at: 1)
-                    upsertOrder.bind(order.revision, at: 2)
-                    upsertOrder.bind(order.flight.rawValue, at: 3)
-                    upsertOrder.bind(order.seat.rawValue, at: 4)
-                    upsertOrder.bind(order.device, at: 5)
-                    upsertOrder.bind(incoming.bytes, at: 6)
-                    if try upsertOrder.run() > 0 {
-                        new += 1
-                        dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
-                    }
-                case .scan(let scan):
-                    insertScan.bind(scan.id, at: 1)
-                    insertScan.bind(scan.flight.rawValue, at: 2)
-                    insertScan.bind(scan.tag.id, at: 3)
-                    insertScan.bind(scan.point == .origin ? 0 : 1, at: 4)
-                    insertScan.bind(scan.scannedAt.timeIntervalSinceReferenceDate, at: 5)
-                    insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
-                    insertScan.bind(scan.tag.weight, at: 7)
-                    insertScan.bind(scan.device, at: 8)
-                    if try insertScan.run() > 0 { new += 1 }
+                case .order(let order): orders.append(PendingRow(order.id, batch: b, index: i))
+                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
                 }
             }
+        }
+        orders.sort()
+        scans.sort()
+        for row in orders {
+            let incoming = batches[Int(row.batch)].records[Int(row.index)]
+            guard case .order(let order) = incoming.record else { continue }
+            if try storeOrder(order, bytes: incoming.bytes) { newCounts[Int(row.batch)] += 1 }
+        }
+        for row in scans {
+            guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
+            if try storeScan(scan) { newCounts[Int(row.batch)] += 1 }
+        }
+        var outcomes: [BatchOutcome] = []
+        outcomes.reserveCapacity(batches.count)
+        for (batch, new) in zip(batches, newCounts) {
             let duplicates = batch.records.count - new
             let header = batch.header
             try deviceBatch.execute(arguments: [
@@ -149,8 +176,14 @@ public final class AggregatorStore: Sendable {
                     device: header.device, first: header.first, last: header.last, new: new, duplicates: duplicates))
         }
         if !dirty.isEmpty {
-            let markDirty = try db.cachedStatement(sql: markDirtySQL)
-            for key in dirty { try markDirty.execute(arguments: [key.flight, key.seat]) }
+            // A bulk transaction touches thousands of seats (3,600 in store-benchmark's 40,000-record groups): bound
+            // like the records rather than through a `StatementArguments` array each.
+            let markDirty = try HotStatement(db, sql: markDirtySQL)
+            for key in dirty {
+                markDirty.bind(key.flight, at: 1)
+                markDirty.bind(key.seat, at: 2)
+                _ = try markDirty.run()
+            }
         }
         return outcomes
     }
@@ -189,4 +222,28 @@ public final class AggregatorStore: Sendable {
 struct SeatKey: Hashable, Sendable {
     var flight: String
     var seat: String
+}
+
+/// One record of a transaction, placed by its id (first as SQLite compares 16-byte blobs, byte by byte) and then by
+/// arrival (batch, then position), so that rows are inserted in index order and equal ids keep their arrival order.
+struct PendingRow: Comparable {
+    var high: UInt64
+    var low: UInt64
+    var batch: Int32
+    var index: Int32
+
+    init(_ id: UUID, batch: Int, index: Int) {
+        (high, low) = withUnsafeBytes(of: id.uuid) {
+            (
+                $0.loadUnaligned(as: UInt64.self).bigEndian,
+                $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian
+            )
+        }
+        self.batch = Int32(batch)
+        self.index = Int32(index)
+    }
+
+    static func < (a: PendingRow, b: PendingRow) -> Bool {
+        (a.high, a.low, a.batch, a.index) < (b.high, b.low, b.batch, b.index)
+    }
 }

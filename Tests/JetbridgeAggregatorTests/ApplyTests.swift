@@ -59,6 +59,40 @@ struct ApplyTests {
         #expect(try store.flightReports().flights[0].revenue == 900)
     }
 
+    /// `apply` inserts each transaction's rows sorted by id: the outcomes and what is stored must still be what the
+    /// records give one at a time in arrival order (repeated ids, revisions up and down, seats moving, rescans).
+    @Test func oneTransactionAgreesWithArrivalOrderOneRecordAtATime() throws {
+        let grouped = try Fixture()
+        let single = try Fixture()
+        defer {
+            grouped.remove()
+            single.remove()
+        }
+        let records = randomRecords(seed: 11, count: 900)
+        let batches = stride(from: 0, to: records.count, by: 37).map { start in
+            batch("cart-1", UInt64(start + 1), Array(records[start..<min(start + 37, records.count)]))
+        }
+        let groupedStore = try grouped.open()
+        let outcomes = try groupedStore.apply(batches)
+        let singleStore = try single.open()
+        var expected: [(new: Int, duplicates: Int)] = []
+        for start in stride(from: 0, to: records.count, by: 37) {
+            var sum = (new: 0, duplicates: 0)
+            for (offset, record) in records[start..<min(start + 37, records.count)].enumerated() {
+                let outcome = try singleStore.apply([batch("cart-1", UInt64(start + offset + 1), [record])])[0]
+                sum = (sum.new + outcome.new, sum.duplicates + outcome.duplicates)
+            }
+            expected.append(sum)
+        }
+        #expect(outcomes.map(\.new) == expected.map(\.new))
+        #expect(outcomes.map(\.duplicates) == expected.map(\.duplicates))
+        #expect(expected.reduce(0) { $0 + $1.new } < records.count)  // the records do repeat ids
+        let byID = { (orders: [Order]) in orders.sorted { $0.id.uuidString < $1.id.uuidString } }
+        #expect(byID(try groupedStore.orders()) == byID(try singleStore.orders()))
+        #expect(try groupedStore.bags() == singleStore.bags())
+        #expect(try groupedStore.flightReports() == singleStore.flightReports())
+    }
+
     @Test func oneBagScannedByThreeDevicesCountsOnce() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
