@@ -3,11 +3,11 @@ internal import GRDB
 extension AggregatorStore {
     /// The schema, as migrations so that a later version can grow it in place.
     ///
-    /// Tables are rowid tables: rows append in arrival order and only the narrow UNIQUE index on the 16-byte id is
-    /// random, which keeps inserts near SQLite's one-transaction floor (see docs/STORE.md). The one extra index,
-    /// `orders(flight)`, serves receipts and per-flight reports; it grows at one hot spot per flight. An index on
-    /// `(flight, seat)` had one per seat, and each commit rewrote nearly all its pages: measured, it cost ~20% of
-    /// the store's throughput.
+    /// Tables are rowid tables: rows append at the end of the table (each transaction's in id order) and only the
+    /// narrow UNIQUE index on the 16-byte id is random, which keeps inserts near SQLite's one-transaction floor (see
+    /// docs/STORE.md). The one extra index, `orders(flight)`, serves receipts and per-flight reports; it grows at one
+    /// hot spot per flight. An index on `(flight, seat)` had one per seat, and each commit rewrote nearly all its
+    /// pages: measured, it cost ~20% of the store's throughput.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
