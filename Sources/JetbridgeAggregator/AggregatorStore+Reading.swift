@@ -65,62 +65,99 @@ extension AggregatorStore {
         }
     }
 
-    /// A seat marked for a receipt rewrite, with the receipt as of the same snapshot (`nil`: remove it).
-    struct DirtyReceipt: Sendable {
+    /// A seat marked for a receipt rewrite.
+    struct DirtyMark: Sendable {
         var flight: FlightID
         var seat: Seat
         /// Raised by every later mark; clearing only removes the mark if it is unchanged.
         var generation: Int64
-        var receipt: Receipt?
     }
 
-    /// Up to `limit` marked seats after `after` in (flight, seat) text order, and their receipts, read in one snapshot so each receipt covers at least the
-    /// orders that marked it.
+    /// Calls `body` for each of up to `limit` marked seats after `after`, in (flight, seat) text order, with its
+    /// receipt (`nil`: the seat has no orders left, remove its files). All are read in one snapshot, so each receipt
+    /// covers at least the orders that marked it.
     ///
-    /// Orders are read once per flight through the `orders(flight)` index, and only the marked seats' records are
-    /// decoded.
-    func dirtyReceipts(after: (flight: FlightID, seat: Seat)?, limit: Int) throws -> [DirtyReceipt] {
+    /// Memory holds one seat's orders at a time, however many orders a flight has: the flight's orders are read
+    /// through the `orders(flight)` index in seat order (SQLite's sorter spills to a temporary file past its cache),
+    /// and only the marked seats' records are decoded.
+    /// - Returns: The marks visited, for ``clearDirty(_:)`` once the files are durable.
+    func forEachDirtyReceipt(
+        after: (flight: FlightID, seat: Seat)?, limit: Int, _ body: (FlightID, Seat, Receipt?) throws -> Void
+    ) throws -> [DirtyMark] {
         try pool.read { db in
-            let marks = try Row.fetchAll(
+            let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT flight, seat, generation FROM dirty_receipts WHERE (flight, seat) > (?, ?)
                     ORDER BY flight, seat LIMIT ?
                     """,
                 arguments: [after?.flight.rawValue ?? "", after?.seat.rawValue ?? "", limit])
-            var result: [DirtyReceipt] = []
+            var marks: [DirtyMark] = []
             var index = 0
-            while index < marks.count {
-                let flightText: String = marks[index][0]
-                var seats: [String: Int64] = [:]
-                while index < marks.count, (marks[index][0] as String) == flightText {
-                    seats[marks[index][1]] = marks[index][2]
+            while index < rows.count {
+                let flightText: String = rows[index][0]
+                let flight = try flightID(flightText)
+                var seats: [String: Seat] = [:]
+                while index < rows.count, (rows[index][0] as String) == flightText {
+                    let seat = try seatValue(rows[index][1])
+                    seats[seat.rawValue] = seat
+                    marks.append(DirtyMark(flight: flight, seat: seat, generation: rows[index][2]))
                     index += 1
                 }
-                let flight = try flightID(flightText)
-                var orders: [String: [Order]] = [:]
-                let rows = try Row.fetchCursor(
-                    db, sql: "SELECT seat, record FROM orders WHERE flight = ?", arguments: [flightText])
-                while let row = try rows.next() {
-                    let seat: String = row[0]
-                    guard seats[seat] != nil else { continue }
-                    orders[seat, default: []].append(try decodeOrder(row[1]))
+                // Marked seats in the sorter's order; those with no orders left get `nil` in their turn.
+                var waiting = seats.keys.sorted()[...]
+                try Self.forEachSeat(of: flight, in: db, where: { seats[$0] != nil }, decode: decodeOrder) {
+                    seatText, orders in
+                    while let next = waiting.first, next < seatText {
+                        try body(flight, seats[next]!, nil)
+                        waiting.removeFirst()
+                    }
+                    if waiting.first == seatText { waiting.removeFirst() }
+                    let seat = try seats[seatText] ?? seatValue(seatText)
+                    try body(flight, seat, try Receipt(flight: flight, seat: seat, orders: orders))
                 }
-                for (seatText, generation) in seats.sorted(by: { $0.key < $1.key }) {
-                    let seat = try seatValue(seatText)
-                    let mine = orders[seatText] ?? []
-                    result.append(
-                        DirtyReceipt(
-                            flight: flight, seat: seat, generation: generation,
-                            receipt: mine.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: mine)))
-                }
+                for seatText in waiting { try body(flight, seats[seatText]!, nil) }
             }
-            return result
+            return marks
         }
     }
 
+    /// Calls `body` with each receipt of `flight`, in seat text order, one seat's orders in memory at a time.
+    ///
+    /// - Throws: `DatabaseError`, ``StoreError``, or ``ValidationError`` (an amount overflows, two currencies).
+    func forEachReceipt(flight: FlightID, _ body: (Receipt) throws -> Void) throws {
+        try pool.read { db in
+            try Self.forEachSeat(of: flight, in: db, where: { _ in true }, decode: decodeOrder) { seatText, orders in
+                let seat = try seatValue(seatText)
+                try body(try Receipt(flight: flight, seat: seat, orders: orders))
+            }
+        }
+    }
+
+    /// Streams one flight's orders seat by seat (seat text order), decoding only the seats `include` picks.
+    private static func forEachSeat(
+        of flight: FlightID, in db: Database, where include: (String) -> Bool, decode: (Data) throws -> Order,
+        _ body: (String, [Order]) throws -> Void
+    ) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT seat, record FROM orders WHERE flight = ? ORDER BY seat", arguments: [flight.rawValue])
+        var current: String?
+        var orders: [Order] = []
+        while let row = try rows.next() {
+            let seat: String = row[0]
+            guard include(seat) else { continue }
+            if seat != current {
+                if let current { try body(current, orders) }
+                current = seat
+                orders.removeAll(keepingCapacity: true)
+            }
+            orders.append(try decode(row[1]))
+        }
+        if let current { try body(current, orders) }
+    }
+
     /// Removes the marks of receipts that were written, unless a newer commit marked them again meanwhile.
-    func clearDirty(_ done: [DirtyReceipt]) throws {
+    func clearDirty(_ done: [DirtyMark]) throws {
         guard !done.isEmpty else { return }
         try pool.write { db in
             let delete = try db.cachedStatement(

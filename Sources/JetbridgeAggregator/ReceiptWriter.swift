@@ -55,16 +55,15 @@ public struct ReceiptWriter: Sendable {
         // marked again behind the walk waits for the next call.
         var after: (flight: FlightID, seat: Seat)?
         while shouldContinue() {
-            let chunk = try store.dirtyReceipts(after: after, limit: Self.refreshChunk)
-            guard let last = chunk.last else { break }
             try prepareDirectory()
-            for entry in chunk {
-                if let receipt = entry.receipt {
+            let chunk = try store.forEachDirtyReceipt(after: after, limit: Self.refreshChunk) { flight, seat, receipt in
+                if let receipt {
                     try replace(receipt)
                 } else {
-                    try removeFiles(stem: Self.stem(flight: entry.flight, seat: entry.seat))
+                    try removeFiles(stem: Self.stem(flight: flight, seat: seat))
                 }
             }
+            guard let last = chunk.last else { break }
             try FileSystem.syncDirectory(directory.path)
             try store.clearDirty(chunk)
             refreshed += chunk.count
@@ -91,9 +90,9 @@ public struct ReceiptWriter: Sendable {
     public func rebuildAll(_ store: AggregatorStore) throws -> RebuildSummary {
         try prepareDirectory()
         var produced: Set<String> = []
-        // One flight's orders in memory at a time; the directory is synced once at the end.
+        // One seat's orders in memory at a time; the directory is synced once at the end.
         for flight in try store.flightsWithOrders() {
-            for receipt in try store.receipts(flight: flight) {
+            try store.forEachReceipt(flight: flight) { receipt in
                 try replace(receipt)
                 produced.insert(receipt.fileStem)
             }
