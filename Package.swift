@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "JetbridgeProtocolTests", dependencies: ["JetbridgeProtocol", "MessagePack", "JetbridgeModel"]),
         .executableTarget(
             name: "record-decode-benchmark",
-            dependencies: ["JetbridgeProtocol", "JetbridgeModel", "MessagePack"],
+            dependencies: ["BenchmarkSupport", "JetbridgeProtocol", "JetbridgeModel", "MessagePack"],
             path: "Benchmarks/RecordDecodeBenchmark"
         ),
 
@@ -107,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "store-benchmark",
             dependencies: [
-                "JetbridgeAggregator", "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "BenchmarkSupport", "JetbridgeAggregator", "JetbridgeModel",
                 .product(name: "Logging", package: "swift-log"),
                 "JetbridgeProtocol", "MessagePack",
             ],
@@ -144,8 +144,20 @@ let package = Package(
         ),
         .executableTarget(
             name: "sync-benchmark",
-            dependencies: ["FileQueue", "MessagePack", "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: [
+                "BenchmarkSupport", "FileQueue", "MessagePack", "JetbridgeModel",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             path: "Benchmarks/SyncBenchmark"
+        ),
+
+        // MARK: Benchmark support
+        // What several benchmarks share (the seeded generator, the sync record mix, clocks, the direct-insert floor);
+        // not a product: nothing outside Benchmarks/ uses it.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Benchmarks/Support"
         ),
     ],
     swiftLanguageModes: [.v6]

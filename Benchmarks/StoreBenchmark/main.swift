@@ -5,8 +5,8 @@
 //   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory]
 //                                                       [batches per transaction, a multiple of 20]
 
+import BenchmarkSupport
 import Foundation
-import GRDBSQLite
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
@@ -27,41 +27,12 @@ let directory = baseDirectory.appendingPathComponent("store-benchmark-\(getpid()
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
 
-/// SplitMix64: the same seed gives the store and the direct run the same rows.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func randomUUID(_ rng: inout SplitMix) -> UUID {
-    let a = rng.next()
-    let b = rng.next()
-    let bytes = (
-        UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
-        UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
-        UInt8(truncatingIfNeeded: a >> 48) & 0x0F | 0x40, UInt8(truncatingIfNeeded: a >> 56),
-        UInt8(truncatingIfNeeded: b) & 0x3F | 0x80, UInt8(truncatingIfNeeded: b >> 8),
-        UInt8(truncatingIfNeeded: b >> 16),
-        UInt8(truncatingIfNeeded: b >> 24), UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40),
-        UInt8(truncatingIfNeeded: b >> 48), UInt8(truncatingIfNeeded: b >> 56)
-    )
-    return UUID(uuid: bytes)
-}
-
 let flights = (1...20).map { try! FlightID("ZA\(100 + $0)/2026-11-21") }
-let seats = (1...30).flatMap { row in ["A", "B", "C", "D", "E", "F"].map { try! Seat("\(row)\($0)") } }
-let menu = [
-    Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300), Item(name: "Popcorn", unitPrice: 400),
-]
+let seats = RecordMix.seats
+let menu = RecordMix.menu
 let owner = try! Owner(initial: "D", family: "ZMU")
 let devices = (1...10).map { "cart-\($0)" }
-let start = Date(timeIntervalSince1970: 1_795_250_000)
+let start = RecordMix.start
 
 let encoder = MessagePackEncoder()
 
@@ -106,21 +77,6 @@ func peakRSS() -> String {
     return line.dropFirst(6).trimmingCharacters(in: .whitespaces)
 }
 
-/// User plus system CPU seconds of this process: on a machine shared with other builds, CPU time per record says
-/// more than wall time.
-func cpu() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
-func now() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
-
 let groups = totalRecords / (batchSize * batchesPerTransaction)
 let records = groups * batchSize * batchesPerTransaction
 
@@ -139,10 +95,10 @@ do {
         batches += makeGroup(group, &rng)
         guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
         let t0 = now()
-        let c0 = cpu()
+        let c0 = selfCPU()
         let outcomes = try store.apply(batches)
         storeSeconds += now() - t0
-        storeCPU += cpu() - c0
+        storeCPU += selfCPU() - c0
         new += outcomes.reduce(0) { $0 + $1.new }
         batches = []
     }
@@ -164,97 +120,30 @@ do {
 
 // MARK: Direct
 
-func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
-    guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
-        fatalError("\(what): \(String(cString: sqlite3_errmsg(db)))")
-    }
-}
-
+// `DirectInsert` (shared with the sync benchmark): plain inserts, as these records hold no corrections.
 var directSeconds = 0.0
 var directCPU = 0.0
 do {
-    var db: OpaquePointer?
-    check(sqlite3_open(directory.appendingPathComponent("direct.sqlite").path, &db), db, "open")
-    func exec(_ sql: String) { check(sqlite3_exec(db, sql, nil, nil, nil), db, sql) }
-    exec(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 100000"
-    )
-    // The store's tables and indexes (orders keep their bytes, scans are columns only), without its constraints'
-    // upserts, statistics and receipt marks.
-    exec(
-        """
-        CREATE TABLE orders (id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
-            device TEXT NOT NULL, record BLOB NOT NULL);
-        CREATE UNIQUE INDEX orders_id ON orders(id);
-        CREATE INDEX orders_flight ON orders(flight);
-        CREATE TABLE scans (id BLOB NOT NULL, flight TEXT NOT NULL, tag BLOB NOT NULL, point INTEGER NOT NULL,
-            scanned_at REAL NOT NULL, owner TEXT NOT NULL, weight REAL NOT NULL, device TEXT NOT NULL);
-        CREATE UNIQUE INDEX scans_id ON scans(id);
-        """)
-    var insertOrder: OpaquePointer?
-    var insertScan: OpaquePointer?
-    check(sqlite3_prepare_v2(db, "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)", -1, &insertOrder, nil), db, "prepare")
-    check(
-        sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db,
-        "prepare")
-    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ uuid: UUID) {
-        var bytes = uuid.uuid
-        withUnsafeBytes(of: &bytes) { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, 16, transient) }
-    }
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
-        _ = sqlite3_bind_text(statement, index, text, -1, transient)
-    }
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ data: Data) {
-        data.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
-    }
-    func step(_ statement: OpaquePointer?) {
-        check(sqlite3_step(statement), db, "step")
-        sqlite3_reset(statement)
-    }
+    let direct = DirectInsert(path: directory.appendingPathComponent("direct.sqlite").path, upsertingOrders: false)
     var rng = SplitMix(state: 42)
     var t0 = now()
-    exec("BEGIN IMMEDIATE")
+    direct.begin()
     directSeconds += now() - t0
     for group in 0..<groups {
         let batches = makeGroup(group, &rng)
         t0 = now()
-        let c0 = cpu()
+        let c0 = selfCPU()
         for batch in batches {
-            for incoming in batch.records {
-                switch incoming.record {
-                case .order(let order):
-                    bind(insertOrder, 1, order.id)
-                    sqlite3_bind_int64(insertOrder, 2, Int64(order.revision))
-                    bind(insertOrder, 3, order.flight.rawValue)
-                    bind(insertOrder, 4, order.seat.rawValue)
-                    bind(insertOrder, 5, order.device)
-                    bind(insertOrder, 6, incoming.bytes)
-                    step(insertOrder)
-                case .scan(let scan):
-                    bind(insertScan, 1, scan.id)
-                    bind(insertScan, 2, scan.flight.rawValue)
-                    bind(insertScan, 3, scan.tag.id)
-                    sqlite3_bind_int64(insertScan, 4, scan.point == .origin ? 0 : 1)
-                    sqlite3_bind_double(insertScan, 5, scan.scannedAt.timeIntervalSinceReferenceDate)
-                    bind(insertScan, 6, scan.tag.owner.initial + scan.tag.owner.family)
-                    sqlite3_bind_double(insertScan, 7, scan.tag.weight)
-                    bind(insertScan, 8, scan.device)
-                    step(insertScan)
-                }
-            }
+            for incoming in batch.records { direct.insert(incoming.record, bytes: incoming.bytes) }
         }
         directSeconds += now() - t0
-        directCPU += cpu() - c0
+        directCPU += selfCPU() - c0
     }
     t0 = now()
-    let c0 = cpu()
-    exec("COMMIT")
+    let c0 = selfCPU()
+    direct.commit()
     directSeconds += now() - t0
-    directCPU += cpu() - c0
-    sqlite3_finalize(insertOrder)
-    sqlite3_finalize(insertScan)
-    sqlite3_close(db)
+    directCPU += selfCPU() - c0
     print("direct: \(records) records in \(String(format: "%.2f", directSeconds)) s (one transaction)")
 }
 

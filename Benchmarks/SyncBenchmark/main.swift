@@ -9,6 +9,7 @@
 //                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]
 //                                 [--debug-log]
 
+import BenchmarkSupport
 import FileQueue
 import Foundation
 import GRDBSQLite
@@ -64,12 +65,6 @@ while let argument = arguments.popFirst() {
 func say(_ line: String = "") {
     print(line)
     fflush(nil)
-}
-
-func now() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
 func grouped(_ value: Int) -> String {
@@ -152,14 +147,6 @@ func childrenCPU() -> Double {
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
-/// User plus system CPU seconds of this process.
-func selfCPU() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
 /// Polls the store (read-only, beside the running serve) until no seat is marked for a receipt rewrite.
 /// - Returns: Seconds waited, or nil after `timeout` seconds.
 func waitForReceipts(_ path: String, timeout: Double) -> Double? {
@@ -191,27 +178,6 @@ func tail(_ url: URL, lines: Int = 20) -> String {
     return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
 }
 
-/// SplitMix64, so every run generates the same kind of data.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func randomUUID(_ rng: inout SplitMix) -> UUID {
-    var bytes = (rng.next(), rng.next())
-    return withUnsafeMutableBytes(of: &bytes) { raw in
-        raw[6] = raw[6] & 0x0F | 0x40
-        raw[8] = raw[8] & 0x3F | 0x80
-        return UUID(uuid: raw.load(as: uuid_t.self))
-    }
-}
-
 // MARK: Data
 
 let executables = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -231,73 +197,12 @@ say("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) c
 
 let devices = (1...deviceCount).map { "cart-\($0)" }
 let flights = (1...max(1, deviceCount / 2)).map { try! FlightID("ZA\(100 + $0)/2026-11-21") }
-let seats = (1...30).flatMap { row in ["A", "B", "C", "D", "E", "F"].map { try! Seat("\(row)\($0)") } }
-let menu = [
-    Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300), Item(name: "Popcorn", unitPrice: 400),
-]
-let families = ["ZMU", "DOE", "LEE", "KIM", "ROY"]
-let start = Date(timeIntervalSince1970: 1_795_250_000)
 
-/// One device's records: blocks of 8 — 3 orders (every 50th a correction of an earlier order, revision 2), 3 origin
-/// scans of new bags, 2 destination scans (so a third of the bags go missing).
+/// One device's records (`RecordMix`, shared with the record-decode benchmark).
 func makeRecords(device: Int, count: Int) -> [Record] {
-    var rng = SplitMix(state: UInt64(device) &* 1_000_003)
-    let name = devices[device]
-    let flight = flights[device % flights.count]
-    var records: [Record] = []
-    records.reserveCapacity(count)
-    var orders: [Order] = []
-    var bags: [LuggageTag] = []
-    var n = 0
-    while records.count < count {
-        let slot = n % 8
-        let time = start + Double(n)
-        switch slot {
-        case 0, 1, 2:
-            if orders.count % 50 == 49 {
-                // Index 42 mod 50: a first revision, never corrected before.
-                var corrected = orders[orders.count - 7]
-                corrected.revision = 2
-                corrected.lineItems = [LineItem(item: menu[Int(rng.next() % 3)], count: 1)]
-                orders.append(corrected)
-                records.append(.order(corrected))
-            } else {
-                let first = Int(rng.next() % 3)
-                let order = Order(
-                    id: randomUUID(&rng), revision: 1, flight: flight,
-                    seat: seats[Int(rng.next() % UInt64(seats.count))],
-                    lineItems: [
-                        LineItem(item: menu[first], count: Int(rng.next() % 3) + 1),
-                        LineItem(item: menu[(first + 1) % 3], count: 1),
-                    ],
-                    currency: "USD", createdAt: time, device: name)
-                orders.append(order)
-                records.append(.order(order))
-            }
-        case 3, 4, 5:
-            // Weights in halves: their sums are exact in binary, whatever the order of addition.
-            let tag = LuggageTag(
-                id: randomUUID(&rng),
-                owner: try! Owner(
-                    initial: String(UnicodeScalar(UInt8(65 + rng.next() % 26))),
-                    family: families[Int(rng.next() % UInt64(families.count))]),
-                weight: Double(rng.next() % 60) / 2 + 5)
-            bags.append(tag)
-            records.append(
-                .scan(
-                    Scan(id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight, device: name))
-            )
-        default:
-            let tag = bags[bags.count - 1 - (slot - 6) * 2]
-            records.append(
-                .scan(
-                    Scan(
-                        id: randomUUID(&rng), tag: tag, point: .destination, scannedAt: time + 36_000, flight: flight,
-                        device: name)))
-        }
-        n += 1
-    }
-    return records
+    RecordMix.records(
+        count: count, seed: UInt64(device) &* 1_000_003, device: devices[device],
+        flight: flights[device % flights.count])
 }
 
 // MARK: Homes, keys and queues
@@ -474,91 +379,17 @@ if !pass { say("--- serve log:\n\(tail(serveLog))") }
 
 // MARK: Direct
 
-func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
-    guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
-        fatalError("\(what): \(String(cString: sqlite3_errmsg(db)))")
-    }
-}
-
-/// The same rows with the sqlite3 C API into the store's tables and indexes (StoreBenchmark's direct baseline), in ONE
-/// transaction, with the store's pragmas: no upserts, statistics or receipt marks. Like the store, it keeps the bytes
-/// of orders only (a scan is all columns).
+/// The same rows into the store's tables in ONE transaction (`DirectInsert`, shared with the store benchmark), with
+/// corrections replacing the earlier revision as the store's upsert does.
 /// - Returns: Wall seconds and CPU seconds of this process.
 func directInsert(_ allRecords: [(record: Record, bytes: Data)]) -> (seconds: Double, cpu: Double) {
-    var db: OpaquePointer?
-    check(sqlite3_open(scratch.appendingPathComponent("direct.sqlite").path, &db), db, "open")
-    func exec(_ sql: String) { check(sqlite3_exec(db, sql, nil, nil, nil), db, sql) }
-    exec(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 100000"
-    )
-    exec(
-        """
-        CREATE TABLE orders (id BLOB NOT NULL, revision INTEGER NOT NULL, flight TEXT NOT NULL, seat TEXT NOT NULL,
-            device TEXT NOT NULL, record BLOB NOT NULL);
-        CREATE UNIQUE INDEX orders_id ON orders(id);
-        CREATE INDEX orders_flight ON orders(flight);
-        CREATE TABLE scans (id BLOB NOT NULL, flight TEXT NOT NULL, tag BLOB NOT NULL, point INTEGER NOT NULL,
-            scanned_at REAL NOT NULL, owner TEXT NOT NULL, weight REAL NOT NULL, device TEXT NOT NULL);
-        CREATE UNIQUE INDEX scans_id ON scans(id);
-        """)
-    var insertOrder: OpaquePointer?
-    var insertScan: OpaquePointer?
-    // Corrections replace the earlier revision, as the store's upsert does.
-    check(
-        sqlite3_prepare_v2(
-            db,
-            "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET revision = excluded.revision, record = excluded.record WHERE excluded.revision > orders.revision",
-            -1, &insertOrder, nil), db, "prepare")
-    check(
-        sqlite3_prepare_v2(db, "INSERT INTO scans VALUES (?, ?, ?, ?, ?, ?, ?, ?)", -1, &insertScan, nil), db,
-        "prepare")
-    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ uuid: UUID) {
-        var bytes = uuid.uuid
-        withUnsafeBytes(of: &bytes) { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, 16, transient) }
-    }
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
-        _ = sqlite3_bind_text(statement, index, text, -1, transient)
-    }
-    func bind(_ statement: OpaquePointer?, _ index: Int32, _ data: Data) {
-        data.withUnsafeBytes { _ = sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), transient) }
-    }
-    func step(_ statement: OpaquePointer?) {
-        check(sqlite3_step(statement), db, "step")
-        sqlite3_reset(statement)
-    }
+    let direct = DirectInsert(path: scratch.appendingPathComponent("direct.sqlite").path, upsertingOrders: true)
     let t0 = now()
     let c0 = selfCPU()
-    exec("BEGIN IMMEDIATE")
-    for (record, bytes) in allRecords {
-        switch record {
-        case .order(let order):
-            bind(insertOrder, 1, order.id)
-            sqlite3_bind_int64(insertOrder, 2, Int64(order.revision))
-            bind(insertOrder, 3, order.flight.rawValue)
-            bind(insertOrder, 4, order.seat.rawValue)
-            bind(insertOrder, 5, order.device)
-            bind(insertOrder, 6, bytes)
-            step(insertOrder)
-        case .scan(let scan):
-            bind(insertScan, 1, scan.id)
-            bind(insertScan, 2, scan.flight.rawValue)
-            bind(insertScan, 3, scan.tag.id)
-            sqlite3_bind_int64(insertScan, 4, scan.point == .origin ? 0 : 1)
-            sqlite3_bind_double(insertScan, 5, scan.scannedAt.timeIntervalSinceReferenceDate)
-            bind(insertScan, 6, scan.tag.owner.initial + scan.tag.owner.family)
-            sqlite3_bind_double(insertScan, 7, scan.tag.weight)
-            bind(insertScan, 8, scan.device)
-            step(insertScan)
-        }
-    }
-    exec("COMMIT")
-    let seconds = now() - t0
-    let cpu = selfCPU() - c0
-    sqlite3_finalize(insertOrder)
-    sqlite3_finalize(insertScan)
-    sqlite3_close(db)
-    return (seconds, cpu)
+    direct.begin()
+    for (record, bytes) in allRecords { direct.insert(record, bytes: bytes) }
+    direct.commit()
+    return (now() - t0, selfCPU() - c0)
 }
 
 let (directSeconds, directCPU) = directInsert(allRecords)
