@@ -307,7 +307,7 @@ for pid in syncs { exits.append(wait(pid)) }
 let syncSeconds = now() - syncStart
 let agentsCPU = childrenCPU() - childrenCPU0
 let serveCPU = processCPU(serve) - serveCPU0
-let threadCPU = threadTimes(serve)
+let serveThreadCPU = threadTimes(serve)
 // Receipts may trail the acks (the receipts thread waits for the store to go idle): wait until no seat is marked,
 // then read the threads again, so the whole cost of the receipts shows.
 let catchUpSeconds = waitForReceipts(ground.appendingPathComponent("jetbridge.sqlite").path, timeout: 600)
@@ -323,7 +323,7 @@ say(
         grouped(total), syncSeconds, serveCPU, serveCPU / Double(total) * 1e6))
 say(
     "aggregator CPU by thread (whole process life): "
-        + threadCPU.prefix(6).map { String(format: "%@ %.1f s", $0.0, $0.1) }.joined(separator: ", "))
+        + serveThreadCPU.prefix(6).map { String(format: "%@ %.1f s", $0.0, $0.1) }.joined(separator: ", "))
 say(
     String(format: "receipts caught up %.1f s after the last exit; then: ", catchUpSeconds ?? .nan)
         + threadCPUCaughtUp.prefix(3).map { String(format: "%@ %.1f s", $0.0, $0.1) }.joined(separator: ", "))
