@@ -25,29 +25,40 @@ struct HotStatement {
     /// SQLite's "copy it now" destructor.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    func bind(_ value: UUID, at index: Int32) {
-        withUnsafeBytes(of: value.uuid) { _ = sqlite3_bind_blob(handle, index, $0.baseAddress, 16, Self.transient) }
+    // Each bind is checked: a failed bind (out of memory, too big) leaves the previous record's value in place, and
+    // stepping would store it under this record.
+
+    func bind(_ value: UUID, at index: Int32) throws {
+        try check(
+            withUnsafeBytes(of: value.uuid) { sqlite3_bind_blob(handle, index, $0.baseAddress, 16, Self.transient) })
     }
 
-    func bind(_ value: String, at index: Int32) {
+    func bind(_ value: String, at index: Int32) throws {
         var value = value
-        value.withUTF8 {
-            _ = sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Self.transient)
+        try check(value.withUTF8 { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Self.transient) })
+    }
+
+    func bind(_ value: Data, at index: Int32) throws {
+        // An empty buffer may have no base address, which SQLite would bind as NULL rather than an empty blob.
+        guard !value.isEmpty else { return try check(sqlite3_bind_zeroblob(handle, index, 0)) }
+        try check(
+            value.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) })
+    }
+
+    func bind(_ value: Int, at index: Int32) throws {
+        try check(sqlite3_bind_int64(handle, index, Int64(value)))
+    }
+
+    func bind(_ value: Double, at index: Int32) throws {
+        try check(sqlite3_bind_double(handle, index, value))
+    }
+
+    private func check(_ code: Int32) throws {
+        guard code == SQLITE_OK else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errstr(code)),
+                sql: statement.sql)
         }
-    }
-
-    func bind(_ value: Data, at index: Int32) {
-        value.withUnsafeBytes {
-            _ = sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient)
-        }
-    }
-
-    func bind(_ value: Int, at index: Int32) {
-        sqlite3_bind_int64(handle, index, Int64(value))
-    }
-
-    func bind(_ value: Double, at index: Int32) {
-        sqlite3_bind_double(handle, index, value)
     }
 
     /// Runs the statement with the values bound since the last run.

@@ -113,25 +113,25 @@ public final class AggregatorStore: Sendable {
         var newCounts = [Int](repeating: 0, count: batches.count)
 
         func storeOrder(_ order: Order, bytes: Data) throws -> Bool {
-            upsertOrder.bind(order.id, at: 1)
-            upsertOrder.bind(order.revision, at: 2)
-            upsertOrder.bind(order.flight.rawValue, at: 3)
-            upsertOrder.bind(order.seat.rawValue, at: 4)
-            upsertOrder.bind(order.device, at: 5)
-            upsertOrder.bind(bytes, at: 6)
+            try upsertOrder.bind(order.id, at: 1)
+            try upsertOrder.bind(order.revision, at: 2)
+            try upsertOrder.bind(order.flight.rawValue, at: 3)
+            try upsertOrder.bind(order.seat.rawValue, at: 4)
+            try upsertOrder.bind(order.device, at: 5)
+            try upsertOrder.bind(bytes, at: 6)
             guard try upsertOrder.run() > 0 else { return false }
             dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
             return true
         }
         func storeScan(_ scan: Scan) throws -> Bool {
-            insertScan.bind(scan.id, at: 1)
-            insertScan.bind(scan.flight.rawValue, at: 2)
-            insertScan.bind(scan.tag.id, at: 3)
-            insertScan.bind(scan.point == .origin ? 0 : 1, at: 4)
-            insertScan.bind(scan.scannedAt.timeIntervalSinceReferenceDate, at: 5)
-            insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
-            insertScan.bind(scan.tag.weight, at: 7)
-            insertScan.bind(scan.device, at: 8)
+            try insertScan.bind(scan.id, at: 1)
+            try insertScan.bind(scan.flight.rawValue, at: 2)
+            try insertScan.bind(scan.tag.id, at: 3)
+            try insertScan.bind(scan.point == .origin ? 0 : 1, at: 4)
+            try insertScan.bind(scan.scannedAt.timeIntervalSinceReferenceDate, at: 5)
+            try insertScan.bind(scan.tag.owner.initial + scan.tag.owner.family, at: 6)
+            try insertScan.bind(scan.tag.weight, at: 7)
+            try insertScan.bind(scan.device, at: 8)
             return try insertScan.run() > 0
         }
 
@@ -180,8 +180,8 @@ public final class AggregatorStore: Sendable {
             // like the records rather than through a `StatementArguments` array each.
             let markDirty = try HotStatement(db, sql: markDirtySQL)
             for key in dirty {
-                markDirty.bind(key.flight, at: 1)
-                markDirty.bind(key.seat, at: 2)
+                try markDirty.bind(key.flight, at: 1)
+                try markDirty.bind(key.seat, at: 2)
                 _ = try markDirty.run()
             }
         }
