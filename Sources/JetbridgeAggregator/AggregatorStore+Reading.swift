@@ -80,9 +80,15 @@ extension AggregatorStore {
     /// Memory holds one seat's orders at a time, however many orders a flight has: the flight's orders are read
     /// through the `orders(flight)` index in seat order (SQLite's sorter spills to a temporary file past its cache),
     /// and only the marked seats' records are decoded.
-    /// - Returns: The marks visited, for ``clearDirty(_:)`` once the files are durable.
+    ///
+    /// A seat whose receipt cannot be made (orders in two currencies, a total that overflows, a stored order that no
+    /// longer decodes) goes to `failed` instead of `body`, and the walk goes on: one bad seat must not stop every
+    /// receipt after it.
+    /// - Returns: Every mark visited, in order; clear those passed to `body` (``clearDirty(_:)``) once the files
+    ///   are durable, and leave the failed ones marked.
     func forEachDirtyReceipt(
-        after: (flight: FlightID, seat: Seat)?, limit: Int, _ body: (FlightID, Seat, Receipt?) throws -> Void
+        after: (flight: FlightID, seat: Seat)?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
+        _ body: (FlightID, Seat, Receipt?) throws -> Void
     ) throws -> [DirtyMark] {
         try pool.read { db in
             let rows = try Row.fetchAll(
@@ -114,7 +120,14 @@ extension AggregatorStore {
                     }
                     if waiting.first == seatText { waiting.removeFirst() }
                     let seat = try seats[seatText] ?? seatValue(seatText)
-                    try body(flight, seat, try Receipt(flight: flight, seat: seat, orders: orders))
+                    let receipt: Receipt
+                    do {
+                        receipt = try Receipt(flight: flight, seat: seat, orders: orders.get())
+                    } catch {
+                        failed(flight, seat, error)
+                        return
+                    }
+                    try body(flight, seat, receipt)
                 }
                 for seatText in waiting { try body(flight, seats[seatText]!, nil) }
             }
@@ -129,31 +142,39 @@ extension AggregatorStore {
         try pool.read { db in
             try Self.forEachSeat(of: flight, in: db, where: { _ in true }, decode: decodeOrder) { seatText, orders in
                 let seat = try seatValue(seatText)
-                try body(try Receipt(flight: flight, seat: seat, orders: orders))
+                try body(try Receipt(flight: flight, seat: seat, orders: orders.get()))
             }
         }
     }
 
-    /// Streams one flight's orders seat by seat (seat text order), decoding only the seats `include` picks.
+    /// Streams one flight's orders seat by seat (seat text order), decoding only the seats `include` picks. A seat
+    /// with an order that does not decode gets the error instead of its orders; the other seats go on.
     private static func forEachSeat(
         of flight: FlightID, in db: Database, where include: (String) -> Bool, decode: (Data) throws -> Order,
-        _ body: (String, [Order]) throws -> Void
+        _ body: (String, Result<[Order], any Error>) throws -> Void
     ) throws {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT seat, record FROM orders WHERE flight = ? ORDER BY seat", arguments: [flight.rawValue])
         var current: String?
         var orders: [Order] = []
+        var failure: (any Error)?
+        func finishSeat() throws {
+            guard let current else { return }
+            try body(current, failure.map { .failure($0) } ?? .success(orders))
+        }
         while let row = try rows.next() {
             let seat: String = row[0]
             guard include(seat) else { continue }
             if seat != current {
-                if let current { try body(current, orders) }
+                try finishSeat()
                 current = seat
                 orders.removeAll(keepingCapacity: true)
+                failure = nil
             }
-            orders.append(try decode(row[1]))
+            guard failure == nil else { continue }
+            do { orders.append(try decode(row[1])) } catch { failure = error }
         }
-        if let current { try body(current, orders) }
+        try finishSeat()
     }
 
     /// Removes the marks of receipts that were written, unless a newer commit marked them again meanwhile.

@@ -56,7 +56,16 @@ public struct ReceiptWriter: Sendable {
         var after: (flight: FlightID, seat: Seat)?
         while shouldContinue() {
             try prepareDirectory()
-            let chunk = try store.forEachDirtyReceipt(after: after, limit: Self.refreshChunk) { flight, seat, receipt in
+            var failed: Set<SeatKey> = []
+            let chunk = try store.forEachDirtyReceipt(
+                after: after, limit: Self.refreshChunk,
+                failed: { flight, seat, error in
+                    failed.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
+                    logger.error(
+                        "a receipt could not be made; the seat stays marked and is tried again at the next refresh",
+                        metadata: ["flight": "\(flight)", "seat": "\(seat)", "error": "\(error)"])
+                }
+            ) { flight, seat, receipt in
                 if let receipt {
                     try replace(receipt)
                 } else {
@@ -65,8 +74,9 @@ public struct ReceiptWriter: Sendable {
             }
             guard let last = chunk.last else { break }
             try FileSystem.syncDirectory(directory.path)
-            try store.clearDirty(chunk)
-            refreshed += chunk.count
+            let done = chunk.filter { !failed.contains(SeatKey(flight: $0.flight.rawValue, seat: $0.seat.rawValue)) }
+            try store.clearDirty(done)
+            refreshed += done.count
             if chunk.count < Self.refreshChunk { break }
             after = (last.flight, last.seat)
         }

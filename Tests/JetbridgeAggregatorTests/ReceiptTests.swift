@@ -37,6 +37,30 @@ struct ReceiptTests {
         #expect(try writer.refreshDirty(store) == 0)
     }
 
+    /// Two orders for one seat in two currencies are each valid, but their receipt cannot be totalled: that seat
+    /// stays marked (and is logged), and every other seat still gets its receipt.
+    @Test func aSeatWhoseReceiptCannotBeMadeDoesNotStopTheOthers() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        guard case .order(var euros) = order(3, seat: "17B", at: 5) else { return }
+        euros.currency = "EUR"
+        let records = [order(1, seat: "10A"), order(2, seat: "17B"), .order(euros), order(4, seat: "20C")]
+        _ = try store.apply([batch("cart-1", 1, records)])
+        #expect(try store.dirtyReceiptCount() == 3)
+        #expect(try fixture.writer().refreshDirty(store) == 2)
+        #expect(try store.dirtyReceiptCount() == 1)
+        let files = try contents(fixture.receipts)
+        #expect(
+            Set(files.keys) == [
+                "ZA101_2026-11-21_10A.txt", "ZA101_2026-11-21_10A.json", "ZA101_2026-11-21_20C.txt",
+                "ZA101_2026-11-21_20C.json",
+            ])
+        // The next refresh tries the seat again, and still does not throw.
+        #expect(try fixture.writer().refreshDirty(store) == 0)
+        #expect(try store.dirtyReceiptCount() == 1)
+    }
+
     @Test func refreshCoversMoreSeatsThanOneChunkOverSeveralFlights() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
