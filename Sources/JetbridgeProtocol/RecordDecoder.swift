@@ -87,8 +87,6 @@ public struct RecordDecoder: Sendable {
     }
 
     func readOrder(_ reader: inout MessagePackReader, count: Int, mapOffset: Int, cache: inout Cache) throws -> Order {
-        var seen: UInt32 = 0
-        var unread = false
         var id: UUID?
         var revision = 0
         var flight: FlightID?
@@ -97,12 +95,8 @@ public struct RecordDecoder: Sendable {
         var currency = ""
         var createdAt = Date.distantPast
         var device = ""
-        for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.orderFields, seen: &seen, mapOffset: mapOffset, []) else {
-                unread = true
-                try reader.skipValue(levels: nestingLimit - 1, validate: validatesUnreadValues)
-                continue
-            }
+        try readEntries(&reader, count: count, fields: Field.orderFields, mapOffset: mapOffset, depth: 0, []) {
+            reader, field in
             switch field {
             case .type: try readType(&reader, "order", [field.key])
             case .id: id = try readUUID(&reader, [field.key])
@@ -116,27 +110,20 @@ public struct RecordDecoder: Sendable {
             default: preconditionFailure("not an order field: \(field)")
             }
         }
-        try finish(reader, seen: seen, required: Field.orderFields, unread: unread, mapOffset: mapOffset, [])
         return Order(
             id: id!, revision: revision, flight: flight!, seat: seat!, lineItems: lineItems, currency: currency,
             createdAt: createdAt, device: device)
     }
 
     func readScan(_ reader: inout MessagePackReader, count: Int, mapOffset: Int, cache: inout Cache) throws -> Scan {
-        var seen: UInt32 = 0
-        var unread = false
         var id: UUID?
         var tag: LuggageTag?
         var point = ScanPoint.origin
         var scannedAt = Date.distantPast
         var flight: FlightID?
         var device = ""
-        for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.scanFields, seen: &seen, mapOffset: mapOffset, []) else {
-                unread = true
-                try reader.skipValue(levels: nestingLimit - 1, validate: validatesUnreadValues)
-                continue
-            }
+        try readEntries(&reader, count: count, fields: Field.scanFields, mapOffset: mapOffset, depth: 0, []) {
+            reader, field in
             switch field {
             case .type: try readType(&reader, "scan", [field.key])
             case .id: id = try readUUID(&reader, [field.key])
@@ -148,7 +135,6 @@ public struct RecordDecoder: Sendable {
             default: preconditionFailure("not a scan field: \(field)")
             }
         }
-        try finish(reader, seen: seen, required: Field.scanFields, unread: unread, mapOffset: mapOffset, [])
         return Scan(id: id!, tag: tag!, point: point, scannedAt: scannedAt, flight: flight!, device: device)
     }
 
@@ -175,24 +161,16 @@ public struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
-        var seen: UInt32 = 0
-        var unread = false
         var item: Item?
         var number = 0
-        for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.lineItemFields, seen: &seen, mapOffset: mapOffset, path())
-            else {
-                unread = true
-                try reader.skipValue(
-                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
-                continue
-            }
+        try readEntries(&reader, count: count, fields: Field.lineItemFields, mapOffset: mapOffset, depth: depth, path())
+        {
+            reader, field in
             switch field {
             case .item: item = try readItem(&reader, depth: depth + 1, path() + [field.key])
             default: number = try reader.read(Int.self, codingPath: path() + [field.key])
             }
         }
-        try finish(reader, seen: seen, required: Field.lineItemFields, unread: unread, mapOffset: mapOffset, path())
         return LineItem(item: item!, count: number)
     }
 
@@ -202,24 +180,15 @@ public struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
-        var seen: UInt32 = 0
-        var unread = false
         var name = ""
         var unitPrice = 0
-        for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.itemFields, seen: &seen, mapOffset: mapOffset, path())
-            else {
-                unread = true
-                try reader.skipValue(
-                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
-                continue
-            }
+        try readEntries(&reader, count: count, fields: Field.itemFields, mapOffset: mapOffset, depth: depth, path()) {
+            reader, field in
             switch field {
             case .name: name = try reader.read(String.self, codingPath: path() + [field.key])
             default: unitPrice = try reader.read(Int.self, codingPath: path() + [field.key])
             }
         }
-        try finish(reader, seen: seen, required: Field.itemFields, unread: unread, mapOffset: mapOffset, path())
         return Item(name: name, unitPrice: unitPrice)
     }
 
@@ -229,26 +198,17 @@ public struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
-        var seen: UInt32 = 0
-        var unread = false
         var id: UUID?
         var owner: Owner?
         var weight = 0.0
-        for _ in 0..<count {
-            guard let field = try knownKey(&reader, in: Field.tagFields, seen: &seen, mapOffset: mapOffset, path())
-            else {
-                unread = true
-                try reader.skipValue(
-                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
-                continue
-            }
+        try readEntries(&reader, count: count, fields: Field.tagFields, mapOffset: mapOffset, depth: depth, path()) {
+            reader, field in
             switch field {
             case .id: id = try readUUID(&reader, path() + [field.key])
             case .owner: owner = try readOwner(&reader, depth: depth + 1, path() + [field.key])
             default: weight = LuggageTag.recordPrecision(try reader.read(Double.self, codingPath: path() + [field.key]))
             }
         }
-        try finish(reader, seen: seen, required: Field.tagFields, unread: unread, mapOffset: mapOffset, path())
         return LuggageTag(id: id!, owner: owner!, weight: weight)
     }
 
@@ -368,6 +328,28 @@ public struct RecordDecoder: Sendable {
         }
         seen |= field.bit
         return field
+    }
+
+    /// Reads the `count` entries of the map whose header is at `mapOffset` (at nesting level `depth`): each key of
+    /// `fields` once, handed to `readField`; any other key's value skipped with its structure checked, as the Codable
+    /// decoder does; then ``finish(_:seen:required:unread:mapOffset:_:)``.
+    @inline(__always)
+    func readEntries(
+        _ reader: inout MessagePackReader, count: Int, fields: UInt32, mapOffset: Int, depth: Int,
+        _ path: @autoclosure () -> [any CodingKey], _ readField: (inout MessagePackReader, Field) throws -> Void
+    ) throws {
+        var seen: UInt32 = 0
+        var unread = false
+        for _ in 0..<count {
+            guard let field = try knownKey(&reader, in: fields, seen: &seen, mapOffset: mapOffset, path()) else {
+                unread = true
+                try reader.skipValue(
+                    levels: nestingLimit - depth - 1, validate: validatesUnreadValues, codingPath: path())
+                continue
+            }
+            try readField(&reader, field)
+        }
+        try finish(reader, seen: seen, required: fields, unread: unread, mapOffset: mapOffset, path())
     }
 
     /// After a map's last entry: every required key was there, and no key was there twice.
