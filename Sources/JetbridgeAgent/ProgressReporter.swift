@@ -1,12 +1,19 @@
 import Foundation
 import Synchronization
 
-/// Shows a running sync: on a terminal a one-line bar redrawn at most ten times a second; otherwise a plain line
-/// every few seconds, fit for logs.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Shows a running sync: on a terminal a one-line bar redrawn at most ten times a second, fitted to the terminal's
+/// width as it is at each redraw (so it follows a resize); otherwise a plain line every few seconds, fit for logs.
 public final class ProgressReporter: Sendable {
     private let terminal: Bool
     private let interval: Double
     private let write: @Sendable (String) -> Void
+    private let columns: @Sendable () -> Int
     private let state = Mutex(State())
 
     private struct State {
@@ -20,13 +27,15 @@ public final class ProgressReporter: Sendable {
     ///   - terminal: Draw a bar (standard error is a terminal) rather than log lines.
     ///   - interval: Seconds between plain lines.
     ///   - write: Where text goes; standard error by default.
+    ///   - columns: The terminal's width, asked at every redraw; standard error's (``terminalColumns()``) by default.
     public init(
         terminal: Bool, interval: Double = 5,
-        write: (@Sendable (String) -> Void)? = nil
+        write: (@Sendable (String) -> Void)? = nil, columns: (@Sendable () -> Int)? = nil
     ) {
         self.terminal = terminal
         self.interval = interval
         self.write = write ?? { FileHandle.standardError.write(Data($0.utf8)) }
+        self.columns = columns ?? { ProgressReporter.terminalColumns() }
         // Log lines start after one interval: a sync that finishes sooner prints only its summary.
         state.withLock { $0.lastDraw = terminal ? -.infinity : 0 }
     }
@@ -39,10 +48,46 @@ public final class ProgressReporter: Sendable {
             guard progress.elapsed - state.lastDraw >= (terminal ? 0.1 : interval) else { return nil }
             state.lastDraw = progress.elapsed
             state.drawn = terminal
-            let rate = Self.rate(state.samples)
-            return terminal ? "\r\u{1B}[2K" + Self.bar(progress, rate: rate) : Self.line(progress, rate: rate) + "\n"
+            return terminal ? "" : Self.line(progress, rate: Self.rate(state.samples)) + "\n"
         }
-        if let text { write(text) }
+        guard let text else { return }
+        if terminal {
+            // The width is asked outside the lock: an ioctl per redraw, at most ten a second.
+            let rate = state.withLock { Self.rate($0.samples) }
+            write("\r\u{1B}[2K" + Self.fitted(progress, rate: rate, columns: columns()))
+        } else {
+            write(text)
+        }
+    }
+
+    /// The width of the terminal on standard error (`TIOCGWINSZ`), else `$COLUMNS`, else 80.
+    public static func terminalColumns() -> Int {
+        var size = winsize()
+        if ioctl(2, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let text = ProcessInfo.processInfo.environment["COLUMNS"], let value = Int(text), value > 0 { return value }
+        return 80
+    }
+
+    /// The bar in at most `columns - 1` characters (a line that fills the last column wraps on some terminals, and
+    /// every redraw would then start a new line): the bar narrows from 24 to 10 cells, then the rate, the time left,
+    /// the word `acknowledged` and the bar itself go, in that order, and what still does not fit is cut.
+    static func fitted(_ progress: SyncProgress, rate: Double, columns: Int) -> String {
+        let room = max(columns - 1, 1)
+        let counts = "\(grouped(progress.acknowledged))/\(grouped(progress.total))"
+        let parts = [
+            [counts + " acknowledged", "\(grouped(Int(rate.rounded()))) records/s", timeLeft(progress, rate: rate)],
+            [counts + " acknowledged", timeLeft(progress, rate: rate)],
+            [counts + " acknowledged"],
+            [counts],
+        ]
+        for texts in parts {
+            let tail = texts.joined(separator: "  ")
+            // "[" + cells + "] " + tail
+            let cells = min(24, room - 3 - tail.count)
+            if cells >= 10 { return bar(progress, cells: cells) + tail }
+        }
+        for texts in parts where texts.joined(separator: "  ").count <= room { return texts.joined(separator: "  ") }
+        return String(counts.prefix(room))
     }
 
     /// Clears the bar so the summary starts on a clean line.
@@ -61,11 +106,15 @@ public final class ProgressReporter: Sendable {
 
     /// `[##########··········]  5,000/10,000 acknowledged  1,200 records/s  4 s left`
     static func bar(_ progress: SyncProgress, rate: Double, width: Int = 24) -> String {
-        let fraction = progress.total > 0 ? min(1, Double(progress.acknowledged) / Double(progress.total)) : 1
-        let filled = Int((fraction * Double(width)).rounded(.down))
-        return "[" + String(repeating: "#", count: filled) + String(repeating: "·", count: width - filled) + "] "
-            + "\(grouped(progress.acknowledged))/\(grouped(progress.total)) acknowledged  "
+        bar(progress, cells: width) + "\(grouped(progress.acknowledged))/\(grouped(progress.total)) acknowledged  "
             + "\(grouped(Int(rate.rounded()))) records/s  \(timeLeft(progress, rate: rate))"
+    }
+
+    /// `[##########··········] `: `cells` cells, filled by the acknowledged fraction.
+    static func bar(_ progress: SyncProgress, cells: Int) -> String {
+        let fraction = progress.total > 0 ? min(1, Double(progress.acknowledged) / Double(progress.total)) : 1
+        let filled = Int((fraction * Double(cells)).rounded(.down))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "·", count: cells - filled) + "] "
     }
 
     /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,200 records/s, 4 s left, 800 in flight`

@@ -151,10 +151,13 @@ public struct SyncOutcome: Sendable {
     public var summary: String {
         let s = statistics
         let g = ProgressReporter.grouped
+        func n(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
+            "\(g(count)) \(count == 1 ? noun : plural ?? noun + "s")"
+        }
         let rate = s.elapsed > 0 ? Int((Double(s.acknowledged) / s.elapsed).rounded()) : 0
-        return "sync \(result.split(separator: ":").first ?? ""): sent \(g(s.recordsSent)) records in "
-            + "\(g(s.batchesSent)) batches (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
-            + "(\(g(s.new)) new, \(g(s.duplicates)) duplicates); set aside \(g(s.setAside)); "
+        return "sync \(result.split(separator: ":").first ?? ""): sent \(n(s.recordsSent, "record")) in "
+            + "\(n(s.batchesSent, "batch", "batches")) (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
+            + "(\(g(s.new)) new, \(n(s.duplicates, "duplicate"))); set aside \(g(s.setAside)); "
             + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
     }
 }
