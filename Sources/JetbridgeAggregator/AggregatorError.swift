@@ -6,8 +6,13 @@ public struct AggregatorError: Error, Hashable, Sendable, CustomStringConvertibl
         case usage
         /// Bad input data: a configuration file, a key, a device id (`EX_DATAERR`, 65).
         case badConfiguration
+        /// A file named on the command line is not there, such as `--config FILE` (`EX_NOINPUT`, 66).
+        case noInput
         /// Something needed is not there: an endpoint in use, no key pair, no store (`EX_UNAVAILABLE`, 69).
         case unavailable
+        /// An output file cannot be created, such as `--output` into a directory that does not exist
+        /// (`EX_CANTCREAT`, 73).
+        case cannotCreate
         /// Try again later: the store is busy or the disk is full (`EX_TEMPFAIL`, 75).
         case temporary
         /// Anything else (1).
@@ -27,7 +32,9 @@ public struct AggregatorError: Error, Hashable, Sendable, CustomStringConvertibl
         switch code {
         case .usage: 64
         case .badConfiguration: 65
+        case .noInput: 66
         case .unavailable: 69
+        case .cannotCreate: 73
         case .temporary: 75
         case .other: 1
         }

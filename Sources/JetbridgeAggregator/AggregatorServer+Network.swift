@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 import JetbridgeProtocol
 import Logging
 import ZeroMQ
@@ -352,7 +353,7 @@ extension AggregatorServer {
         logger.warning(
             "batch refused",
             metadata: [
-                "device": "\(device ?? "?")", "key": "\(authenticated ?? "-")",
+                "device": "\(InertText.escape(device ?? "?"))", "key": "\(authenticated ?? "-")",
                 "status": "\(rejection.status.rawValue)",
                 "index": "\(rejection.index)", "reason": "\(rejection.reason)",
             ])

@@ -137,12 +137,21 @@ extension AggregatorStore {
 
     /// Calls `body` with each receipt of `flight`, in seat text order, one seat's orders in memory at a time.
     ///
-    /// - Throws: `DatabaseError`, ``StoreError``, or ``ValidationError`` (an amount overflows, two currencies).
-    func forEachReceipt(flight: FlightID, _ body: (Receipt) throws -> Void) throws {
+    /// A seat whose receipt cannot be made (orders in two currencies, a total that overflows, an order that no longer
+    /// decodes) goes to `failed` with the reason instead, and the others go on.
+    /// - Throws: `DatabaseError`, ``StoreError`` for a seat the store could not have written, or what `body` throws.
+    func forEachReceipt(
+        flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void
+    ) throws {
         try pool.read { db in
             try Self.forEachSeat(of: flight, in: db, where: { _ in true }, decode: decodeOrder) { seatText, orders in
                 let seat = try seatValue(seatText)
-                try body(try Receipt(flight: flight, seat: seat, orders: orders.get()))
+                let receipt: Receipt
+                do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
+                    failed(flight, seat, error)
+                    return
+                }
+                try body(receipt)
             }
         }
     }

@@ -196,9 +196,19 @@ public final class AggregatorStore: Sendable {
     ///   - now: When.
     /// - Throws: `DatabaseError`.
     public func recordRejection(device: String, reason: String, at now: Date = Date()) throws {
+        // Stored inert (``InertText``): the reason may quote the device's own text, and it is shown on terminals.
+        let shown = InertText.escape(String(reason.prefix(500)))
         try pool.write { db in
-            try db.execute(
-                sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500))])
+            try db.execute(sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, shown])
+        }
+    }
+
+    /// When a batch was last stored (the latest `last sync` of any device), or `nil` before the first.
+    ///
+    /// - Throws: `DatabaseError`.
+    public func lastCommit() throws -> Date? {
+        try pool.read { db in
+            try Double.fetchOne(db, sql: "SELECT max(last_sync) FROM devices").map(Date.init(timeIntervalSince1970:))
         }
     }
 

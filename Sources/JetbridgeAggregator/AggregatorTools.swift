@@ -25,14 +25,20 @@ public enum AggregatorTools: Sendable {
     /// - Parameters:
     ///   - kind: flights, items, luggage or devices.
     ///   - flight: Only this flight (ignored by devices).
+    ///   - status: Only bags with these statuses (luggage; all when empty).
     ///   - format: table, csv, json or html.
+    ///   - generatedAt: When the report is made, stated on the HTML page.
     /// - Returns: The rendered text.
     /// - Throws: ``AggregatorError``.
     public static func report(
-        _ kind: ReportKind, flight: FlightID?, format: ReportFormat, store: AggregatorStore
+        _ kind: ReportKind, flight: FlightID?, status: Set<BagStatus> = [], format: ReportFormat,
+        store: AggregatorStore, generatedAt: Date = Date()
     ) throws -> String {
         do {
-            return ReportRenderer().render(try store.report(kind, flight: flight), as: format)
+            let report = try store.report(kind, flight: flight, status: status)
+            let renderer =
+                format == .html ? ReportRenderer(generatedAt: generatedAt, lastCommit: try store.lastCommit()) : .init()
+            return renderer.render(report, as: format)
         } catch {
             throw readError(error, path: store.path)
         }
@@ -51,8 +57,18 @@ public enum AggregatorTools: Sendable {
     }
 
     /// Writes `text` to `url` atomically (temporary file, fsync, rename), so a reader never sees half a report.
-    /// - Throws: ``AggregatorError``.
+    /// - Throws: ``AggregatorError``: `cannotCreate` (73) when the file's directory does not exist (it is not
+    ///   created: a mistyped path should not leave a report where nobody looks) or `url` is a directory.
     public static func write(_ text: String, to url: URL) throws {
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw AggregatorError(
+                .cannotCreate, "cannot write \(url.path): the directory \(directory) does not exist; create it first")
+        }
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw AggregatorError(.cannotCreate, "cannot write \(url.path): it is a directory; name a file")
+        }
         try AtomicFile.write(Data(text.utf8), to: url, mode: 0o644)
     }
 

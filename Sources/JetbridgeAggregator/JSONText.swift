@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 
 /// A JSON value whose objects keep their keys in the order given, so reports print keys in a fixed order
 /// (Foundation's JSONEncoder on Linux does not keep declaration order, and `.sortedKeys` would not match DESIGN.md).
@@ -61,9 +62,13 @@ indirect enum JSONText {
             case "\t": out += "\\t"
             case "\u{08}": out += "\\b"
             case "\u{0C}": out += "\\f"
-            case "\u{0}"..."\u{1F}", "\u{2028}", "\u{2029}":
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            case _ where !InertText.isInert(scalar):
+                // Controls, bidi and zero-width characters as `\uXXXX` (a surrogate pair past U+FFFF): the same
+                // string to a JSON parser, inert to a person reading the file.
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16, uppercase: false)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
             default: out.unicodeScalars.append(scalar)
             }
         }

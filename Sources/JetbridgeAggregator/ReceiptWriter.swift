@@ -63,7 +63,9 @@ public struct ReceiptWriter: Sendable {
                     failed.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
                     logger.error(
                         "a receipt could not be made; the seat stays marked and is tried again at the next refresh",
-                        metadata: ["flight": "\(flight)", "seat": "\(seat)", "error": "\(error)"])
+                        metadata: [
+                            "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
+                        ])
                 }
             ) { flight, seat, receipt in
                 if let receipt {
@@ -86,24 +88,54 @@ public struct ReceiptWriter: Sendable {
 
     /// What ``rebuildAll(_:)`` did.
     public struct RebuildSummary: Hashable, Sendable {
+        /// A seat with orders whose receipt cannot be made, and why.
+        public struct Failure: Hashable, Sendable {
+            public var flight: FlightID
+            public var seat: Seat
+            /// Why, for people (inert: it may quote an item name).
+            public var reason: String
+        }
+
+        /// Receipts made (seats with orders).
+        public var receipts: Int
+        /// Of those, receipts with at least one file rewritten because its bytes changed (or it was missing).
         public var written: Int
+        /// Of those, receipts whose two files already held their bytes and were left alone.
+        public var current: Int { receipts - written }
+        /// Stale files removed: receipts of seats without orders, leftover temporary files, and the files of the
+        /// seats in `failed`.
         public var removed: Int
+        /// Seats with orders but no receipt, in (flight, seat) order.
+        public var failed: [Failure]
     }
 
     /// Regenerates every receipt from the store and removes the files it owns that no receipt produces.
     ///
-    /// Output depends only on stored data, so a rebuild of an unchanged store writes the same bytes.
+    /// Output depends only on stored data, so a rebuild of an unchanged store writes the same bytes, and writes no
+    /// file at all. A seat whose receipt cannot be made (see ``AggregatorStore/forEachReceipt(flight:failed:_:)``)
+    /// does not stop the others: it is listed in the summary's `failed`, and its old files are removed rather than
+    /// left stale.
     /// - Parameter store: The store to read.
-    /// - Returns: Files written (receipts) and removed (stale).
-    /// - Throws: ``StoreError``, `DatabaseError`, ``ValidationError``.
+    /// - Returns: Receipts made, rewritten and already current; files removed; seats that failed.
+    /// - Throws: ``StoreError``, `DatabaseError`.
     @discardableResult
     public func rebuildAll(_ store: AggregatorStore) throws -> RebuildSummary {
         try prepareDirectory()
         var produced: Set<String> = []
+        var written = 0
+        var failed: [RebuildSummary.Failure] = []
         // One seat's orders in memory at a time; the directory is synced once at the end.
         for flight in try store.flightsWithOrders() {
-            try store.forEachReceipt(flight: flight) { receipt in
-                try replace(receipt)
+            try store.forEachReceipt(
+                flight: flight,
+                failed: { flight, seat, error in
+                    failed.append(.init(flight: flight, seat: seat, reason: InertText.escape("\(error)")))
+                    logger.error(
+                        "a receipt could not be made; its files are removed",
+                        metadata: ["flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))"])
+                }
+            ) { receipt in
+                if try replace(receipt) { written += 1 }
                 produced.insert(receipt.fileStem)
             }
         }
@@ -116,8 +148,14 @@ public struct ReceiptWriter: Sendable {
         }
         try FileSystem.syncDirectory(directory.path)
         // Everything is current now; marks taken before the rebuild began may still be cleared by a refresh later.
-        logger.info("receipts rebuilt", metadata: ["written": "\(produced.count)", "removed": "\(removed)"])
-        return RebuildSummary(written: produced.count, removed: removed)
+        let summary = RebuildSummary(receipts: produced.count, written: written, removed: removed, failed: failed)
+        logger.info(
+            "receipts rebuilt",
+            metadata: [
+                "receipts": "\(summary.receipts)", "written": "\(summary.written)", "removed": "\(removed)",
+                "failed": "\(failed.count)",
+            ])
+        return summary
     }
 
     /// The JSON file's bytes: sorted keys, ISO 8601 UTC dates, a trailing newline, so a rebuild writes the same bytes.
@@ -145,18 +183,22 @@ public struct ReceiptWriter: Sendable {
     }
 
     /// Replaces both files of a receipt; the caller syncs the directory once for many receipts.
-    private func replace(_ receipt: Receipt) throws {
+    /// - Returns: Whether a file was written (`false`: both already held their bytes).
+    @discardableResult
+    private func replace(_ receipt: Receipt) throws -> Bool {
         let stem = receipt.fileStem
-        try replaceFile(named: stem + ".txt", with: receipt.textBytes())
-        try replaceFile(named: stem + ".json", with: receipt.jsonBytes())
+        let text = try replaceFile(named: stem + ".txt", with: receipt.textBytes())
+        let json = try replaceFile(named: stem + ".json", with: receipt.jsonBytes())
+        return text || json
     }
 
-    private func replaceFile(named name: String, with bytes: [UInt8]) throws {
+    /// - Returns: Whether the file was written (`false`: it already held `bytes`).
+    private func replaceFile(named name: String, with bytes: [UInt8]) throws -> Bool {
         let target = directory.appendingPathComponent(name).path
         // A file that already holds these bytes was put there by this writer, fsynced before its rename; the caller
         // still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing costs a
         // read from the page cache, far less than writing, fsyncing and renaming a new copy.
-        if Self.holds(bytes, path: target) { return }
+        if Self.holds(bytes, path: target) { return false }
         let data = Data(bytes)
         let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
         do {
@@ -166,6 +208,7 @@ public struct ReceiptWriter: Sendable {
             try? FileSystem.removeIfPresent(temporary)
             throw error
         }
+        return true
     }
 
     /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no.

@@ -1,11 +1,13 @@
-import Foundation
+public import Foundation
 import JetbridgeModel
 
 /// How a report is printed.
 public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
     /// Aligned columns for a terminal.
     case table
-    /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF.
+    /// RFC 4180: a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF; a text field
+    /// that begins with `=`, `+`, `-`, `@`, TAB or CR gets a leading `'` so that a spreadsheet does not run it as a
+    /// formula (OWASP's advice); numbers stay numbers.
     case csv
     /// Compact JSON with a fixed key order; `report flights` prints DESIGN.md's `{"flights":[…]}` exactly.
     case json
@@ -13,9 +15,24 @@ public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
     case html
 }
 
-/// Renders reports as text; the output depends only on the report, so the same data prints the same bytes.
+/// Renders reports as text; the output depends only on the report (and, for HTML, the two times given), so the same
+/// data prints the same bytes.
+///
+/// Text from devices is shown inert: in tables, CSV and HTML, control, bidirectional, zero-width and line-separator
+/// characters are escaped as `\u{…}` (``InertText``); JSON escapes them as `\uXXXX`; HTML also escapes `& < > " '`.
 public struct ReportRenderer: Sendable {
-    public init() {}
+    /// When the report was made, stated on the HTML page.
+    public var generatedAt: Date?
+    /// When the data was last committed (``AggregatorStore/lastCommit()``), stated on the HTML page.
+    public var lastCommit: Date?
+
+    /// - Parameters:
+    ///   - generatedAt: When the report was made; the HTML page states it (`nil`: not stated).
+    ///   - lastCommit: When the store last committed a batch; the HTML page states it (`nil`: "no data yet").
+    public init(generatedAt: Date? = nil, lastCommit: Date? = nil) {
+        self.generatedAt = generatedAt
+        self.lastCommit = lastCommit
+    }
 
     /// Renders one report.
     ///
@@ -44,10 +61,12 @@ public struct ReportRenderer: Sendable {
                     "items",
                     .array(
                         report.items.map {
-                            .object([
-                                ("name", .string($0.name)), ("currency", .string($0.currency)),
-                                ("count", .int($0.count)), ("revenue", .int($0.revenue)), ("flights", .int($0.flights)),
-                            ])
+                            .object(
+                                [
+                                    ("name", .string($0.name)), ("currency", .string($0.currency)),
+                                    ("count", .int($0.count)), ("revenue", $0.error == nil ? .int($0.revenue) : .null),
+                                    ("flights", .int($0.flights)),
+                                ] + ($0.error.map { [("error", JSONText.string($0))] } ?? []))
                         })
                 )
             ])
@@ -86,11 +105,12 @@ public struct ReportRenderer: Sendable {
         }
     }
 
-    /// One flight in DESIGN.md's key order.
+    /// One flight in DESIGN.md's key order; a flight whose sales cannot be totalled has `"revenue": null` and an
+    /// `"error"` key last.
     static func json(_ report: FlightReport) -> JSONText {
         .object([
             ("flight", .string(report.flight.rawValue)), ("currency", .string(report.currency)),
-            ("orders", .int(report.orders)), ("revenue", .int(report.revenue)),
+            ("orders", .int(report.orders)), ("revenue", report.error == nil ? .int(report.revenue) : .null),
             (
                 "items",
                 .array(
@@ -106,13 +126,24 @@ public struct ReportRenderer: Sendable {
                     ("weight", .double(report.bags.weight)), ("conflicts", .int(report.bags.conflicts)),
                 ])
             ),
-        ])
+        ] + (report.error.map { [("error", JSONText.string($0))] } ?? []))
     }
 
     // MARK: Table
 
-    func table(_ table: ReportTable) -> String {
-        let cells = table.rows.map { $0.map(\.display) }
+    /// The columns shown to people: optional ones only when a row has something in them.
+    static func shownColumns(_ table: ReportTable) -> [Int] {
+        table.columns.indices.filter { index in
+            !table.columns[index].optional || table.rows.contains { !$0[index].raw.isEmpty }
+        }
+    }
+
+    func table(_ full: ReportTable) -> String {
+        let shown = Self.shownColumns(full)
+        var table = full
+        table.columns = shown.map { full.columns[$0] }
+        table.rows = full.rows.map { row in shown.map { row[$0] } }
+        let cells = table.rows.map { $0.map { InertText.escape($0.display) } }
         let widths = table.columns.indices.map { index in
             max(table.columns[index].heading.count, cells.map { $0[index].count }.max() ?? 0)
         }
@@ -138,8 +169,19 @@ public struct ReportRenderer: Sendable {
 
     func csv(_ table: ReportTable) -> String {
         var out = Self.csvRecord(table.columns.map(\.key))
-        for row in table.rows { out += Self.csvRecord(row.map(\.raw)) }
+        for row in table.rows {
+            out += Self.csvRecord(row.map { $0.isNumber ? $0.raw : InertText.escape(Self.formulaGuarded($0.raw)) })
+        }
         return out
+    }
+
+    /// `'` + `text` when a spreadsheet would take `text` for a formula: it begins with `=`, `+`, `-`, `@`, TAB or CR.
+    static func formulaGuarded(_ text: String) -> String {
+        guard let first = text.utf8.first else { return text }
+        switch first {
+        case UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 0x09, 0x0D: return "'" + text
+        default: return text
+        }
     }
 
     static func csvRecord(_ fields: [String]) -> String {
@@ -155,7 +197,11 @@ public struct ReportRenderer: Sendable {
 
     // MARK: HTML
 
-    func html(_ table: ReportTable) -> String {
+    func html(_ full: ReportTable) -> String {
+        let shown = Self.shownColumns(full)
+        var table = full
+        table.columns = shown.map { full.columns[$0] }
+        table.rows = full.rows.map { row in shown.map { row[$0] } }
         let title = "Jetbridge: \(table.title.lowercased()) report"
         var out = """
             <!DOCTYPE html>
@@ -167,9 +213,12 @@ public struct ReportRenderer: Sendable {
             <style>
             body { font-family: system-ui, sans-serif; margin: 2rem; color: #1d2330; }
             h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+            p.stamp { color: #5b6475; font-size: 0.9rem; }
             table { border-collapse: collapse; font-size: 0.9rem; }
             th, td { padding: 0.25rem 0.75rem; border-bottom: 1px solid #d8dce3; text-align: left; }
             td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+            td.id { white-space: nowrap; font-family: ui-monospace, monospace; }
+            td.error { color: #a61b1b; }
             svg text { font-size: 12px; fill: #1d2330; }
             </style>
             </head>
@@ -177,6 +226,10 @@ public struct ReportRenderer: Sendable {
             <h1>\(Self.escape(title))</h1>
 
             """
+        var stamp: [String] = []
+        if let generatedAt { stamp.append("Generated \(isoDate(generatedAt))") }
+        stamp.append(lastCommit.map { "data as of the last commit at \(isoDate($0))" } ?? "no batch committed yet")
+        out += "<p class=\"stamp\">\(Self.escape(stamp.joined(separator: "; "))).</p>\n"
         for chart in table.charts where !chart.bars.isEmpty {
             out += "<h2>\(Self.escape(chart.title))</h2>\n" + Self.svg(chart) + "\n"
         }
@@ -185,11 +238,15 @@ public struct ReportRenderer: Sendable {
             out += (column.numeric ? "<th class=\"n\">" : "<th>") + Self.escape(column.heading) + "</th>"
         }
         out += "</tr></thead>\n<tbody>\n"
+        let classes = table.columns.map { column in
+            column.numeric
+                ? " class=\"n\"" : ["flight", "tag", "device"].contains(column.key)
+                    ? " class=\"id\"" : column.key == "error" ? " class=\"error\"" : ""
+        }
         for row in table.rows {
             out += "<tr>"
             for (index, cell) in row.enumerated() {
-                out +=
-                    (table.columns[index].numeric ? "<td class=\"n\">" : "<td>") + Self.escape(cell.display) + "</td>"
+                out += "<td\(classes[index])>" + Self.escape(cell.display(grouped: true)) + "</td>"
             }
             out += "</tr>\n"
         }
@@ -199,32 +256,47 @@ public struct ReportRenderer: Sendable {
         return out
     }
 
-    /// A horizontal bar chart: labels left, bars scaled to the largest value, values right of the bars.
+    /// Bar colours, one per series, in legend order.
+    static let palette = ["#3b6fb6", "#3f9b58", "#d08a1e", "#c23b3b", "#7a57b8"]
+
+    /// A horizontal bar chart: labels left, bars scaled to the largest value, values right of the bars; a legend
+    /// above when the chart has one.
     static func svg(_ chart: ReportTable.Chart) -> String {
         let labelWidth = 220
         let barSpace = 360
         let rowHeight = 22
         let width = labelWidth + barSpace + 140
-        let height = chart.bars.count * rowHeight + 4
+        let legendHeight = chart.legend.isEmpty ? 0 : rowHeight
+        let height = chart.bars.count * rowHeight + 4 + legendHeight
         let largest = chart.bars.map(\.value).max() ?? 0
         var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" role=\"img\""
         out += " aria-label=\"\(escape(chart.title))\">\n"
+        if !chart.legend.isEmpty {
+            out += "<g class=\"legend\">"
+            for (index, name) in chart.legend.enumerated() {
+                let x = labelWidth + index * 110
+                out += "<rect x=\"\(x)\" y=\"4\" width=\"12\" height=\"12\" fill=\"\(palette[index % palette.count])\"/>"
+                out += "<text x=\"\(x + 16)\" y=\"15\">\(escape(name))</text>"
+            }
+            out += "</g>\n"
+        }
         for (index, bar) in chart.bars.enumerated() {
-            let y = index * rowHeight + 2
+            let y = index * rowHeight + 2 + legendHeight
             let length = largest > 0 ? Int((bar.value / largest * Double(barSpace)).rounded()) : 0
             out += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(bar.label))</text>"
-            out +=
-                "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" fill=\"#3b6fb6\"/>"
+            out += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" "
+            out += "fill=\"\(palette[bar.series % palette.count])\"/>"
             out += "<text x=\"\(labelWidth + length + 6)\" y=\"\(y + 15)\">\(escape(bar.display))</text>\n"
         }
         return out + "</svg>"
     }
 
-    /// Escapes text for HTML element content and quoted attribute values.
+    /// Escapes text for HTML element content and quoted attribute values, after ``InertText`` (a right-to-left
+    /// override would reorder a table cell in a browser just as on a terminal).
     static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
-        for character in text {
+        for character in InertText.escape(text) {
             switch character {
             case "&": out += "&amp;"
             case "<": out += "&lt;"

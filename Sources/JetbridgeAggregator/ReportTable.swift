@@ -9,37 +9,58 @@ struct ReportTable {
         /// The heading people read.
         var heading: String
         var numeric: Bool
+        /// Left out of the table and the HTML page when no row has anything in it (CSV always has it, so its header
+        /// stays the same).
+        var optional = false
     }
 
     enum Cell {
         case text(String)
+        /// Text that people see as `-` when empty (a currency, an item name of an error row).
+        case label(String)
         case int(Int)
-        case money(Int, currency: String)
+        /// `nil`: no amount (an error row).
+        case money(Int?, currency: String)
         case weight(Double)
         case date(Date?)
         case flag(Bool)
 
         /// For people: money with its currency's decimals, dates in UTC, flags as `yes`.
-        var display: String {
+        var display: String { display(grouped: false) }
+
+        /// ``display``, with thousands separators in counts and money when `grouped` (the HTML page).
+        func display(grouped: Bool) -> String {
             switch self {
             case .text(let text): text
-            case .int(let value): String(value)
-            case .money(let amount, let currency): Money.format(amount, currency: currency)
+            case .label(let text): text.isEmpty ? "-" : text
+            case .int(let value): grouped ? JetbridgeAggregator.grouped(value) : String(value)
+            case .money(let amount, let currency):
+                amount.map { grouped ? groupedMoney($0, currency: currency) : Money.format($0, currency: currency) }
+                    ?? "-"
             case .weight(let value): "\(value)"
             case .date(let date): date.map(isoDate) ?? "-"
             case .flag(let value): value ? "yes" : ""
             }
         }
 
-        /// For programs: minor units, full weight precision, empty for no date, `true`/`false`.
+        /// For programs: plain integers, minor units, full weight precision, empty for no date or amount,
+        /// `true`/`false`.
         var raw: String {
             switch self {
-            case .text(let text): text
+            case .text(let text), .label(let text): text
             case .int(let value): String(value)
-            case .money(let amount, _): String(amount)
+            case .money(let amount, _): amount.map { String($0) } ?? ""
             case .weight(let value): "\(value)"
             case .date(let date): date.map(isoDate) ?? ""
             case .flag(let value): value ? "true" : "false"
+            }
+        }
+
+        /// Whether the cell holds a number (never changed by the CSV formula guard).
+        var isNumber: Bool {
+            switch self {
+            case .int, .money, .weight: true
+            case .text, .label, .date, .flag: false
             }
         }
     }
@@ -50,10 +71,14 @@ struct ReportTable {
             var label: String
             var value: Double
             var display: String
+            /// Which of the chart's `legend` entries (and colour) the bar belongs to.
+            var series = 0
         }
 
         var title: String
         var bars: [Bar]
+        /// What each colour means; a chart with one series and no legend shows none.
+        var legend: [String] = []
     }
 
     var title: String
@@ -76,45 +101,59 @@ extension ReportTable {
         Column(key: key, heading: heading, numeric: numeric)
     }
 
+    private static let errorColumn = Column(key: "error", heading: "Error", numeric: false, optional: true)
+
+    /// Bags in the luggage report's words: departed and not arrived is `in transit` while no bag of the flight has
+    /// arrived, `missing` once one has (JSON keeps DESIGN.md's `missing`, departed and not arrived).
+    static func bagCounts(_ bags: FlightReport.Bags) -> (inTransit: Int, missing: Int) {
+        bags.arrived == 0 ? (bags.missing, 0) : (0, bags.missing)
+    }
+
     init(flights: [FlightReport]) {
         self.init(
             title: "Flights",
             columns: [
                 Self.column("flight", "Flight"), Self.column("currency", "Currency"),
-                Self.column("orders", "Orders", numeric: true), Self.column("revenue", "Revenue", numeric: true),
+                Self.column("orders", "Orders", numeric: true),
+                Self.column("revenueMinorUnits", "Revenue", numeric: true),
                 Self.column("checked", "Bags", numeric: true), Self.column("departed", "Departed", numeric: true),
-                Self.column("arrived", "Arrived", numeric: true), Self.column("missing", "Missing", numeric: true),
-                Self.column("weight", "Weight (lb)", numeric: true),
-                Self.column("conflicts", "Conflicts", numeric: true),
+                Self.column("inTransit", "In transit", numeric: true), Self.column("arrived", "Arrived", numeric: true),
+                Self.column("missing", "Missing", numeric: true), Self.column("weight", "Weight (lb)", numeric: true),
+                Self.column("conflicts", "Conflicts", numeric: true), Self.errorColumn,
             ],
             rows: flights.map { report in
-                [
-                    .text(report.flight.rawValue), .text(report.currency), .int(report.orders),
-                    .money(report.revenue, currency: report.currency), .int(report.bags.checked),
-                    .int(report.bags.departed), .int(report.bags.arrived), .int(report.bags.missing),
-                    .weight(report.bags.weight), .int(report.bags.conflicts),
+                let (inTransit, missing) = Self.bagCounts(report.bags)
+                return [
+                    .text(report.flight.rawValue), .label(report.currency), .int(report.orders),
+                    .money(report.error == nil ? report.revenue : nil, currency: report.currency),
+                    .int(report.bags.checked), .int(report.bags.departed), .int(inTransit),
+                    .int(report.bags.arrived), .int(missing), .weight(report.bags.weight),
+                    .int(report.bags.conflicts), .text(report.error ?? ""),
                 ]
             },
             charts: [
                 Chart(
                     title: "Revenue by flight",
-                    bars: flights.map {
+                    bars: flights.filter { $0.error == nil }.map {
                         .init(
                             label: $0.flight.rawValue, value: Double($0.revenue),
-                            display: Money.format($0.revenue, currency: $0.currency) + " " + $0.currency)
+                            display: groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
                     }),
                 Chart(
-                    title: "Bags checked and missing by flight",
-                    bars: flights.flatMap {
-                        [
+                    title: "Bags by flight",
+                    bars: flights.flatMap { report in
+                        let (inTransit, missing) = Self.bagCounts(report.bags)
+                        return [
                             Chart.Bar(
-                                label: "\($0.flight.rawValue) checked", value: Double($0.bags.checked),
-                                display: String($0.bags.checked)),
+                                label: report.flight.rawValue, value: Double(report.bags.checked),
+                                display: grouped(report.bags.checked), series: 0),
                             Chart.Bar(
-                                label: "\($0.flight.rawValue) missing", value: Double($0.bags.missing),
-                                display: String($0.bags.missing)),
+                                label: "", value: Double(report.bags.arrived), display: grouped(report.bags.arrived),
+                                series: 1),
+                            Chart.Bar(label: "", value: Double(inTransit), display: grouped(inTransit), series: 2),
+                            Chart.Bar(label: "", value: Double(missing), display: grouped(missing), series: 3),
                         ]
-                    }),
+                    }, legend: ["checked", "arrived", "in transit", "missing"]),
             ])
     }
 
@@ -123,27 +162,29 @@ extension ReportTable {
             title: "Items",
             columns: [
                 Self.column("name", "Item"), Self.column("currency", "Currency"),
-                Self.column("count", "Sold", numeric: true), Self.column("revenue", "Revenue", numeric: true),
-                Self.column("flights", "Flights", numeric: true),
+                Self.column("count", "Sold", numeric: true),
+                Self.column("revenueMinorUnits", "Revenue", numeric: true),
+                Self.column("flights", "Flights", numeric: true), Self.errorColumn,
             ],
             rows: report.items.map {
                 [
-                    .text($0.name), .text($0.currency), .int($0.count), .money($0.revenue, currency: $0.currency),
-                    .int($0.flights),
+                    .label($0.name), .label($0.currency), .int($0.count),
+                    .money($0.error == nil ? $0.revenue : nil, currency: $0.currency), .int($0.flights),
+                    .text($0.error ?? ""),
                 ]
             },
             charts: [
                 Chart(
                     title: "Units sold by item",
-                    bars: report.items.map {
-                        .init(label: "\($0.name) (\($0.currency))", value: Double($0.count), display: String($0.count))
+                    bars: report.items.filter { $0.error == nil }.map {
+                        .init(label: "\($0.name) (\($0.currency))", value: Double($0.count), display: grouped($0.count))
                     }),
                 Chart(
                     title: "Revenue by item",
-                    bars: report.items.map {
+                    bars: report.items.filter { $0.error == nil }.map {
                         .init(
                             label: "\($0.name) (\($0.currency))", value: Double($0.revenue),
-                            display: Money.format($0.revenue, currency: $0.currency) + " " + $0.currency)
+                            display: groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
                     }),
             ])
     }
@@ -151,6 +192,7 @@ extension ReportTable {
     init(luggage report: LuggageReport) {
         var counts: [BagStatus: Int] = [:]
         for row in report.bags { counts[row.status, default: 0] += 1 }
+        let statuses = BagStatus.reportOrder
         self.init(
             title: "Luggage",
             columns: [
@@ -169,9 +211,11 @@ extension ReportTable {
             charts: [
                 Chart(
                     title: "Bags by status",
-                    bars: BagStatus.allCases.map {
-                        .init(label: $0.rawValue, value: Double(counts[$0] ?? 0), display: String(counts[$0] ?? 0))
-                    })
+                    bars: statuses.enumerated().map {
+                        .init(
+                            label: $0.element.rawValue, value: Double(counts[$0.element] ?? 0),
+                            display: grouped(counts[$0.element] ?? 0), series: $0.offset)
+                    }, legend: statuses.map(\.rawValue))
             ])
     }
 
@@ -194,7 +238,7 @@ extension ReportTable {
                 Chart(
                     title: "Records by device",
                     bars: report.devices.map {
-                        .init(label: $0.device, value: Double($0.records), display: String($0.records))
+                        .init(label: $0.device, value: Double($0.records), display: grouped($0.records))
                     }
                 ),
                 Chart(
@@ -202,12 +246,39 @@ extension ReportTable {
                     bars: report.devices.flatMap {
                         [
                             Chart.Bar(
-                                label: "\($0.device) duplicates", value: Double($0.duplicates),
-                                display: String($0.duplicates)),
-                            Chart.Bar(
-                                label: "\($0.device) rejects", value: Double($0.rejects), display: String($0.rejects)),
+                                label: $0.device, value: Double($0.duplicates), display: grouped($0.duplicates),
+                                series: 0),
+                            Chart.Bar(label: "", value: Double($0.rejects), display: grouped($0.rejects), series: 1),
                         ]
-                    }),
+                    }, legend: ["duplicate records", "rejected batches"]),
             ])
     }
+}
+
+/// `1234567` as `1,234,567`, the same in every locale.
+func grouped(_ number: Int) -> String {
+    let digits = String(number.magnitude)
+    var result = ""
+    result.reserveCapacity(digits.count + digits.count / 3 + 1)
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { result.append(",") }
+        result.append(digit)
+    }
+    return (number < 0 ? "-" : "") + result
+}
+
+/// ``Money/format(_:currency:)`` with thousands separators in the whole units: `12,345.00`.
+func groupedMoney(_ amount: Int, currency: String) -> String {
+    let text = Money.format(amount, currency: currency)
+    let negative = text.hasPrefix("-")
+    let unsigned = negative ? text.dropFirst() : Substring(text)
+    let whole = unsigned.prefix { $0 != "." }
+    let fraction = unsigned.dropFirst(whole.count)
+    guard whole.count > 3 else { return text }
+    var result = ""
+    for (index, digit) in whole.enumerated() {
+        if index > 0, (whole.count - index) % 3 == 0 { result.append(",") }
+        result.append(digit)
+    }
+    return (negative ? "-" : "") + result + fraction
 }

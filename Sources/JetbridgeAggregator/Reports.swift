@@ -17,6 +17,11 @@ public enum Report: Hashable, Sendable {
 
 /// Sales per item over the selected flights: one row per item name and currency (amounts in two currencies are
 /// never added), sorted by name, then currency.
+///
+/// A flight whose sales cannot be totalled (its ``FlightReport`` has an `error`) adds nothing to the items; it gets a
+/// row of its own instead, with an empty name and currency, `flights` 1 and the reason in `error`, after the items.
+/// An item whose total over several flights would overflow keeps the sum of the flights before, and says so in
+/// `error`.
 public struct ItemReport: Hashable, Sendable {
     public struct Row: Hashable, Sendable {
         public var name: String
@@ -26,13 +31,16 @@ public struct ItemReport: Hashable, Sendable {
         public var revenue: Int
         /// Flights on which the item sold.
         public var flights: Int
+        /// Why this row's totals are incomplete; `nil` for a sound row.
+        public var error: String?
 
-        public init(name: String, currency: String, count: Int, revenue: Int, flights: Int) {
+        public init(name: String, currency: String, count: Int, revenue: Int, flights: Int, error: String? = nil) {
             self.name = name
             self.currency = currency
             self.count = count
             self.revenue = revenue
             self.flights = flights
+            self.error = error
         }
     }
 
@@ -40,41 +48,59 @@ public struct ItemReport: Hashable, Sendable {
 
     public init(items: [Row]) { self.items = items }
 
-    /// Adds up the per-flight item sales of flight reports.
-    /// - Throws: ``ValidationError`` with code `overflow`.
-    public init(flights: [FlightReport]) throws {
+    /// Adds up the per-flight item sales of flight reports; never fails (see the type's notes for what an error
+    /// row is).
+    public init(flights: [FlightReport]) {
         var rows: [String: Row] = [:]
+        var failed: [Row] = []
         for flight in flights {
+            if let error = flight.error {
+                failed.append(
+                    Row(
+                        name: "", currency: "", count: 0, revenue: 0, flights: 1,
+                        error: "flight \(flight.flight) is left out: \(error)"))
+                continue
+            }
             for item in flight.items {
                 // A separator that cannot occur in an item name or a currency code.
                 let key = item.name + "\u{0}" + flight.currency
                 var row = rows[key] ?? Row(name: item.name, currency: flight.currency, count: 0, revenue: 0, flights: 0)
-                row.count = try Money.add(row.count, item.count, what: "the count of \(item.name)")
-                row.revenue = try Money.add(row.revenue, item.revenue, what: "the revenue of \(item.name)")
-                row.flights += 1
+                guard row.error == nil else { continue }
+                do {
+                    let count = try Money.add(row.count, item.count, what: "the count of \(item.name)")
+                    let revenue = try Money.add(row.revenue, item.revenue, what: "the revenue of \(item.name)")
+                    (row.count, row.revenue) = (count, revenue)
+                    row.flights += 1
+                } catch {
+                    row.error = "\(error); the totals stop before flight \(flight.flight)"
+                }
                 rows[key] = row
             }
         }
-        items = rows.values.sorted { ($0.name, $0.currency) < ($1.name, $1.currency) }
+        items = rows.values.sorted { ($0.name, $0.currency) < ($1.name, $1.currency) } + failed
     }
 }
 
-/// Where a bag is, as the luggage report says it.
+/// Where a bag is, as the luggage report (and the flights report's table, CSV and HTML) says it.
 public enum BagStatus: String, Hashable, Sendable, CaseIterable {
     /// Known, but scanned at neither point (reserved: every scan today is at the origin or the destination).
     case checked
     /// Scanned at the origin, not at the destination, and no bag of its flight has arrived yet: still in the air.
-    case departed
+    case inTransit = "in-transit"
     /// Scanned at the destination.
     case arrived
     /// Scanned at the origin, not at the destination, while other bags of its flight have arrived.
     case missing
+
+    /// The order the luggage report lists bags in: the ones that need someone first.
+    public static let reportOrder: [BagStatus] = [.missing, .inTransit, .checked, .arrived]
 }
 
-/// Every bag of the selected flights, sorted by flight, then tag id.
+/// Every bag of the selected flights: missing bags first, then in transit, checked and arrived, each by flight, then
+/// tag id.
 ///
-/// The flight report's `missing` (DESIGN.md: departed but not arrived) counts bags whose status here is `departed`
-/// or `missing`: this report also tells a flight still in the air from one that is being unloaded.
+/// The flight report's JSON `missing` (DESIGN.md: departed but not arrived) counts bags whose status here is
+/// `in-transit` or `missing`: this report also tells a flight still in the air from one that is being unloaded.
 public struct LuggageReport: Hashable, Sendable {
     public struct Row: Hashable, Sendable {
         public var bag: BagState
@@ -96,7 +122,7 @@ public struct LuggageReport: Hashable, Sendable {
         return bags.map { bag in
             let status: BagStatus =
                 if bag.arrivedAt != nil { .arrived } else if bag.departedAt != nil {
-                    unloading ? .missing : .departed
+                    unloading ? .missing : .inTransit
                 } else { .checked }
             return Row(bag: bag, status: status)
         }
@@ -141,23 +167,29 @@ public struct DeviceReport: Hashable, Sendable {
 }
 
 extension AggregatorStore {
-    /// Builds one report.
+    /// Builds one report. Stored data that cannot be totalled becomes error rows (see ``FlightReport``,
+    /// ``ItemReport``), never a failure of the whole report.
     ///
     /// - Parameters:
     ///   - kind: Which report.
-    ///   - flight: Only this flight (ignored by the devices report, whose statistics are per device).
-    /// - Throws: `DatabaseError`, ``StoreError``, ``ValidationError`` (overflow, mixed currencies on a flight).
-    public func report(_ kind: ReportKind, flight: FlightID? = nil) throws -> Report {
+    ///   - flight: Only this flight (ignored by the devices report, whose statistics are per device; the command
+    ///     line refuses `--flight` with it).
+    ///   - status: Only bags with these statuses (luggage report; all when empty).
+    /// - Throws: `DatabaseError`, or ``StoreError`` for a scan row the store could not have written.
+    public func report(_ kind: ReportKind, flight: FlightID? = nil, status: Set<BagStatus> = []) throws -> Report {
         switch kind {
         case .flights: .flights(try flightReports(flight: flight))
         case .items: .items(try itemReport(flight: flight))
-        case .luggage: .luggage(try luggageReport(flight: flight))
+        case .luggage: .luggage(try luggageReport(flight: flight, status: status))
         case .devices: .devices(try deviceReport())
         }
     }
 
     /// Per-flight totals computed by JetbridgeModel's ``FlightReport`` from the stored orders and merged bags, one
     /// flight in memory at a time, sorted by flight.
+    ///
+    /// A flight whose orders cannot be totalled (two currencies, an overflowing total, an order that no longer
+    /// decodes) gets a report with its `error` and bags, and the others print: only a failing database stops it.
     public func flightReports(flight: FlightID? = nil) throws -> FlightReports {
         try pool.read { db in
             let orderFlights =
@@ -169,9 +201,17 @@ extension AggregatorStore {
                 }
             var reports: [FlightReport] = []
             func emit(_ flight: FlightID, _ bags: [BagState]) throws {
-                let orders = try decodeOrders(
-                    db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue])
-                reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
+                do {
+                    let orders = try decodeOrders(
+                        db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+                    reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
+                } catch let error as DatabaseError {
+                    throw error
+                } catch {
+                    let orders = try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+                    reports.append(FlightReport(flight: flight, error: "\(error)", orders: orders ?? 0, bags: bags))
+                }
             }
             var next = 0
             try Self.forEachBagGroup(flight: flight, in: db) { bagFlight, bags in
@@ -189,15 +229,23 @@ extension AggregatorStore {
 
     /// Item sales over all flights or one.
     public func itemReport(flight: FlightID? = nil) throws -> ItemReport {
-        try ItemReport(flights: flightReports(flight: flight).flights)
+        ItemReport(flights: try flightReports(flight: flight).flights)
     }
 
-    /// Every bag with its status, over all flights or one.
-    public func luggageReport(flight: FlightID? = nil) throws -> LuggageReport {
+    /// Every bag with its status, over all flights or one, missing bags first.
+    ///
+    /// - Parameters:
+    ///   - flight: Only this flight.
+    ///   - status: Only bags with one of these statuses (all when empty).
+    public func luggageReport(flight: FlightID? = nil, status: Set<BagStatus> = []) throws -> LuggageReport {
         try pool.read { db in
-            var rows: [LuggageReport.Row] = []
-            try Self.forEachBagGroup(flight: flight, in: db) { _, bags in rows += LuggageReport.rows(forFlight: bags) }
-            return LuggageReport(bags: rows)
+            var groups: [BagStatus: [LuggageReport.Row]] = [:]
+            try Self.forEachBagGroup(flight: flight, in: db) { _, bags in
+                for row in LuggageReport.rows(forFlight: bags) where status.isEmpty || status.contains(row.status) {
+                    groups[row.status, default: []].append(row)
+                }
+            }
+            return LuggageReport(bags: BagStatus.reportOrder.flatMap { groups[$0] ?? [] })
         }
     }
 

@@ -8,7 +8,11 @@ import Foundation
 /// - `items` are sorted by name, so two reports of the same data are identical byte for byte.
 /// - `bags` count distinct tags on the flight; `missing` is departed but not arrived; `weight` is the sum of the
 ///   bags' weights in pounds, added in tag id order and rounded to 1/1000 lb so it does not depend on input order.
-/// - `currency` is the orders' currency, or `XXX` (ISO 4217 "no currency") for a flight without orders.
+/// - `currency` is the orders' currency, or empty for a flight without orders (tables show `-`).
+/// - `error` is absent unless the flight's sales cannot be totalled from what is stored (orders in two currencies or a
+///   total that overflows, possible in stores written before the ground refused them, or an order that no longer
+///   decodes): then it says why, `currency` is empty, `revenue` 0 (JSON `null`) and `items` empty, while `orders`
+///   and `bags` are as usual, so one flight's data never makes a whole report fail.
 public struct FlightReport: Codable, Hashable, Sendable {
     public struct ItemSales: Codable, Hashable, Sendable {
         public var name: String
@@ -46,18 +50,55 @@ public struct FlightReport: Codable, Hashable, Sendable {
     public var revenue: Int
     public var items: [ItemSales]
     public var bags: Bags
+    /// Why the flight's sales could not be totalled; `nil` for a sound flight.
+    public var error: String?
 
-    public init(flight: FlightID, currency: String, orders: Int, revenue: Int, items: [ItemSales], bags: Bags) {
+    public init(
+        flight: FlightID, currency: String, orders: Int, revenue: Int, items: [ItemSales], bags: Bags,
+        error: String? = nil
+    ) {
         self.flight = flight
         self.currency = currency
         self.orders = orders
         self.revenue = revenue
         self.items = items
         self.bags = bags
+        self.error = error
     }
 
-    /// The currency of a report with no orders.
-    public static let noCurrency = "XXX"
+    /// The report of a flight whose sales cannot be totalled: its bags as usual, no currency, revenue or items, and
+    /// the reason.
+    ///
+    /// - Parameters:
+    ///   - flight: The flight.
+    ///   - error: Why, for people (a ``ValidationError``'s description, say).
+    ///   - orders: How many orders it has at their latest revision, as far as known.
+    ///   - bags: Merged bag states; those of other flights are ignored.
+    public init(flight: FlightID, error: String, orders: Int, bags: some Sequence<BagState>) {
+        self.init(
+            flight: flight, currency: Self.noCurrency, orders: orders, revenue: 0, items: [],
+            bags: Self.bags(of: flight, bags), error: error)
+    }
+
+    /// The currency of a report with no orders: none (tables print `-`).
+    public static let noCurrency = ""
+
+    private enum CodingKeys: String, CodingKey {
+        case flight, currency, orders, revenue, items, bags, error
+    }
+
+    /// Reads what `report flights --format json` prints, where a flight with an `error` has `"revenue": null`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            flight: try container.decode(FlightID.self, forKey: .flight),
+            currency: try container.decode(String.self, forKey: .currency),
+            orders: try container.decode(Int.self, forKey: .orders),
+            revenue: try container.decodeIfPresent(Int.self, forKey: .revenue) ?? 0,
+            items: try container.decode([ItemSales].self, forKey: .items),
+            bags: try container.decode(Bags.self, forKey: .bags),
+            error: try container.decodeIfPresent(String.self, forKey: .error))
+    }
 
     public static let example = try! FlightReport(
         flight: .example, orders: [.example], bags: [.example])
@@ -90,15 +131,19 @@ public struct FlightReport: Codable, Hashable, Sendable {
                 sales[line.item.name] = entry
             }
         }
-        let flightBags = bags.filter { $0.flight == flight }.sorted { $0.tagID.uuidString < $1.tagID.uuidString }
-        let weight = flightBags.reduce(0.0) { $0 + $1.weight }
         self.init(
             flight: flight, currency: currencies.first ?? Self.noCurrency, orders: latest.count, revenue: revenue,
-            items: sales.values.sorted { $0.name < $1.name },
-            bags: Bags(
-                checked: flightBags.count, departed: flightBags.count { $0.departedAt != nil },
-                arrived: flightBags.count { $0.arrivedAt != nil }, missing: flightBags.count(where: \.isMissing),
-                weight: (weight * 1000).rounded() / 1000, conflicts: flightBags.count(where: \.ownerConflict)))
+            items: sales.values.sorted { $0.name < $1.name }, bags: Self.bags(of: flight, bags))
+    }
+
+    /// The totals of `flight`'s bags among `bags`.
+    static func bags(of flight: FlightID, _ bags: some Sequence<BagState>) -> Bags {
+        let flightBags = bags.filter { $0.flight == flight }.sorted { $0.tagID.uuidString < $1.tagID.uuidString }
+        let weight = flightBags.reduce(0.0) { $0 + $1.weight }
+        return Bags(
+            checked: flightBags.count, departed: flightBags.count { $0.departedAt != nil },
+            arrived: flightBags.count { $0.arrivedAt != nil }, missing: flightBags.count(where: \.isMissing),
+            weight: (weight * 1000).rounded() / 1000, conflicts: flightBags.count(where: \.ownerConflict))
     }
 
     /// One report per flight that has orders or bags, sorted by flight id.

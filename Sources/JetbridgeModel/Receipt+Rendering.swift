@@ -40,11 +40,11 @@ extension Receipt {
             out.append(ascii: ")\n")
             out.append(utcSeconds: order.createdAt)
             out.append(ascii: ", device ")
-            out.append(contentsOf: order.device.utf8)
+            out.append(inert: order.device)
             out.append(ascii: "\n")
             for line in order.lines {
                 out.append(ascii: "  ")
-                out.append(contentsOf: line.name.utf8)
+                out.append(inert: line.name)
                 out.append(spaces: nameWidth - Self.characterCount(line.name) + 2)
                 out.append(spaces: countWidth - Self.decimalWidth(line.count))
                 out.append(decimal: line.count)
@@ -119,12 +119,12 @@ extension Receipt {
         return out
     }
 
-    /// Characters (grapheme clusters) in `text`, as `String.count`; counted by bytes when all are printable ASCII,
-    /// as item names nearly always are.
+    /// Characters (grapheme clusters) `text` shows as once escaped by ``InertText``, as `String.count`; counted by
+    /// bytes when all are printable ASCII, as item names nearly always are.
     static func characterCount(_ text: String) -> Int {
         var count = 0
         for byte in text.utf8 {
-            guard byte >= 0x20, byte < 0x7F else { return text.count }
+            guard byte >= 0x20, byte < 0x7F else { return InertText.escape(text).count }
             count += 1
         }
         return count
@@ -151,6 +151,16 @@ extension [UInt8] {
             }
             left -= chunk
         }
+    }
+
+    /// `text` as ``InertText/escape(_:)`` shows it: its bytes as they are when all are printable ASCII (one pass, no
+    /// copy), escaped otherwise.
+    mutating func append(inert text: String) {
+        for byte in text.utf8 where byte < 0x20 || byte >= 0x7F {
+            append(contentsOf: InertText.escape(text).utf8)
+            return
+        }
+        append(contentsOf: text.utf8)
     }
 
     /// `String(value)`.

@@ -51,13 +51,15 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
         self.file = file
     }
 
-    /// `file: path: message`, leaving out the parts that are absent.
+    /// `file: path: message`, leaving out the parts that are absent, with anything non-printable escaped
+    /// (``InertText``): messages quote the text at fault, which may come from a device and end up in an ack, a
+    /// log line or the devices report.
     public var description: String {
         var parts: [String] = []
         if let file { parts.append(file) }
         if !path.isEmpty { parts.append(path) }
         parts.append(message)
-        return parts.joined(separator: ": ")
+        return InertText.escape(parts.joined(separator: ": "))
     }
 
     /// Recovers one domain reason from a decoding failure, keeping its coding path.

@@ -239,14 +239,15 @@ public struct BatchRejection: Error, Hashable, Sendable, CustomStringConvertible
     public var header: BatchHeader?
     /// The index of the offending record in frame 2, or −1 when the batch as a whole is malformed.
     public var index: Int
-    /// What is wrong, for people.
+    /// What is wrong, for people; inert (``InertText``), since it may quote the device's own text and goes to the
+    /// ack, the log and the devices report.
     public var reason: String
 
     public init(status: Ack.Status, header: BatchHeader?, index: Int, reason: String) {
         self.status = status
         self.header = header
         self.index = index
-        self.reason = reason
+        self.reason = InertText.escape(reason)
     }
 
     static func malformed(_ header: BatchHeader?, _ reason: String) -> BatchRejection {
@@ -254,7 +255,7 @@ public struct BatchRejection: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     public var description: String {
-        let what = header?.label ?? "batch"
+        let what = InertText.escape(header?.label ?? "batch")
         return index >= 0
             ? "\(what) \(status.rawValue) at record \(index): \(reason)" : "\(what) \(status.rawValue): \(reason)"
     }

@@ -6,28 +6,58 @@ import Logging
 
 extension ReportKind: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
+extension BagStatus: ExpressibleByArgument {}
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print a report from the store (safe while serve runs).")
+        abstract: "Print a report from the store (safe while serve runs).",
+        usage: """
+            jetbridge-aggregator report flights|items|luggage|devices [--flight FLIGHT] [--format FORMAT] \
+            [--output FILE]
+            """,
+        discussion: """
+            Examples:
+              jetbridge-aggregator report flights
+              jetbridge-aggregator report items --flight ZA101/2026-11-21 --format csv --output items.csv
+              jetbridge-aggregator report luggage --status missing --format html --output luggage.html
+
+            A flight whose stored orders cannot be totalled (two currencies, a total that overflows) is printed as \
+            one row with its error; the other flights print. Exit codes: 0 done, 64 usage, 69 no store yet, \
+            73 --output into a directory that does not exist, 75 the store is busy, 1 other failures.
+            """)
 
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "flights, items, luggage or devices.")
     var kind: ReportKind
 
-    @Option(help: "Only this flight, e.g. ZA101/2026-11-21 (not for devices).")
+    @Option(help: ArgumentHelp("Only this flight, e.g. ZA101/2026-11-21 (not for devices).", valueName: "flight"))
     var flight: String?
 
-    @Option(help: "table, csv, json or html.")
+    @Option(
+        help: ArgumentHelp(
+            "Luggage only: only bags with this status (missing, in-transit, checked or arrived); repeatable.",
+            valueName: "status"))
+    var status: [BagStatus] = []
+
+    @Option(help: ArgumentHelp("table, csv, json or html.", valueName: "format"))
     var format: ReportFormat = .table
 
-    @Option(help: "Write to this file (replaced atomically) instead of standard output.")
+    @Option(
+        help: ArgumentHelp(
+            "Write to this file (replaced atomically) instead of standard output; its directory must exist.",
+            valueName: "file"))
     var output: String?
 
     func validate() throws {
         if let flight, (try? FlightID(flight)) == nil {
             throw ValidationError("'\(flight)' is not a flight id like ZA101/2026-11-21")
+        }
+        if flight != nil, kind == .devices {
+            throw ValidationError("--flight does not apply to `report devices`: device statistics are not per flight")
+        }
+        if !status.isEmpty, kind != .luggage {
+            throw ValidationError("--status applies to `report luggage` only")
         }
     }
 
@@ -36,7 +66,7 @@ struct Report: ParsableCommand {
         let store = try AggregatorTools.openStore(
             home: global.aggregatorHome, configuration: global.configuration(), logger: logger)
         let text = try AggregatorTools.report(
-            kind, flight: try flight.map { try FlightID($0) }, format: format, store: store)
+            kind, flight: try flight.map { try FlightID($0) }, status: Set(status), format: format, store: store)
         if let output {
             try AggregatorTools.write(text, to: URL(fileURLWithPath: output))
         } else {
@@ -51,7 +81,15 @@ struct Receipts: ParsableCommand {
 
     struct Rebuild: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write every receipt again from the store and remove stale ones.")
+            abstract: "Write every receipt again from the store and remove stale ones.",
+            discussion: """
+                Only files whose bytes changed are written; the summary says how many receipts were rewritten and \
+                how many were already current. A seat whose stored orders cannot be totalled gets no receipt: it is \
+                named on standard error with the reason, the others are written, and the exit code is 65.
+
+                Exit codes: 0 done, 65 some seats have no receipt (listed), 69 no store yet, 75 the store is busy, \
+                1 other failures.
+                """)
 
         @OptionGroup var global: GlobalOptions
 
@@ -62,7 +100,27 @@ struct Receipts: ParsableCommand {
                 home: global.aggregatorHome, configuration: configuration, logger: logger)
             let summary = try AggregatorTools.rebuildReceipts(
                 home: global.aggregatorHome, configuration: configuration, store: store, logger: logger)
-            print("receipts rebuilt: \(summary.written) written, \(summary.removed) stale removed")
+            print(Self.describe(summary))
+            guard summary.failed.isEmpty else {
+                for failure in summary.failed {
+                    FileHandle.standardError.write(
+                        Data("no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)\n".utf8))
+                }
+                throw AggregatorError(
+                    .badConfiguration,
+                    "\(count(summary.failed.count, "seat")) with orders \(summary.failed.count == 1 ? "has" : "have") no receipt (listed above); the other receipts are written")
+            }
+        }
+
+        /// `receipts rebuilt: 12 receipts, 0 rewritten, 12 already current; 0 stale files removed`.
+        static func describe(_ summary: ReceiptWriter.RebuildSummary) -> String {
+            "receipts rebuilt: \(count(summary.receipts, "receipt")), \(summary.written) rewritten, "
+                + "\(summary.current) already current; \(count(summary.removed, "stale file")) removed"
         }
     }
+}
+
+/// `1 seat`, `2 seats`.
+func count(_ number: Int, _ singular: String) -> String {
+    "\(number) \(number == 1 ? singular : singular + "s")"
 }

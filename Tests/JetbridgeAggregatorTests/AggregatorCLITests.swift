@@ -127,14 +127,32 @@ struct AggregatorCLITests {
             home + ["report", "flights", "--format", "json", "--output", file.path], in: fixture.directory)
         #expect(written.status == 0 && written.stdout.isEmpty)
         #expect(try String(contentsOf: file, encoding: .utf8) == json.stdout)
-        let table = try Self.run(home + ["report", "devices", "--flight", "ZA101/2026-11-21"], in: fixture.directory)
+        let table = try Self.run(home + ["report", "devices"], in: fixture.directory)
         #expect(table.status == 0 && table.stdout.contains("cart-1"))
+        // Issue 10: `--flight` was silently ignored by the devices report; now refused.
+        let devicesFlight = try Self.run(
+            home + ["report", "devices", "--flight", "ZA101/2026-11-21"], in: fixture.directory)
+        #expect(devicesFlight.status == 64 && devicesFlight.stderr.contains("--flight does not apply"))
         #expect(try Self.run(home + ["report", "flights", "--format", "xml"], in: fixture.directory).status == 64)
         #expect(try Self.run(home + ["report", "flights", "--flight", "ZA101"], in: fixture.directory).status == 64)
+        // Issue 10: `--output` into a missing directory created it; now exit 73 (EX_CANTCREAT), nothing created.
+        let nowhere = fixture.directory.appendingPathComponent("no/such/dir/flights.json")
+        let cannot = try Self.run(home + ["report", "flights", "--output", nowhere.path], in: fixture.directory)
+        #expect(cannot.status == 73 && cannot.stderr.contains("does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent("no").path))
+        let missingBags = try Self.run(home + ["report", "luggage", "--status", "missing"], in: fixture.directory)
+        #expect(missingBags.status == 0 && missingBags.stdout.contains("(no luggage)"))
+        let inTransit = try Self.run(home + ["report", "luggage", "--status", "in-transit"], in: fixture.directory)
+        #expect(inTransit.status == 0 && inTransit.stdout.contains("in-transit"))
 
+        // Issue 10, defect 7: the summary tells rewritten receipts from current ones.
         let rebuilt = try Self.run(home + ["receipts", "rebuild"], in: fixture.directory)
         #expect(rebuilt.status == 0)
-        #expect(rebuilt.stdout == "receipts rebuilt: 1 written, 0 stale removed\n")
+        #expect(
+            rebuilt.stdout == "receipts rebuilt: 1 receipt, 1 rewritten, 0 already current; 0 stale files removed\n")
+        let again = try Self.run(home + ["receipts", "rebuild"], in: fixture.directory)
+        #expect(
+            again.stdout == "receipts rebuilt: 1 receipt, 0 rewritten, 1 already current; 0 stale files removed\n")
         #expect(
             FileManager.default.fileExists(
                 atPath: fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.txt").path))

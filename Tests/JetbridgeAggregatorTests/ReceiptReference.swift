@@ -26,7 +26,7 @@ enum ReceiptReference {
     static func text(_ receipt: Receipt) -> String {
         let money = { (amount: Int) in Self.money(amount, currency: receipt.currency) }
         let allLines = receipt.orders.flatMap(\.lines)
-        let nameWidth = max(8, allLines.map(\.name.count).max() ?? 0)
+        let nameWidth = max(8, allLines.map { InertText.escape($0.name).count }.max() ?? 0)
         let countWidth = allLines.map { String($0.count).count }.max() ?? 1
         let unitWidth = allLines.map { money($0.unitPrice).count }.max() ?? 1
         let amounts = allLines.map(\.price) + receipt.orders.map(\.subtotal) + [receipt.total]
@@ -42,9 +42,9 @@ enum ReceiptReference {
         var out = "Jetbridge receipt\nFlight: \(receipt.flight)\nSeat:   \(receipt.seat)\n"
         for order in receipt.orders {
             out += "\nOrder \(order.id.uuidString) (revision \(order.revision))\n"
-            out += "\(order.createdAt.formatted(iso)), device \(order.device)\n"
+            out += "\(order.createdAt.formatted(iso)), device \(InertText.escape(order.device))\n"
             for line in order.lines {
-                out += "  " + pad(line.name, nameWidth) + "  " + pad(String(line.count), countWidth, right: true)
+                out += "  " + pad(InertText.escape(line.name), nameWidth) + "  " + pad(String(line.count), countWidth, right: true)
                 out += " x " + pad(money(line.unitPrice), unitWidth, right: true) + "  "
                 out += pad(money(line.price), amountWidth, right: true) + "\n"
             }
@@ -90,6 +90,7 @@ enum ReceiptReference {
                 Receipt.Line(name: "🍺🇿🇦 a\r\nb \u{7F}", count: 99, unitPrice: 1, price: -99),
                 Receipt.Line(name: "x", count: 0, unitPrice: 10, price: 0),
                 Receipt.Line(name: "ASCII\r\nwith CR LF\tand a tab", count: 1, unitPrice: 10, price: 10),
+                Receipt.Line(name: "\u{1B}[2J\u{7}abc\u{202E}00.2\u{200B}\u{2028}", count: 1, unitPrice: 10, price: 10),
             ], subtotal: Int.min)
         for currency in ["USD", "JPY", "KWD", "CLF", "", "usd"] {
             receipts.append(
