@@ -1,5 +1,6 @@
 public import Foundation
 public import JetbridgeModel
+import JetbridgeProtocol
 
 /// Everything the agent's commands need to know, resolved from flags, the configuration file and defaults.
 ///
@@ -186,8 +187,13 @@ public struct AgentConfiguration: Sendable, Hashable {
                 "\(path): ground.serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found \(key.utf8.count)"
             )
         }
-        for (name, value) in [("ground.data", ground.data), ("ground.acks", ground.acks)] where value.isEmpty {
-            throw AgentError(.dataError, "\(path): \(name) must name an endpoint such as tcp://127.0.0.1:5560")
+        for (name, value) in [("ground.data", ground.data), ("ground.acks", ground.acks)] {
+            if value.isEmpty {
+                throw AgentError(.dataError, "\(path): \(name) must name an endpoint such as tcp://127.0.0.1:5560")
+            }
+            if let problem = WireProtocol.endpointProblem(value) {
+                throw AgentError(.dataError, "\(path): \(name): \(problem)")
+            }
         }
         let sync = contents?.sync ?? .defaults
         guard (1...10_000).contains(sync.batchRecords) else {

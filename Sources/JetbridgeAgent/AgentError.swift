@@ -11,12 +11,14 @@ public struct AgentError: Error, Sendable, Hashable, CustomStringConvertible {
         public let exitCode: Int32
         let name: String
 
-        /// 64: the command was used wrongly (bad flag value, missing configuration file named by `--config`).
+        /// 64: the command was used wrongly (an unknown option, a malformed flag value such as an endpoint).
         public static let usage = Code(exitCode: 64, name: "usage")
         /// 65: input data breaks a rule (an order, a tag, a configuration or menu file).
         public static let dataError = Code(exitCode: 65, name: "dataError")
         /// 66: an input file does not exist or cannot be read.
         public static let noInput = Code(exitCode: 66, name: "noInput")
+        /// 73: an output file cannot be created: a key pair already exists and `--force` was not given.
+        public static let cannotCreate = Code(exitCode: 73, name: "cannotCreate")
         /// 75: try again later: the disk is full, the queue's size cap is reached, a lock is busy.
         public static let tryAgain = Code(exitCode: 75, name: "tryAgain")
         /// 1: anything else (an I/O error, a damaged queue).

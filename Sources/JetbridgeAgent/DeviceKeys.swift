@@ -24,7 +24,7 @@ public enum DeviceKeys {
     ///   - home: The agent's home.
     ///   - force: Replace an existing pair (the ground must then allow the new public key).
     /// - Returns: The new public key, 40 characters of Z85 (what the ground's allow list needs).
-    /// - Throws: ``AgentError``: `usage` if a pair exists and `force` is false; `failure` for I/O errors.
+    /// - Throws: ``AgentError``: `cannotCreate` (73) if a pair exists and `force` is false; `failure` for I/O errors.
     @discardableResult
     public static func generate(in home: AgentHome, force: Bool) throws(AgentError) -> String {
         let fileManager = FileManager.default
@@ -33,7 +33,7 @@ public enum DeviceKeys {
                 || fileManager.fileExists(atPath: home.publicKeyFile.path)
         {
             throw AgentError(
-                .usage,
+                .cannotCreate,
                 "a key pair already exists in \(home.keysDirectory.path); keep it, or pass --force to replace it (the ground must then allow the new public key)"
             )
         }

@@ -49,7 +49,14 @@ public struct AggregatorHome: Hashable, Sendable {
     /// - Throws: ``AggregatorError``.
     public func configuration(file: String?) throws -> AggregatorConfiguration {
         if let file {
-            return try AggregatorConfiguration.load(from: URL(fileURLWithPath: file))
+            let url = URL(fileURLWithPath: file)
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw AggregatorError(
+                    .noInput,
+                    "configuration file \(url.path) (from --config) does not exist; check the path, or leave out --config to use \(configurationFile.path) or the built-in defaults"
+                )
+            }
+            return try AggregatorConfiguration.load(from: url)
         }
         if FileManager.default.fileExists(atPath: configurationFile.path) {
             return try AggregatorConfiguration.load(from: configurationFile)

@@ -18,7 +18,7 @@ public enum ServerKeys: Sendable {
                 || manager.fileExists(atPath: home.serverPublicKeyFile.path))
         {
             throw AggregatorError(
-                .unavailable,
+                .cannotCreate,
                 "a server key pair already exists in \(home.keysDirectory.path); devices trust its public key. "
                     + "Use --force to replace it (then give every device the new public key)")
         }
@@ -42,14 +42,14 @@ public enum ServerKeys: Sendable {
     /// Loads the key pair `serve` needs.
     /// - Parameter home: The aggregator's home.
     /// - Returns: The key pair.
-    /// - Throws: ``AggregatorError``: `.unavailable` (telling the operator to run `keys generate`) when missing,
+    /// - Throws: ``AggregatorError``: `.noInput` (66, telling the operator to run `keys generate`) when missing,
     ///   `.badConfiguration` when the files do not hold a key pair.
     public static func load(from home: AggregatorHome) throws -> CurveKeyPair {
         guard let secret = try? String(contentsOf: home.serverSecretKeyFile, encoding: .utf8),
             let public_ = try? String(contentsOf: home.serverPublicKeyFile, encoding: .utf8)
         else {
             throw AggregatorError(
-                .unavailable,
+                .noInput,
                 "no server key pair in \(home.keysDirectory.path); run `jetbridge-aggregator --home \(home.directory.path) keys generate` "
                     + "(or serve with --insecure for development only)")
         }

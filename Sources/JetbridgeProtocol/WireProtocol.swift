@@ -1,3 +1,5 @@
+import Foundation
+
 /// The constants of the Jetbridge wire protocol, version 1 (docs/PROTOCOL.md).
 public enum WireProtocol: Sendable {
     /// The protocol version this build speaks, written as `v` in every header, hello and ack.
@@ -10,4 +12,34 @@ public enum WireProtocol: Sendable {
     public static let maxBatchBytes = 8 << 20
     /// The nesting limit for decoding records from the wire: a record nests four levels deep, so 32 is generous.
     public static let recordNestingLimit = 32
+}
+
+extension WireProtocol {
+    /// What is wrong with a ZeroMQ endpoint as the tools accept it (`tcp://HOST:PORT`, `ipc://PATH`,
+    /// `inproc://NAME`), or `nil` when it is well formed. Both tools check endpoints with this before any socket
+    /// exists, so that a malformed one is a usage error (64) on the command line and bad data (65) in a
+    /// configuration file in both.
+    public static func endpointProblem(_ endpoint: String) -> String? {
+        let example = "such as tcp://127.0.0.1:5560"
+        guard let range = endpoint.range(of: "://") else {
+            return "'\(endpoint)' is not an endpoint \(example) (transport://address)"
+        }
+        let transport = endpoint[..<range.lowerBound]
+        let address = endpoint[range.upperBound...]
+        guard ["tcp", "ipc", "inproc"].contains(transport) else {
+            return "'\(endpoint)' uses transport '\(transport)'; use tcp://, ipc:// or inproc://, \(example)"
+        }
+        guard !address.isEmpty, !address.contains(where: { $0.isWhitespace }) else {
+            return "'\(endpoint)' has no address after \(transport)://, \(example)"
+        }
+        if transport == "tcp" {
+            guard let colon = address.lastIndex(of: ":"),
+                address[address.index(after: colon)...] == "*"
+                    || UInt16(address[address.index(after: colon)...]).map({ $0 > 0 }) == true
+            else {
+                return "'\(endpoint)' needs a port 1–65535 (or *) after the host, \(example)"
+            }
+        }
+        return nil
+    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeModel
 import Logging
 
 /// `jetbridge-agent`: capture sales and bag scans on a device, and (later) sync them to the ground.
@@ -13,8 +14,17 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             Home: --home, else $JETBRIDGE_HOME, else .jetbridge/agent. Configuration: --config FILE, else \
             <home>/agent.json if present, else built-in defaults (see docs/AGENT.md).
 
-            Exit codes (sysexits): 0 done, 64 usage, 65 bad input data, 66 missing input file, \
-            75 try again later (disk full, queue size cap, lock busy), 1 other failures.
+            Examples:
+              jetbridge-agent --home cart-1 keys generate
+              jetbridge-agent --home cart-1 order --seat 17B --item Peanuts=2 --item Chips
+              jetbridge-agent --home cart-1 scan --at origin --tag-file tags.txt
+              jetbridge-agent --home cart-1 sync --until-drained --timeout 60
+
+            Exit codes (sysexits; the same as jetbridge-aggregator's for the same situation, \
+            docs/EXIT-CODES.md): 0 done, 64 usage, 65 bad input data, 66 missing input file (--config, \
+            --tag-file, inventory, no key pair for sync), 69 the ground is unavailable (another protocol \
+            version), 73 cannot create (a key pair exists without --force), 75 try again later (disk full, \
+            queue size cap, lock busy, sync stopped with records unacknowledged), 1 other failures.
             """,
         subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, KeysCommand.self]
     )
@@ -25,6 +35,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
     /// argument-parser handles its own errors (usage: 64) and `--help`.
     static func main() async {
         bootstrapLogging()
+        suggestSubcommand(Array(CommandLine.arguments.dropFirst()))
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -51,6 +62,20 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             return handler
         }
     }
+}
+
+/// Exits 64 with a "did you mean" when the first word after the global options is not a subcommand (`stauts`).
+private func suggestSubcommand(_ arguments: [String]) {
+    var rest = arguments[...]
+    while let first = rest.first, first.hasPrefix("--") {
+        rest.removeFirst()
+        if ["--home", "--config"].contains(first) { rest = rest.dropFirst() }
+    }
+    let names = JetbridgeAgentCommand.configuration.subcommands.map { $0._commandName }
+    guard let word = rest.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else { return }
+    let hint = Spelling.closest(to: word, among: names).map { "; did you mean '\($0)'?" } ?? "."
+    Output.error("unknown command '\(word)'\(hint) Commands: \(names.joined(separator: ", ")).")
+    terminate(64)
 }
 
 /// Ends the process with `code`; a free function because inside a command `exit` names argument-parser's method.

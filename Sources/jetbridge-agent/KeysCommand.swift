@@ -33,7 +33,7 @@ struct GenerateKeysCommand: ParsableCommand {
             """
             public key  \(publicKey)
             secret key  \(configuration.home.secretKeyFile.path) (mode 0600)
-            On the ground, allow this device with:
+            On the ground, allow this device with (add --home DIR for a ground home other than .jetbridge/aggregator):
               \(DeviceKeys.allowCommand(device: configuration.device, publicKeyZ85: publicKey))
             """)
     }

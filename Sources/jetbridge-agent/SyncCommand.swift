@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeProtocol
 import Logging
 
 #if canImport(Glibc)
@@ -46,15 +47,25 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Exit 0 once everything queued is acknowledged (75 if stopped first).")
     var untilDrained = false
 
-    @Option(help: ArgumentHelp("Give up after this many seconds; exit 75 if records remain.", valueName: "seconds"))
+    // Unconditional, so that `--timeout -1` reaches `validate()` and is refused with a reason, rather than read as
+    // an option `-1` and reported as a missing value.
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Give up after this many seconds; exit 75 if records remain.", valueName: "seconds"))
     var timeout: Double?
 
     @Flag(help: "Send without encryption or authentication. For development only.")
     var insecure = false
 
     func validate() throws {
+        for (flag, endpoint) in [("--to", dataEndpoint), ("--acks", ackEndpoint)] {
+            if let endpoint, let problem = WireProtocol.endpointProblem(endpoint) {
+                throw ValidationError("\(flag): \(problem)")
+            }
+        }
         if let timeout, !(timeout.isFinite && timeout > 0) {
-            throw ValidationError("--timeout must be a positive number of seconds")
+            throw ValidationError(
+                "--timeout must be a positive number of seconds, not \(String(format: "%g", timeout)); leave it out to sync until stopped")
         }
     }
 

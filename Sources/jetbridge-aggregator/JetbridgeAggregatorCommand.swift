@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import JetbridgeAggregator
+import JetbridgeModel
 public import Logging
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
@@ -9,14 +10,32 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jetbridge-aggregator",
         abstract: "Receive device batches over ZeroMQ, store them once, write receipts and reports.",
-        usage: "jetbridge-aggregator [--config FILE] [--home DIR] <subcommand>",
-        discussion: "--config and --home may come before or after the subcommand.",
+        usage: "jetbridge-aggregator [--config <file>] [--home <dir>] <subcommand>",
+        discussion: """
+            --config and --home may come before or after the subcommand. Home: --home, else $JETBRIDGE_HOME, else \
+            .jetbridge/aggregator. Configuration: --config FILE, else <home>/aggregator.json if present, else \
+            built-in defaults (see docs/AGGREGATOR.md).
+
+            Examples:
+              jetbridge-aggregator --home ground keys generate
+              jetbridge-aggregator --home ground devices allow cart-1 -- 'KEY'
+              jetbridge-aggregator --home ground serve
+              jetbridge-aggregator --home ground report flights --format html
+              jetbridge-aggregator --home ground receipts rebuild
+
+            Exit codes (sysexits; the same as jetbridge-agent's for the same situation, docs/EXIT-CODES.md): \
+            0 done, 64 usage, 65 bad input data, 66 missing input file (--config, no key pair for serve), \
+            69 unavailable (no store yet, endpoint in use), 73 cannot create (a key pair exists without --force, --output \
+            into a missing directory), 75 try again later (store busy, disk full), 1 other failures.
+            """,
         subcommands: [Serve.self, Report.self, Receipts.self, Keys.self, Devices.self])
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {
+        let arguments = movingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        suggestSubcommand(arguments)
         do {
-            var command = try parseAsRoot(movingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -29,6 +48,17 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
             exit(withError: error)
         }
     }
+}
+
+/// Exits 64 with a "did you mean" when the first word is not a subcommand (`reprot`); argument-parser would only
+/// say "Unexpected argument".
+func suggestSubcommand(_ arguments: [String]) {
+    let names = JetbridgeAggregatorCommand.configuration.subcommands.map { $0._commandName }
+    guard let word = arguments.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else { return }
+    let hint = Spelling.closest(to: word, among: names).map { "; did you mean '\($0)'?" } ?? "."
+    FileHandle.standardError.write(
+        Data("Error: unknown command '\(word)'\(hint) Commands: \(names.joined(separator: ", ")).\n".utf8))
+    exit(64)
 }
 
 /// Moves `--home`/`--config` written before the subcommand (`jetbridge-aggregator --home DIR serve`) behind it:
@@ -52,10 +82,14 @@ func movingGlobalOptions(_ arguments: [String]) -> [String] {
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "Configuration file (default: <home>/aggregator.json if present, else built-in defaults).")
+    @Option(
+        help: ArgumentHelp(
+            "Configuration file (default: <home>/aggregator.json if present, else built-in defaults).",
+            valueName: "file"))
     var config: String?
 
-    @Option(help: "Home directory (default: $JETBRIDGE_HOME, else .jetbridge/aggregator).")
+    @Option(
+        help: ArgumentHelp("Home directory (default: $JETBRIDGE_HOME, else .jetbridge/aggregator).", valueName: "dir"))
     var home: String?
 
     var aggregatorHome: AggregatorHome { AggregatorHome(flag: home) }

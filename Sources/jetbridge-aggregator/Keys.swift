@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import JetbridgeAggregator
 
 struct Keys: ParsableCommand {
@@ -44,6 +45,14 @@ struct Devices: ParsableCommand {
             let home = global.aggregatorHome
             var list = try DeviceAllowlist.load(from: home.devicesFile)
             try list.allow(device: device, publicKey: publicKey)
+            // A home that does not exist yet is almost always a command pasted without the ground's --home: creating
+            // one here would put devices.json where `serve` never looks.
+            guard FileManager.default.fileExists(atPath: home.directory.path) else {
+                throw AggregatorError(
+                    .noInput,
+                    "there is no aggregator home at \(home.directory.path); pass the ground's home with --home DIR (the one `serve` uses), or create it with `jetbridge-aggregator --home \(home.directory.path) keys generate` first"
+                )
+            }
             try home.create()
             try list.save(to: home.devicesFile)
             print("allowed \(device)")

@@ -12,14 +12,14 @@ struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a report from the store (safe while serve runs).",
         usage: """
-            jetbridge-aggregator report flights|items|luggage|devices [--flight FLIGHT] [--format FORMAT] \
-            [--output FILE]
+            jetbridge-aggregator report flights|items|luggage|devices [--flight <flight>] [--status <status> ...] \
+            [--format <format>] [--output <file>]
             """,
         discussion: """
             Examples:
               jetbridge-aggregator report flights
-              jetbridge-aggregator report items --flight ZA101/2026-11-21 --format csv --output items.csv
-              jetbridge-aggregator report luggage --status missing --format html --output luggage.html
+              jetbridge-aggregator report items --format csv --output items.csv
+              jetbridge-aggregator report luggage --status missing --format html
 
             A flight whose stored orders cannot be totalled (two currencies, a total that overflows) is printed as \
             one row with its error; the other flights print. Exit codes: 0 done, 64 usage, 69 no store yet, \

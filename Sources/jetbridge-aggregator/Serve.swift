@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAggregator
+import JetbridgeProtocol
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -12,10 +13,14 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .customLong("data"), help: "Data endpoint (PULL) to bind, e.g. tcp://0.0.0.0:5560.")
+    @Option(
+        name: .customLong("data"),
+        help: ArgumentHelp("Data endpoint (PULL) to bind, e.g. tcp://0.0.0.0:5560.", valueName: "endpoint"))
     var dataEndpoint: String?
 
-    @Option(name: .customLong("acks"), help: "Ack endpoint (ROUTER) to bind, e.g. tcp://0.0.0.0:5561.")
+    @Option(
+        name: .customLong("acks"),
+        help: ArgumentHelp("Ack endpoint (ROUTER) to bind, e.g. tcp://0.0.0.0:5561.", valueName: "endpoint"))
     var acksEndpoint: String?
 
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
@@ -23,6 +28,14 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        for (flag, endpoint) in [("--data", dataEndpoint), ("--acks", acksEndpoint)] {
+            if let endpoint, let problem = WireProtocol.endpointProblem(endpoint) {
+                throw ValidationError("\(flag): \(problem)")
+            }
+        }
+    }
 
     func run() async throws {
         var configuration = try global.configuration()

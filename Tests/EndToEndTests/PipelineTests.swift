@@ -253,7 +253,7 @@ struct PipelineTests {
             atPath: sandbox.home.appendingPathComponent("keys/device.key").path)
         try check((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "device.key mode: \(attributes)")
         let again = try sandbox.agent(["keys", "generate"])
-        try check(again.status == 64, "\(again)")
+        try check(again.status == 73, "\(again)")
         try check(again.stderr.contains("--force"), "\(again)")
         let forced = try sandbox.agent(["keys", "generate", "--force"])
         try check(forced.status == 0, "\(forced)")

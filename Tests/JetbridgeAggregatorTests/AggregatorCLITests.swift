@@ -73,7 +73,7 @@ struct AggregatorCLITests {
         #expect(mode == 0o600)
 
         let again = try Self.run(["keys", "generate", "--home", home], in: fixture.directory)
-        #expect(again.status == 69)
+        #expect(again.status == 73)
         #expect(again.stderr.contains("--force"))
         let forced = try Self.run(["--home", home, "keys", "generate", "--force"], in: fixture.directory)
         #expect(forced.status == 0)
@@ -98,6 +98,11 @@ struct AggregatorCLITests {
         let list = try DeviceAllowlist.load(from: AggregatorHome(directory: fixture.directory).devicesFile)
         #expect(list.byPublicKey == [key: "cart-1"])
         #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 0)
+        // Issue 10: the agent's hint pasted without the ground's --home created ./.jetbridge/aggregator/devices.json,
+        // where `serve` never looks; a home that does not exist is refused instead.
+        let elsewhere = try Self.run(["devices", "allow", "cart-1", "--", key], in: fixture.directory)
+        #expect(elsewhere.status == 66 && elsewhere.stderr.contains("--home"), "\(elsewhere.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent(".jetbridge").path))
         #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "")
         #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 65)
     }
@@ -170,7 +175,7 @@ struct AggregatorCLITests {
 
         try Data(#"{"dataEndpoint": "tcp://127.0.0.1:*", "acksEndpoint": "tcp://127.0.0.1:*"}"#.utf8).write(to: config)
         let noKeys = try Self.run(home + ["serve"], in: fixture.directory)
-        #expect(noKeys.status == 69)
+        #expect(noKeys.status == 66)
         #expect(noKeys.stderr.contains("keys generate"))
 
         // The file says any port; the flag names one that is taken.

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+/// Issue 10: the two tools gave different exit codes for the same situation (a key pair that exists: 64 vs 69; a
+/// missing `--config`: 66 vs 69; a bad endpoint: 64 vs 65). docs/EXIT-CODES.md has the one table both follow.
+@Suite("Exit codes: the same situation gives the same code in both tools")
+struct ExitCodeTests {
+    struct Tools {
+        let sandbox: AgentSandbox
+        var ground: URL { sandbox.directory.appendingPathComponent("ground") }
+
+        func agent(_ arguments: [String]) throws -> AgentSandbox.Run { try sandbox.agent(arguments) }
+
+        func aggregator(_ arguments: [String]) throws -> AgentSandbox.Run {
+            try AgentSandbox.run(
+                AgentSandbox.executable("jetbridge-aggregator"), ["--home", ground.path] + arguments,
+                in: sandbox.directory)
+        }
+    }
+
+    @Test func sameSituationSameCode() throws {
+        let tools = Tools(sandbox: try AgentSandbox())
+
+        // A key pair that exists, without --force: 73 (EX_CANTCREAT).
+        #expect(try tools.agent(["keys", "generate"]).status == 0)
+        #expect(try tools.aggregator(["keys", "generate"]).status == 0)
+        let agentAgain = try tools.agent(["keys", "generate"])
+        let groundAgain = try tools.aggregator(["keys", "generate"])
+        #expect(agentAgain.status == 73 && agentAgain.stderr.contains("--force"), "\(agentAgain)")
+        #expect(groundAgain.status == 73 && groundAgain.stderr.contains("--force"), "\(groundAgain)")
+
+        // A --config file that does not exist: 66, with a message that names it (not Foundation's).
+        let agentConfig = try tools.agent(["--config", "nope.json", "status"])
+        let groundConfig = try tools.aggregator(["--config", "nope.json", "report", "flights"])
+        for run in [agentConfig, groundConfig] {
+            #expect(run.status == 66, "\(run)")
+            #expect(run.stderr.contains("nope.json (from --config) does not exist"), "\(run)")
+            #expect(!run.stderr.contains("could not be completed"), "\(run)")
+        }
+
+        // A malformed endpoint on the command line: 64; in a configuration file: 65.
+        let agentFlag = try tools.agent(["sync", "--to", "tcp://nowhere", "--insecure"])
+        let groundFlag = try tools.aggregator(["serve", "--data", "nowhere", "--insecure"])
+        #expect(agentFlag.status == 64 && agentFlag.stderr.contains("--to"), "\(agentFlag)")
+        #expect(groundFlag.status == 64 && groundFlag.stderr.contains("--data"), "\(groundFlag)")
+        let agentFile = try tools.sandbox.write(#"{"ground": {"data": "tcp://nowhere", "acks": "tcp://127.0.0.1:5"}}"#, to: "agent.json")
+        let groundFile = try tools.sandbox.write(#"{"dataEndpoint": "tcp://nowhere"}"#, to: "aggregator.json")
+        let agentBad = try tools.agent(["--config", agentFile.path, "status"])
+        let groundBad = try tools.aggregator(["--config", groundFile.path, "serve", "--insecure"])
+        #expect(agentBad.status == 65 && agentBad.stderr.contains("ground.data"), "\(agentBad)")
+        #expect(groundBad.status == 65 && groundBad.stderr.contains("dataEndpoint"), "\(groundBad)")
+
+        // A mistyped subcommand: 64 with a suggestion.
+        let agentTypo = try tools.agent(["stauts"])
+        let groundTypo = try tools.aggregator(["reprot"])
+        #expect(agentTypo.status == 64 && agentTypo.stderr.contains("did you mean 'status'?"), "\(agentTypo)")
+        #expect(groundTypo.status == 64 && groundTypo.stderr.contains("did you mean 'report'?"), "\(groundTypo)")
+
+        // --timeout -1 says why.
+        let timeout = try tools.agent(["sync", "--timeout", "-1"])
+        #expect(timeout.status == 64 && timeout.stderr.contains("positive number of seconds, not -1"), "\(timeout)")
+    }
+
+    @Test func aggregatorHelpHasExamplesAndExitCodes() throws {
+        let tools = Tools(sandbox: try AgentSandbox())
+        for help in [try tools.aggregator(["--help"]), try tools.agent(["--help"])] {
+            #expect(help.status == 0)
+            #expect(help.stdout.contains("Examples:") && help.stdout.contains("Exit codes"), "\(help)")
+            #expect(help.stdout.contains("--config <file>") && help.stdout.contains("--home <dir>"), "\(help)")
+        }
+    }
+}
