@@ -4,19 +4,42 @@
 # first run and kept after that. Capture into any device from another terminal while it runs:
 #     jetbridge-agent --home .jetbridge/local/device-1 order --seat 17B --item Peanuts=2
 # Ctrl-C or SIGTERM stops the agents first (each acknowledges what the ground confirmed), then the aggregator.
-# Usage: deploy/local.sh [DEVICES]      (default 3; endpoints: LOCAL_DATA, LOCAL_ACKS)
+# Usage: deploy/local.sh [--bin DIR] [DEVICES]      (default 3; endpoints: LOCAL_DATA, LOCAL_ACKS)
+# Binaries: from --bin DIR; else jetbridge-agent and jetbridge-aggregator found together on PATH; else built from
+# this checkout with `swift build` (debug).
 set -euo pipefail
+usage="usage: deploy/local.sh [--bin DIR] [DEVICES]   (DEVICES 1-99, default 3)"
+bin=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; }; bin=$(cd "$2" && pwd) || exit 66; shift 2 ;;
+        --bin=*) bin=$(cd "${1#--bin=}" && pwd) || exit 66; shift ;;
+        -h|--help) echo "$usage"; exit 0 ;;
+        -*) echo "$usage" >&2; exit 64 ;;
+        *) break ;;
+    esac
+done
 cd "$(dirname "$0")/.."
 devices=${1:-3}
-[[ $devices =~ ^[1-9][0-9]?$ ]] || { echo "usage: deploy/local.sh [DEVICES]   (1-99)" >&2; exit 64; }
+[[ $devices =~ ^[1-9][0-9]?$ ]] || { echo "$usage" >&2; exit 64; }
 base=${JETBRIDGE_LOCAL:-.jetbridge/local}
 data=${LOCAL_DATA:-tcp://127.0.0.1:5560}
 acks=${LOCAL_ACKS:-tcp://127.0.0.1:5561}
 
-for product in jetbridge-agent jetbridge-aggregator; do
-    swift build --product "$product" >/dev/null
+if [ -z "$bin" ] && command -v jetbridge-agent >/dev/null && command -v jetbridge-aggregator >/dev/null \
+    && [ "$(dirname "$(command -v jetbridge-agent)")" = "$(dirname "$(command -v jetbridge-aggregator)")" ]; then
+    bin=$(dirname "$(command -v jetbridge-agent)")
+fi
+if [ -z "$bin" ]; then
+    for product in jetbridge-agent jetbridge-aggregator; do
+        swift build --product "$product" >/dev/null
+    done
+    bin=$(swift build --show-bin-path)
+fi
+for tool in jetbridge-agent jetbridge-aggregator; do
+    [ -x "$bin/$tool" ] || { echo "deploy/local.sh: no executable $bin/$tool" >&2; exit 66; }
 done
-bin=$(swift build --show-bin-path)
+echo "using $bin/jetbridge-agent and $bin/jetbridge-aggregator"
 mkdir -p "$base/ground" "$base/logs"
 ground=$base/ground
 

@@ -168,7 +168,7 @@ struct ServerTests {
             _ = try AggregatorServer(
                 home: AggregatorHome(directory: fixture.directory), configuration: configuration, logger: quietLogger)
         }
-        #expect(error?.code == .unavailable)
+        #expect(error?.code == .noInput)
         #expect(error?.message.contains("keys generate") == true)
     }
 
