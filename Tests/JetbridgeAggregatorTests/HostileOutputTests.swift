@@ -209,3 +209,37 @@ struct HostileOutputTests {
         #expect(again.written == 0 && again.current == 2 && again.failed.count == 1)
     }
 }
+
+@Suite("HTML reports at real sizes (issue 10)")
+struct HTMLReportTests {
+    @Test func statesItsTimesGroupsThousandsAndHasLegends() throws {
+        let flights = FlightReports(flights: [
+            FlightReport(
+                flight: flightA, currency: "USD", orders: 12_345, revenue: 123_456_789, items: [],
+                bags: .init(checked: 4_000, departed: 4_000, arrived: 3_000, missing: 1_000, weight: 1.5, conflicts: 0)),
+            FlightReport(
+                flight: flightB, currency: "", orders: 0, revenue: 0, items: [],
+                bags: .init(checked: 2, departed: 2, arrived: 0, missing: 2, weight: 1, conflicts: 0)),
+        ])
+        let renderer = ReportRenderer(generatedAt: date(0), lastCommit: date(-60))
+        let html = renderer.render(.flights(flights), as: .html)
+        #expect(html.contains("Generated 2026-11-20T18:40:00Z; data as of the last commit at 2026-11-20T18:39:00Z."))
+        #expect(html.contains(">12,345<") && html.contains(">1,234,567.89<") && html.contains(">4,000<"))
+        #expect(html.contains("<g class=\"legend\">") && html.contains(">in transit</text>"))
+        #expect(html.contains("<td class=\"id\">ZA101/2026-11-21</td>"))
+        #expect(html.contains("td.id { white-space: nowrap;"))
+        // One vocabulary: flight B has no arrivals, so its departed bags are in transit, not missing.
+        let table = ReportRenderer().render(.flights(flights), as: .table)
+        let rowB = try #require(table.split(separator: "\n").first { $0.hasPrefix("ZA102") })
+        #expect(rowB.split(separator: " ", omittingEmptySubsequences: true).map(String.init)[0...7]
+            == ["ZA102/2026-11-21", "-", "0", "0.00", "2", "2", "2", "0"])
+        #expect(ReportRenderer(generatedAt: date(0)).render(.flights(flights), as: .html).contains("no batch committed yet"))
+
+        var luggage: [LuggageReport.Row] = []
+        for status in BagStatus.allCases {
+            luggage.append(.init(bag: BagState(scan: .example), status: status))
+        }
+        let page = renderer.render(.luggage(LuggageReport(bags: luggage)), as: .html)
+        #expect(page.contains(">missing</text>") && page.contains(">in-transit</text>"))
+    }
+}
