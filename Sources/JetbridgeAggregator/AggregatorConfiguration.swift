@@ -95,7 +95,9 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         try require(!dataEndpoint.isEmpty, .dataEndpoint, "must not be empty")
         try require(!acksEndpoint.isEmpty, .acksEndpoint, "must not be empty")
         for (key, endpoint) in [(CodingKeys.dataEndpoint, dataEndpoint), (.acksEndpoint, acksEndpoint)] {
-            if let problem = WireProtocol.endpointProblem(endpoint) { try require(false, key, "is invalid: \(problem)") }
+            if let problem = WireProtocol.endpointProblem(endpoint) {
+                try require(false, key, "is invalid: \(problem)")
+            }
         }
         try require(
             dataEndpoint != acksEndpoint || dataEndpoint.hasSuffix(":*"), .acksEndpoint, "must differ from dataEndpoint"

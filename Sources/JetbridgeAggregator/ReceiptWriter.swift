@@ -132,7 +132,9 @@ public struct ReceiptWriter: Sendable {
                     failed.append(.init(flight: flight, seat: seat, reason: InertText.escape("\(error)")))
                     logger.error(
                         "a receipt could not be made; its files are removed",
-                        metadata: ["flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))"])
+                        metadata: [
+                            "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
+                        ])
                 }
             ) { receipt in
                 if try replace(receipt) { written += 1 }

@@ -108,25 +108,28 @@ public struct ReportRenderer: Sendable {
     /// One flight in DESIGN.md's key order; a flight whose sales cannot be totalled has `"revenue": null` and an
     /// `"error"` key last.
     static func json(_ report: FlightReport) -> JSONText {
-        .object([
-            ("flight", .string(report.flight.rawValue)), ("currency", .string(report.currency)),
-            ("orders", .int(report.orders)), ("revenue", report.error == nil ? .int(report.revenue) : .null),
-            (
-                "items",
-                .array(
-                    report.items.map {
-                        .object([("name", .string($0.name)), ("count", .int($0.count)), ("revenue", .int($0.revenue))])
-                    })
-            ),
-            (
-                "bags",
-                .object([
-                    ("checked", .int(report.bags.checked)), ("departed", .int(report.bags.departed)),
-                    ("arrived", .int(report.bags.arrived)), ("missing", .int(report.bags.missing)),
-                    ("weight", .double(report.bags.weight)), ("conflicts", .int(report.bags.conflicts)),
-                ])
-            ),
-        ] + (report.error.map { [("error", JSONText.string($0))] } ?? []))
+        .object(
+            [
+                ("flight", .string(report.flight.rawValue)), ("currency", .string(report.currency)),
+                ("orders", .int(report.orders)), ("revenue", report.error == nil ? .int(report.revenue) : .null),
+                (
+                    "items",
+                    .array(
+                        report.items.map {
+                            .object([
+                                ("name", .string($0.name)), ("count", .int($0.count)), ("revenue", .int($0.revenue)),
+                            ])
+                        })
+                ),
+                (
+                    "bags",
+                    .object([
+                        ("checked", .int(report.bags.checked)), ("departed", .int(report.bags.departed)),
+                        ("arrived", .int(report.bags.arrived)), ("missing", .int(report.bags.missing)),
+                        ("weight", .double(report.bags.weight)), ("conflicts", .int(report.bags.conflicts)),
+                    ])
+                ),
+            ] + (report.error.map { [("error", JSONText.string($0))] } ?? []))
     }
 
     // MARK: Table
@@ -240,7 +243,8 @@ public struct ReportRenderer: Sendable {
         out += "</tr></thead>\n<tbody>\n"
         let classes = table.columns.map { column in
             column.numeric
-                ? " class=\"n\"" : ["flight", "tag", "device"].contains(column.key)
+                ? " class=\"n\""
+                : ["flight", "tag", "device"].contains(column.key)
                     ? " class=\"id\"" : column.key == "error" ? " class=\"error\"" : ""
         }
         for row in table.rows {
@@ -275,7 +279,8 @@ public struct ReportRenderer: Sendable {
             out += "<g class=\"legend\">"
             for (index, name) in chart.legend.enumerated() {
                 let x = labelWidth + index * 110
-                out += "<rect x=\"\(x)\" y=\"4\" width=\"12\" height=\"12\" fill=\"\(palette[index % palette.count])\"/>"
+                out +=
+                    "<rect x=\"\(x)\" y=\"4\" width=\"12\" height=\"12\" fill=\"\(palette[index % palette.count])\"/>"
                 out += "<text x=\"\(x + 16)\" y=\"15\">\(escape(name))</text>"
             }
             out += "</g>\n"

@@ -43,7 +43,8 @@ struct ExitCodeTests {
         let groundFlag = try tools.aggregator(["serve", "--data", "nowhere", "--insecure"])
         #expect(agentFlag.status == 64 && agentFlag.stderr.contains("--to"), "\(agentFlag)")
         #expect(groundFlag.status == 64 && groundFlag.stderr.contains("--data"), "\(groundFlag)")
-        let agentFile = try tools.sandbox.write(#"{"ground": {"data": "tcp://nowhere", "acks": "tcp://127.0.0.1:5"}}"#, to: "agent.json")
+        let agentFile = try tools.sandbox.write(
+            #"{"ground": {"data": "tcp://nowhere", "acks": "tcp://127.0.0.1:5"}}"#, to: "agent.json")
         let groundFile = try tools.sandbox.write(#"{"dataEndpoint": "tcp://nowhere"}"#, to: "aggregator.json")
         let agentBad = try tools.agent(["--config", agentFile.path, "status"])
         let groundBad = try tools.aggregator(["--config", groundFile.path, "serve", "--insecure"])

@@ -84,11 +84,13 @@ struct HostileOutputTests {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let store = try fixture.open()
-        try insertRaw([rawOrder(1, item: Item(name: Self.hostileName, unitPrice: 200), device: "cart-1")], into: fixture)
+        try insertRaw(
+            [rawOrder(1, item: Item(name: Self.hostileName, unitPrice: 200), device: "cart-1")], into: fixture)
         try store.recordRejection(device: "cart-1", reason: "record 0: item name '\u{1B}]0;pwned\u{07}' is bad")
         func isInert(_ text: String) -> Bool {
             !text.unicodeScalars.contains {
-                ($0.value < 0x20 && $0 != "\n" && $0 != "\r") || [0x7F, 0x9B, 0x202E, 0x200B, 0x2028].contains($0.value)
+                ($0.value < 0x20 && $0 != "\n" && $0 != "\r")
+                    || [0x7F, 0x9B, 0x202E, 0x200B, 0x2028].contains($0.value)
             }
         }
         for kind in ReportKind.allCases {
@@ -136,7 +138,8 @@ struct HostileOutputTests {
         try insertRaw(
             [
                 rawOrder(1, flight: flightA, item: peanuts), rawOrder(2, flight: flightA, seat: "3A", item: chips),
-                rawOrder(3, flight: flightB, item: peanuts), rawOrder(4, flight: flightB, seat: "3A", item: peanuts, currency: "EUR"),
+                rawOrder(3, flight: flightB, item: peanuts),
+                rawOrder(4, flight: flightB, seat: "3A", item: peanuts, currency: "EUR"),
                 rawOrder(5, flight: flightC, item: jet), rawOrder(6, flight: flightC, seat: "3A", item: jet),
             ], into: fixture)
         _ = try store.apply([batch("ramp-1", 1, [scan(10, tag: 1, flight: flightB)])])
@@ -180,7 +183,10 @@ struct HostileOutputTests {
         let store = try fixture.open()
         let jet = Item(name: "Jet", unitPrice: 1 << 62)
         try insertRaw(
-            [rawOrder(1, flight: flightA, item: jet), rawOrder(2, flight: flightB, item: jet), rawOrder(3, item: chips)],
+            [
+                rawOrder(1, flight: flightA, item: jet), rawOrder(2, flight: flightB, item: jet),
+                rawOrder(3, item: chips),
+            ],
             into: fixture)
         let items = try store.itemReport()
         #expect(items.items.map(\.name) == ["Chips", "Jet"])
@@ -231,9 +237,12 @@ struct HTMLReportTests {
         // One vocabulary: flight B has no arrivals, so its departed bags are in transit, not missing.
         let table = ReportRenderer().render(.flights(flights), as: .table)
         let rowB = try #require(table.split(separator: "\n").first { $0.hasPrefix("ZA102") })
-        #expect(rowB.split(separator: " ", omittingEmptySubsequences: true).map(String.init)[0...7]
-            == ["ZA102/2026-11-21", "-", "0", "0.00", "2", "2", "2", "0"])
-        #expect(ReportRenderer(generatedAt: date(0)).render(.flights(flights), as: .html).contains("no batch committed yet"))
+        #expect(
+            rowB.split(separator: " ", omittingEmptySubsequences: true).map(String.init)[0...7]
+                == ["ZA102/2026-11-21", "-", "0", "0.00", "2", "2", "2", "0"])
+        #expect(
+            ReportRenderer(generatedAt: date(0)).render(.flights(flights), as: .html).contains("no batch committed yet")
+        )
 
         var luggage: [LuggageReport.Row] = []
         for status in BagStatus.allCases {

@@ -44,7 +44,9 @@ enum ReceiptReference {
             out += "\nOrder \(order.id.uuidString) (revision \(order.revision))\n"
             out += "\(order.createdAt.formatted(iso)), device \(InertText.escape(order.device))\n"
             for line in order.lines {
-                out += "  " + pad(InertText.escape(line.name), nameWidth) + "  " + pad(String(line.count), countWidth, right: true)
+                out +=
+                    "  " + pad(InertText.escape(line.name), nameWidth) + "  "
+                    + pad(String(line.count), countWidth, right: true)
                 out += " x " + pad(money(line.unitPrice), unitWidth, right: true) + "  "
                 out += pad(money(line.price), amountWidth, right: true) + "\n"
             }
