@@ -304,7 +304,7 @@ extension AggregatorServer {
                     guard routes.shouldWarn(about: key) else { continue }
                     logger.warning(
                         "ignored a hello for another device than the connection's key",
-                        metadata: ["key": "\(key)", "device": "\(hello.device)"])
+                        metadata: ["key": "\(key)", "device": "\(InertText.escape(hello.device))"])
                     continue
                 }
                 guard kind != .unusable else {
@@ -317,7 +317,7 @@ extension AggregatorServer {
             }
             statistics.withLock { $0.hellos += 1 }
             if routes.learn(device: hello.device, route: route) {
-                logger.debug("ack route learned", metadata: ["device": "\(hello.device)"])
+                logger.debug("ack route learned", metadata: ["device": "\(InertText.escape(hello.device))"])
             }
             if key != nil, kind == .legacy, routes.warnedLegacy.insert(hello.device).inserted {
                 logger.warning(
