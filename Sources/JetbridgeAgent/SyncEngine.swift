@@ -202,7 +202,7 @@ final class SyncEngine: Sendable {
             var stopping: (ending: SyncOutcome.Ending, deadline: Double)?
             var lastHello = -Double.infinity
             var lastProgress = -Double.infinity
-            var lastState = now()
+            var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
             var lastHandshakeWarning = -Double.infinity
             do {
                 sendHello(dealer)

@@ -21,10 +21,15 @@ struct StatusCommand: ParsableCommand {
             return
         }
         let sequences = status.firstSequence.map { " (sequences \($0)…\(status.lastSequence ?? $0))" } ?? ""
-        let lastSync =
+        var lastSync =
             status.lastSyncAt.map {
                 $0.formatted(.iso8601) + (status.lastSyncResult.map { ", \($0)" } ?? "")
             } ?? "never"
+        // A running sync rewrites the state every 10 s; one not heard of for much longer ended without finishing.
+        if let at = status.lastSyncAt, status.lastSyncResult?.hasPrefix("running") == true {
+            let silent = Int(-at.timeIntervalSinceNow)
+            if silent > 60 { lastSync += " (not updated for \(silent) s: that sync stopped without finishing)" }
+        }
         print(
             """
             device          \(status.device)

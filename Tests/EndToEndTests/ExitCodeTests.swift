@@ -71,3 +71,32 @@ struct ExitCodeTests {
         }
     }
 }
+
+@Suite("status while a sync runs")
+struct StatusWhileSyncingTests {
+    /// Issue 10: `status` said "last sync never" while a sync was running (its state was first written after 10 s).
+    @Test func statusShowsARunningSync() throws {
+        let sandbox = try AgentSandbox()
+        #expect(try sandbox.agent(["scan", "--at", "origin", "--tag", Tags.json()]).status == 0)
+        let home = sandbox.home.path
+        // No ground listens on this endpoint: the sync runs, sending, until it is stopped.
+        let sync = try PipelineTests.Background(
+            AgentSandbox.executable("jetbridge-agent"),
+            [
+                "--home", home, "sync", "--insecure", "--to", "ipc://\(sandbox.directory.path)/nobody-data",
+                "--acks", "ipc://\(sandbox.directory.path)/nobody-acks",
+            ],
+            in: sandbox.directory, name: "sync")
+        defer { sync.kill9() }
+        // Less than the 10 s between the running sync's later state writes: only a write at start shows in time.
+        let deadline = Date().addingTimeInterval(8)
+        var status = try sandbox.agent(["status"])
+        while !status.stdout.contains("running"), Date() < deadline {
+            usleep(50_000)
+            status = try sandbox.agent(["status"])
+        }
+        #expect(
+            status.stdout.contains("last sync       20") && status.stdout.contains("running: 0 records"), "\(status)")
+        #expect(!status.stdout.contains("never"), "\(status)")
+    }
+}
