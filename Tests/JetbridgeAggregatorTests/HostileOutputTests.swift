@@ -3,6 +3,7 @@ import GRDB
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import Logging
 import MessagePack
 import Testing
 
@@ -250,5 +251,62 @@ struct HTMLReportTests {
         }
         let page = renderer.render(.luggage(LuggageReport(bags: luggage)), as: .html)
         #expect(page.contains(">missing</text>") && page.contains(">in-transit</text>"))
+    }
+}
+
+/// Keeps every log line as `StreamLogHandler` would print it (message, then metadata), so a test can read them.
+final class CapturingLogHandler: LogHandler, @unchecked Sendable {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var storage: [String: [String]] = [:]
+    let key: String
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    init(key: String) { self.key = key }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let line =
+            "\(event.level) \(event.message) "
+            + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
+        Self.lock.withLock { Self.storage[key, default: []].append(line) }
+    }
+
+    static func lines(_ key: String) -> [String] { lock.withLock { storage[key] ?? [] } }
+}
+
+@Suite("serve: device text in warnings, acks and the devices report is inert (issue 16 defect 3)")
+struct InertServeTests {
+    @Test func aRejectedRecordQuotingEscapesIsLoggedAckedAndStoredInert() async throws {
+        let key = UUID().uuidString
+        let logger = Logger(label: "test", factory: { _ in CapturingLogHandler(key: key) })
+        let fixture = try ServerFixture(logger: logger)
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        // A record that names another device, whose id carries ESC, CR and BEL: the reason quotes it.
+        guard case .order(var hostile) = order(1) else { return }
+        hostile.device = "evil\u{1B}[2J\r\u{07}"
+        let payload = try MessagePackEncoder().encode(JetbridgeModel.Record.order(hostile))
+        try device.send(OutgoingBatch(device: "cart-1", records: [(sequence: 1, payload: payload)]))
+        let ack = try #require(try device.ack())
+        #expect(ack.status == .rejected)
+        let reason = try #require(ack.reason)
+        #expect(reason.contains(#"evil\u{1B}[2J\u{D}\u{7}"#), "\(reason)")
+        try await waitUntil("the rejection is counted") {
+            try fixture.server.store.deviceReport().devices.first?.rejects == 1
+        }
+        let stored = try #require(try fixture.server.store.deviceReport().devices.first?.lastRejectReason)
+        await fixture.stop()
+        let lines = CapturingLogHandler.lines(key)
+        let refused = try #require(lines.first { $0.contains("batch refused") })
+        for text in [reason, stored, refused] {
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(text.debugDescription)")
+        }
+        #expect(refused.contains(#"\u{1B}[2J"#), "\(refused)")
     }
 }

@@ -19,7 +19,7 @@ struct ServerFixture {
     /// The allow-listed devices' key pairs.
     let deviceKeys: [String: CurveKeyPair]
 
-    init(insecure: Bool = false, devices: [String] = ["cart-1"]) throws {
+    init(insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger) throws {
         fixture = try Fixture()
         home = AggregatorHome(directory: fixture.directory)
         var configuration = AggregatorConfiguration()
@@ -36,7 +36,7 @@ struct ServerFixture {
         }
         try list.save(to: home.devicesFile)
         deviceKeys = keys
-        server = try AggregatorServer(home: home, configuration: configuration, logger: quietLogger)
+        server = try AggregatorServer(home: home, configuration: configuration, logger: logger)
     }
 
     /// A device connected with its allow-listed key (or plaintext in insecure mode), its hello seen by the server.
