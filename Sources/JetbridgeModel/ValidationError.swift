@@ -34,6 +34,8 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
         case invalidRecordType
         case overflow
         case currencyMismatch
+        /// A record of an order that another device created (checked by the ground against its store).
+        case foreignOrder
     }
 
     public var code: Code
