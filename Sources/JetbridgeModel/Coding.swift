@@ -26,11 +26,32 @@ extension KeyedDecodingContainer {
 }
 
 extension Date {
-    /// Dates in records must be finite: a NaN or infinite time cannot be stored as a MessagePack timestamp.
+    /// The earliest time a record may carry: 2000-01-01T00:00:00Z (inclusive).
+    public static let earliestRecordTime = Date(timeIntervalSince1970: 946_684_800)
+    /// The time no record may reach: 2100-01-01T00:00:00Z (exclusive).
+    public static let recordTimeLimit = Date(timeIntervalSince1970: 4_102_444_800)
+
+    /// Dates in records lie in [2000-01-01, 2100-01-01) UTC: a clock set to 1970 or a hostile year 506713 is refused
+    /// at capture and at the ground rather than shown on receipts. NaN fails the comparison too.
     func validate(path: @autoclosure () -> String) throws {
-        guard timeIntervalSince1970.isFinite else {
-            throw ValidationError(.invalidDate, "the time is not finite; use a real point in time", path: path())
+        let seconds = timeIntervalSince1970
+        guard seconds >= Self.earliestRecordTime.timeIntervalSince1970,
+            seconds < Self.recordTimeLimit.timeIntervalSince1970
+        else {
+            throw ValidationError(
+                .invalidDate,
+                "the time \(Self.describe(seconds)) is outside 2000-01-01T00:00:00Z … 2100-01-01T00:00:00Z (exclusive); "
+                    + "check the device's clock",
+                path: path())
         }
+    }
+
+    /// Seconds since 1970 as a UTC date when that is meaningful, else the number itself.
+    private static func describe(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 1e14 else { return "\(seconds) s since 1970" }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down)))
     }
 }
 
