@@ -75,6 +75,35 @@ struct OrderTests {
         #expect(entries.filter { $0.hasSuffix(".msgpack") }.isEmpty)
     }
 
+    /// Issue 16, item 9: every name on the menu can be ordered, including names with `=` and names starting with `-`.
+    @Test("names holding '=' or starting with '-' are orderable")
+    func oddNames() throws {
+        let sandbox = try AgentSandbox()
+        let names = ["Gin=Tonic", "-Salt", "A=B", "A=B=2", "=Sign", "Cola=2"]
+        let items = names.map { "<dict><key>name</key><string>\($0)</string><key>unitPrice</key><integer>100</integer></dict>" }
+        try sandbox.write(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>currency</key><string>USD</string>
+            <key>items</key><array>\(items.joined())</array></dict></plist>
+            """, to: "conf/menu.plist")
+        let config = try sandbox.write(#"{"device": "cart-7", "inventory": "menu.plist"}"#, to: "conf/agent.json")
+        func order(_ arguments: [String]) throws -> [LineItem] {
+            let run = try sandbox.agent(["--config", config.path, "order", "--seat", "4D", "--json"] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run)")
+            guard case .order(let order)? = try sandbox.decodedRecords().last else { return [] }
+            return order.lineItems
+        }
+        func line(_ name: String, _ count: Int) -> LineItem { LineItem(item: Item(name: name, unitPrice: 100), count: count) }
+        #expect(try order(["--item", "Gin=Tonic"]) == [line("Gin=Tonic", 1)])
+        #expect(try order(["--item", "Gin=Tonic=3"]) == [line("Gin=Tonic", 3)])
+        #expect(try order(["--item", "A=B=2"]) == [line("A=B", 2)])
+        #expect(try order(["--item", "A=B=2=1"]) == [line("A=B=2", 1)])
+        #expect(try order(["--item==Sign"]) == [line("=Sign", 1)])
+        #expect(try order(["--item=-Salt"]) == [line("-Salt", 1)])
+        #expect(try order(["--item=-Salt=2", "--item", "Cola=2=4"]) == [line("-Salt", 2), line("Cola=2", 4)])
+    }
+
     @Test("order --amend records the next revision: same id, flight and createdAt")
     func amend() throws {
         let sandbox = try AgentSandbox()
