@@ -54,6 +54,8 @@ struct OrderTests {
                 "unknown item 'Pretzels'; the menu has: Peanuts, Chips, Popcorn"
             ),
             (["--seat", "17B", "--item", "Peanuts=0"], "the order has no items"),
+            // Not a number after the last '=': the whole text is a name (so names holding '=' can be ordered).
+            (["--seat", "17B", "--item", "Peanuts=two"], "unknown item 'Peanuts=two'"),
             (["--seat", "17B", "--item", "Peanuts=100"], "count 100 for 'Peanuts' is out of range"),
             (["--seat", "17B", "--item", "Peanuts=-1"], "count -1 for 'Peanuts' is out of range"),
             (["--seat", "17B", "--item", "Peanuts=60", "--item", "Peanuts=60"], "adds up to 120"),
