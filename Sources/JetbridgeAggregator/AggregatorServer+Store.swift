@@ -135,10 +135,11 @@ extension AggregatorServer {
                 "device": "\(device)", "status": "\(rejection.status.rawValue)", "index": "\(rejection.index)",
                 "reason": "\(rejection.reason)",
             ])
-        if let ack = rejection.ack { self.ack(ack, on: acks) }
+        // Counted before the answer, so that a device (or a test) reading `report devices` after its ack sees it.
         do { try store.recordRejection(device: device, reason: rejection.description) } catch {
             logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
         }
+        if let ack = rejection.ack { self.ack(ack, on: acks) }
     }
 
     private func ack(_ ack: Ack, on socket: Socket) {
