@@ -9,12 +9,30 @@ public enum Validation {
     /// as an SQL key, and never reads as a path (`.`, `..`), an option (`-x`) or a device file.
     /// - Throws: ``ValidationError`` with code `invalidDevice`.
     public static func deviceID(_ id: String, path: @autoclosure () -> String = "device") throws {
+        // Every record's device passes here: one pass over the bytes decides the usual, valid case.
+        if id.utf8.withContiguousStorageIfAvailable(isValidDeviceID) == true { return }
         guard let problem = deviceIDProblem(id) else { return }
         throw ValidationError(
             .invalidDevice,
             "invalid device id '\(visible(id.prefix(80)))': \(problem); use 1–\(maxDeviceIDLength) characters from "
                 + "A–Z, a–z, 0–9, '.', '_', '-', beginning with a letter or digit (docs/PROTOCOL.md)",
             path: path())
+    }
+
+    /// Whether `bytes` are a valid device id, in one pass; agrees with ``deviceIDProblem(_:)`` returning nil.
+    private static func isValidDeviceID(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, let last = bytes.last, bytes.count <= maxDeviceIDLength,
+            first.isASCIIAlphanumeric, last != UInt8(ascii: ".")
+        else { return false }
+        var base = -1  // the length before the first '.'
+        for (index, byte) in bytes.enumerated() {
+            if byte.isASCIIAlphanumeric || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") { continue }
+            guard byte == UInt8(ascii: ".") else { return false }
+            if base < 0 { base = index }
+        }
+        if base < 0 { base = bytes.count }
+        // Only a base of 3 or 4 characters can be a reserved name.
+        return base > 4 || base < 3 || !isReservedName(String(decoding: bytes, as: UTF8.self))
     }
 
     /// What is wrong with `id` as a device id, or nil.
