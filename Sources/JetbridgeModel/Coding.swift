@@ -18,7 +18,7 @@ extension KeyedDecodingContainer {
         let type = try decode(String.self, forKey: key)
         guard type == expected else {
             throw ValidationError(
-                .invalidRecordType, "record type is '\(type.prefix(80))' where '\(expected)' was expected",
+                .invalidRecordType, "record type is '\(Validation.visible(type.prefix(80)))' where '\(expected)' was expected",
                 path: ValidationError.path(codingPath + [key])
             ).decodingError(at: codingPath + [key])
         }
@@ -58,7 +58,7 @@ extension ValidationError {
     static func invalidUUID(_ text: String, path: String) -> ValidationError {
         ValidationError(
             .invalidUUID,
-            "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
+            "'\(Validation.visible(text.prefix(80)))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
             path: path)
     }
 }

@@ -86,7 +86,7 @@ public enum Validation {
         guard code.utf8.count == 3, code.utf8.allSatisfy(\.isASCIIUpper) else {
             throw ValidationError(
                 .invalidCurrency,
-                "invalid currency '\(code.prefix(80))': use an ISO 4217 code of three uppercase letters, such as USD",
+                "invalid currency '\(visible(code.prefix(80)))': use an ISO 4217 code of three uppercase letters, such as USD",
                 path: path())
         }
     }

@@ -98,4 +98,22 @@ import Testing
         #expect(try verdict([.order(order(createdAt: Date(timeIntervalSince1970: 4_102_444_799.999)))]) == nil)
         #expect(try verdict([.order(order(createdAt: Date(timeIntervalSince1970: 4_102_444_800)))]) != nil)
     }
+
+    /// Issue 16, defect 3 at its source: a reason that quotes a device's refused text spells its control characters
+    /// out, so an ack, a log line or `report devices` never carries the raw ESC, CR or BEL.
+    @Test(arguments: ["seat", "flight", "id", "currency", "type", "device"])
+    func aRefusedFieldIsQuotedInertly(field: String) throws {
+        let hostile = "\u{1B}[2J\r\u{7}\u{202E}x"
+        guard case .map(let pairs) = try MessagePackDecoder().decode(
+            MessagePackValue.self, from: encoded(.order(order())))
+        else { return }
+        let tree = MessagePackValue.map(pairs.map { $0.key == .string(field) ? ($0.key, .string(hostile)) : $0 })
+        let frames = try batch([try MessagePackEncoder().encode(tree)]).frames()
+        let fast = rejection(IncomingBatch.decode(frames: frames, authenticatedDevice: "cart-1"))
+        let reference = rejection(IncomingBatch.referenceDecode(frames: frames, authenticatedDevice: "cart-1"))
+        #expect(fast == reference)
+        let reason = try #require(fast?.reason)
+        #expect(!reason.unicodeScalars.contains { Validation.isForbidden($0) }, "\(reason)")
+        #expect(reason.contains(#"\u{1B}[2J\u{D}\u{7}\u{202E}x"#), "\(reason)")
+    }
 }
