@@ -178,7 +178,7 @@ public final class AggregatorStore: Sendable {
         // The earliest batch (in arrival order) found breaking a rule, and its first such record.
         var refusal: Refusal?
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
-            guard refusal.map({ b < $0.batch }) ?? true else { return }
+            if let found = refusal, (found.batch, found.rejection.index) <= (b, i) { return }
             let header = batches[b].header
             refusal = (
                 b,
@@ -238,7 +238,8 @@ public final class AggregatorStore: Sendable {
             let header = batch.header
             guard refused[b] == nil else {
                 // A placeholder: `apply` puts the refusal here.
-                outcomes.append(BatchOutcome(device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0))
+                outcomes.append(
+                    BatchOutcome(device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0))
                 continue
             }
             let duplicates = batch.records.count - new
