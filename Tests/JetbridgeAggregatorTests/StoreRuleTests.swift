@@ -114,4 +114,16 @@ struct StoreRuleTests {
         #expect(try store.apply([batch("cart-a", 2, [order(in: "USD", 3)])])[0].rejection?.index == 0)
         #expect(try store.apply([batch("cart-a", 2, [order(in: "EUR", 3)])])[0].new == 1)
     }
+
+    @Test func aBatchBreakingBothRulesIsAnsweredWithItsFirstOffendingRecord() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        _ = try store.apply([batch("cart-a", 1, [order(9)])])
+        // Record 0 is cart-a's order (found while storing, in id order); record 1 is in a second currency (found
+        // first, in arrival order): the ack names record 0.
+        let outcome = try store.apply([batch("cart-b", 1, [order(9, revision: 2), order(in: "EUR", 1)])])[0]
+        #expect(outcome.rejection?.index == 0)
+        #expect(outcome.rejection?.reason.contains("belongs to device 'cart-a'") == true)
+    }
 }
