@@ -48,7 +48,7 @@ final class FileDescriptor {
 
     deinit { close(fd) }
 
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(FileQueueError) -> FileDescriptor {
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(FileQueueError) -> FileDescriptor {
         let fd = try syscall("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
         return FileDescriptor(fd: fd, path: path)
     }
@@ -56,7 +56,7 @@ final class FileDescriptor {
     /// Opens `path`, or returns nil when it does not exist.
     static func openIfExists(_ path: String, _ flags: Int32) throws(FileQueueError) -> FileDescriptor? {
         while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, 0o644)
+            let fd = Glibc.open(path, flags | O_CLOEXEC, 0o600)
             if fd >= 0 { return FileDescriptor(fd: fd, path: path) }
             let code = errno
             if code == EINTR { continue }
@@ -190,12 +190,12 @@ enum FileSystem {
         try syscall("rename to \(to)", path: from) { Glibc.rename(from, to) }
     }
 
-    /// Creates `path` and its missing parents.
+    /// Creates `path` and its missing parents, owner-only (0700): a queue holds whatever its records hold.
     static func makeDirectories(_ path: String) throws(FileQueueError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o755) != 0 {
+            if mkdir(current, 0o700) != 0 {
                 let code = errno
                 if code != EEXIST { throw FileQueueError(errno: code, "mkdir", path: current) }
             }

@@ -226,8 +226,11 @@ public struct AgentConfiguration: Sendable, Hashable {
                         || scalar == "-" || scalar == "_")
                 return ok ? Character(scalar) : "-"
             }
-        ).prefix(Validation.maxDeviceIDLength)
-        return cleaned.isEmpty ? "device" : String(cleaned)
+        )
+        // A valid id begins with a letter or digit, and a reserved name such as `nul` gets a prefix.
+        var id = String(cleaned.drop { !$0.isLetter && !$0.isNumber }.prefix(Validation.maxDeviceIDLength))
+        if Validation.isReservedName(id) { id = "device-" + id }
+        return id.isEmpty ? "device" : id
     }
 
     /// Loads the configured menu.

@@ -1,5 +1,11 @@
 public import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The agent's home directory and the files it keeps there.
 ///
 /// ```
@@ -39,6 +45,45 @@ public struct AgentHome: Sendable, Hashable {
     public var ordersDirectory: URL { url.appendingPathComponent("orders", isDirectory: true) }
     public var rejectedDirectory: URL { url.appendingPathComponent("rejected", isDirectory: true) }
     public var syncStateFile: URL { url.appendingPathComponent("sync-state.json") }
+}
+
+extension AgentHome {
+    /// Creates the home owner-only (0700) if needed, and tightens what an earlier version left readable by others.
+    ///
+    /// The home holds passengers' names, seats, bags and purchases: directories are 0700 and files 0600, like the
+    /// ground's home. A version before this rule created them 0755 and 0644; when the home (or a queue directory
+    /// outside it) still allows group or others anything, everything under it is tightened once: directories to
+    /// 0700, files to their owner bits only (read-write at most). Symbolic links are left alone. A home that is
+    /// already 0700 costs one `stat`.
+    /// - Parameter queueDirectory: The queue's directory when it lies outside the home.
+    /// - Throws: ``AgentError`` when the home cannot be created or tightened.
+    public func prepare(queueDirectory: URL? = nil) throws(AgentError) {
+        try Files.makeDirectory(url)
+        for directory in [url, queueDirectory].compactMap(\.self) {
+            var info = stat()
+            guard lstat(directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
+                info.st_mode & 0o077 != 0
+            else { continue }
+            try Self.tighten(directory.path)
+        }
+    }
+
+    /// Removes group and other permissions from `path` and everything below it (not following links).
+    private static func tighten(_ path: String) throws(AgentError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR:
+            try Files.syscall("restrict the permissions of", path) { chmod(path, 0o700) }
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            for entry in entries { try tighten(path + "/" + entry) }
+        case S_IFREG:
+            guard info.st_mode & 0o077 != 0 else { return }
+            try Files.syscall("restrict the permissions of", path) { chmod(path, info.st_mode & 0o600) }
+        default:
+            return
+        }
+    }
 }
 
 /// `path` if absolute, else `path` under the directory `base`, standardized.

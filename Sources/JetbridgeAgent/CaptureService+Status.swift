@@ -67,6 +67,10 @@ extension CaptureService {
     /// - Throws: ``AgentError`` when the queue cannot be read.
     public func status() throws(AgentError) -> AgentStatus {
         let queueURL = configuration.queueDirectory
+        // Reading changes no data, but a home an earlier version left readable by others is tightened here too.
+        if FileManager.default.fileExists(atPath: configuration.home.url.path) {
+            try configuration.home.prepare(queueDirectory: queueURL)
+        }
         let queueStatus: FileQueueStatus
         if FileManager.default.fileExists(atPath: queueURL.path) {
             do {

@@ -35,7 +35,7 @@ public struct CaptureService: Sendable {
 
     /// Opens (creating if needed) the queue; open also repairs a torn tail left by a killed process.
     func openQueue() throws(AgentError) -> FileQueue {
-        try Files.makeDirectory(configuration.home.url)
+        try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
         do {
             return try FileQueue(
                 directory: configuration.queueDirectory,

@@ -43,10 +43,11 @@ public enum DeviceKeys {
         } catch {
             throw AgentError(.failure, "cannot generate a CURVE key pair: \(error)")
         }
+        try home.prepare()
         try Files.makeDirectory(home.keysDirectory)
         chmod(home.keysDirectory.path, 0o700)
         try writeKeyFile(keys.secretKeyZ85 + "\n", to: home.secretKeyFile, mode: 0o600)
-        try writeKeyFile(keys.publicKeyZ85 + "\n", to: home.publicKeyFile, mode: 0o644)
+        try writeKeyFile(keys.publicKeyZ85 + "\n", to: home.publicKeyFile, mode: 0o600)
         return keys.publicKeyZ85
     }
 

@@ -28,10 +28,11 @@ enum Files {
             "cannot \(what) \(path): \(reason)" + (full ? "; free some space and try again" : ""))
     }
 
-    /// Creates a directory and its parents.
+    /// Creates a directory and its parents, owner-only (0700): the agent's files hold passengers' data.
     static func makeDirectory(_ url: URL) throws(AgentError) {
         do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw AgentError(.failure, "cannot create the directory \(url.path): \(error.localizedDescription)")
         }
@@ -42,7 +43,7 @@ enum Files {
     static func writeAtomically(_ data: Data, to url: URL) throws(AgentError) {
         let path = url.path
         let temporary = path + ".tmp-\(getpid())"
-        let fd = try syscall("create", temporary) { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        let fd = try syscall("create", temporary) { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
         do throws(AgentError) {
             defer { close(fd) }
             // Data's closure methods rethrow untyped errors, so the errno travels out as a return value.
@@ -102,7 +103,7 @@ final class FileLock {
     /// - Throws: ``AgentError`` `tryAgain` when the lock stays busy.
     init(path: String, timeout: Double, purpose: String) throws(AgentError) {
         self.path = path
-        fd = try Files.syscall("open", path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
+        fd = try Files.syscall("open", path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
         let deadline = Date().addingTimeInterval(timeout)
         var pause: useconds_t = 1_000
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -94,6 +94,7 @@ final class SyncEngine: Sendable {
         mutating func run() -> SyncOutcome {
             let queue: FileQueue
             do {
+                try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
                 queue = try FileQueue(directory: configuration.queueDirectory)
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough

@@ -87,16 +87,25 @@ extension AggregatorServer {
             let outcomes = try store.apply(batches)
             let elapsed = ContinuousClock.now - started
             var new = 0
+            var refused = 0
+            var refusedRecords = 0
             for (batch, outcome) in zip(batches, outcomes) {
+                if let rejection = outcome.rejection {
+                    refused += 1
+                    refusedRecords += batch.records.count
+                    refuseStored(rejection, acks: acks)
+                    continue
+                }
                 new += outcome.new
                 ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates), on: acks)
             }
             statistics.withLock {
                 $0.transactions += 1
-                $0.storedBatches += batches.count
-                $0.storedRecords += records
+                $0.storedBatches += batches.count - refused
+                $0.storedRecords += records - refusedRecords
                 $0.newRecords += new
-                $0.duplicateRecords += records - new
+                $0.duplicateRecords += records - refusedRecords - new
+                $0.rejectedBatches += refused
             }
             logger.debug(
                 "transaction committed",
@@ -114,6 +123,23 @@ extension AggregatorServer {
                 "transaction failed; its batches were answered retry",
                 metadata: ["batches": "\(batches.count)", "records": "\(records)", "error": "\(error)"])
         }
+    }
+
+    /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing
+    /// of it was stored.
+    private func refuseStored(_ rejection: BatchRejection, acks: Socket) {
+        let device = rejection.header?.device ?? "?"
+        logger.warning(
+            "batch refused",
+            metadata: [
+                "device": "\(device)", "status": "\(rejection.status.rawValue)", "index": "\(rejection.index)",
+                "reason": "\(rejection.reason)",
+            ])
+        // Counted before the answer, so that a device (or a test) reading `report devices` after its ack sees it.
+        do { try store.recordRejection(device: device, reason: rejection.description) } catch {
+            logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
+        }
+        if let ack = rejection.ack { self.ack(ack, on: acks) }
     }
 
     private func ack(_ ack: Ack, on socket: Socket) {

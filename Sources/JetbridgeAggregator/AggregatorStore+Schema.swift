@@ -1,4 +1,7 @@
+import Foundation
 internal import GRDB
+import JetbridgeModel
+import JetbridgeProtocol
 
 extension AggregatorStore {
     /// The schema, as migrations so that a later version can grow it in place.
@@ -72,6 +75,25 @@ extension AggregatorStore {
             // (docs/STORE.md, "Measured"). SQLite rewrites the table once here.
             try db.execute(sql: "ALTER TABLE scans DROP COLUMN record")
         }
+        migrator.registerMigration("v3") { db in
+            // A flight sells in one currency (docs/PROTOCOL.md): the first order stored for a flight fixes it, and
+            // `apply` refuses an order in another. A store from an earlier version gets each flight's currency from
+            // its oldest stored order.
+            try db.execute(
+                sql: """
+                    CREATE TABLE flights (
+                        flight TEXT NOT NULL PRIMARY KEY,
+                        currency TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+            let rows = try Row.fetchCursor(db, sql: "SELECT flight, record FROM orders ORDER BY rowid")
+            let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO flights (flight, currency) VALUES (?, ?)")
+            while let row = try rows.next() {
+                let bytes: Data = row[1]
+                guard case .order(let order) = try? RecordDecoder().decode(from: bytes) else { continue }
+                try insert.execute(arguments: [row[0] as String, order.currency])
+            }
+        }
         return migrator
     }
 
@@ -79,8 +101,15 @@ extension AggregatorStore {
         INSERT INTO orders (id, revision, flight, seat, device, record) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, flight = excluded.flight, seat = excluded.seat,
             device = excluded.device, record = excluded.record
-        WHERE excluded.revision > orders.revision
+        WHERE excluded.revision > orders.revision AND excluded.device = orders.device
         """
+
+    /// Who owns a stored order: asked only when an upsert changed nothing (a duplicate, or another device's order).
+    static let orderDeviceSQL = "SELECT device FROM orders WHERE id = ?"
+
+    static let flightCurrencySQL = "SELECT currency FROM flights WHERE flight = ?"
+
+    static let insertFlightSQL = "INSERT INTO flights (flight, currency) VALUES (?, ?)"
 
     static let insertScanSQL = """
         INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)

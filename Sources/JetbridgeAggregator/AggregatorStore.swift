@@ -86,6 +86,12 @@ public final class AggregatorStore: Sendable {
     /// the same transaction, so a crash after the commit loses no receipt update. When this returns, everything is
     /// durable and the batches may be acked; when it throws, nothing of any batch was stored.
     ///
+    /// Two rules need the store, so they are checked here rather than in `IncomingBatch.decode`: an order belongs to
+    /// the device that first stored it (a record of that id from another device is refused), and a flight sells in
+    /// one currency (an order in another currency than the flight's first stored order is refused), also within
+    /// one batch. A batch breaking either is not stored at all: its outcome carries the ``BatchOutcome/rejection``
+    /// (index and reason), and the other batches are stored as if it had never arrived.
+    ///
     /// - Parameters:
     ///   - batches: Batches that arrived together, checked by `IncomingBatch.decode(frames:authenticatedDevice:)`.
     ///   - now: The sync time recorded for the batches' devices.
@@ -94,18 +100,43 @@ public final class AggregatorStore: Sendable {
     ///   stored and the caller answers `retry` or `rejected`.
     public func apply(_ batches: [IncomingBatch], at now: Date = Date()) throws -> [BatchOutcome] {
         guard !batches.isEmpty else { return [] }
+        var refused: [Int: BatchRejection] = [:]
         return try pool.writeWithoutTransaction { db in
-            var outcomes: [BatchOutcome] = []
-            outcomes.reserveCapacity(batches.count)
-            try db.inTransaction(.immediate) {
-                outcomes = try Self.store(batches, now: now, in: db)
-                return .commit
+            // A refusal rolls the transaction back and the group is stored again without that batch. Only the
+            // refusal of the earliest batch found is certain (later batches' verdicts may depend on what the refused
+            // one would have stored), so one batch goes per round; refusals are rare, and they cost a round each.
+            while true {
+                var outcomes: [BatchOutcome] = []
+                var found: (batch: Int, rejection: BatchRejection)?
+                try db.inTransaction(.immediate) {
+                    let pass = try Self.store(batches, skipping: refused, now: now, in: db)
+                    if let refusal = pass.refusal {
+                        found = refusal
+                        return .rollback
+                    }
+                    outcomes = pass.outcomes
+                    return .commit
+                }
+                guard let found else {
+                    for (index, rejection) in refused {
+                        let header = batches[index].header
+                        outcomes[index] = BatchOutcome(
+                            device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0,
+                            rejection: rejection)
+                    }
+                    return outcomes
+                }
+                refused[found.batch] = found.rejection
             }
-            return outcomes
         }
     }
 
-    private static func store(_ batches: [IncomingBatch], now: Date, in db: Database) throws -> [BatchOutcome] {
+    /// One refusal found while storing: the batch's position in the group, and why.
+    typealias Refusal = (batch: Int, rejection: BatchRejection)
+
+    private static func store(
+        _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date, in db: Database
+    ) throws -> (outcomes: [BatchOutcome], refusal: Refusal?) {
         let upsertOrder = try HotStatement(db, sql: upsertOrderSQL)
         let insertScan = try HotStatement(db, sql: insertScanSQL)
         let deviceBatch = try db.cachedStatement(sql: deviceBatchSQL)
@@ -144,30 +175,74 @@ public final class AggregatorStore: Sendable {
         var scans: [PendingRow] = []
         orders.reserveCapacity(total)
         scans.reserveCapacity(total)
-        for (b, batch) in batches.enumerated() {
+        // The earliest batch (in arrival order) found breaking a rule, and its first such record.
+        var refusal: Refusal?
+        func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
+            if let found = refusal, (found.batch, found.rejection.index) <= (b, i) { return }
+            let header = batches[b].header
+            refusal = (
+                b,
+                BatchRejection(status: .rejected, header: header, index: i, reason: "record \(i): \(error)")
+            )
+        }
+        // A flight's currency: what the store says, else the first order of this transaction that names the flight.
+        // Checked in arrival order, so a second currency is refused also within one batch.
+        var currencies: [String: String] = [:]
+        let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
+        let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
+        for (b, batch) in batches.enumerated() where refused[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
                 switch incoming.record {
-                case .order(let order): orders.append(PendingRow(order.id, batch: b, index: i))
+                case .order(let order):
+                    orders.append(PendingRow(order.id, batch: b, index: i))
+                    let flight = order.flight.rawValue
+                    let currency: String
+                    if let known = currencies[flight] {
+                        currency = known
+                    } else if let stored = try String.fetchOne(flightCurrency, arguments: [flight]) {
+                        currency = stored
+                        currencies[flight] = stored
+                    } else {
+                        try insertFlight.execute(arguments: [flight, order.currency])
+                        currency = order.currency
+                        currencies[flight] = currency
+                    }
+                    if order.currency != currency {
+                        refuse(b, i, .flightCurrency(flight: flight, stored: currency, incoming: order.currency))
+                    }
                 case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
                 }
             }
         }
         orders.sort()
         scans.sort()
+        let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
         for row in orders {
             let incoming = batches[Int(row.batch)].records[Int(row.index)]
             guard case .order(let order) = incoming.record else { continue }
-            if try storeOrder(order, bytes: incoming.bytes) { newCounts[Int(row.batch)] += 1 }
+            if try storeOrder(order, bytes: incoming.bytes) {
+                newCounts[Int(row.batch)] += 1
+            } else if let owner = try String.fetchOne(orderDevice, arguments: [order.id.blob]), owner != order.device {
+                // Nothing changed, and not because of the revision: the order is another device's.
+                refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
+            }
         }
+        if let refusal { return ([], refusal) }
         for row in scans {
             guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             if try storeScan(scan) { newCounts[Int(row.batch)] += 1 }
         }
         var outcomes: [BatchOutcome] = []
         outcomes.reserveCapacity(batches.count)
-        for (batch, new) in zip(batches, newCounts) {
-            let duplicates = batch.records.count - new
+        for (b, (batch, new)) in zip(batches, newCounts).enumerated() {
             let header = batch.header
+            guard refused[b] == nil else {
+                // A placeholder: `apply` puts the refusal here.
+                outcomes.append(
+                    BatchOutcome(device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0))
+                continue
+            }
+            let duplicates = batch.records.count - new
             try deviceBatch.execute(arguments: [
                 header.device, now.timeIntervalSince1970, batch.records.count, new, duplicates,
             ])
@@ -185,7 +260,7 @@ public final class AggregatorStore: Sendable {
                 _ = try markDirty.run()
             }
         }
-        return outcomes
+        return (outcomes, nil)
     }
 
     /// Counts one rejected batch against its device, with the reason shown in the devices report.
@@ -226,6 +301,31 @@ public final class AggregatorStore: Sendable {
     public func close() throws {
         try pool.close()
     }
+}
+
+extension ValidationError {
+    /// An order in another currency than its flight's.
+    static func flightCurrency(flight: String, stored: String, incoming: String) -> ValidationError {
+        ValidationError(
+            .currencyMismatch,
+            "flight \(flight) sells in \(stored) (its first stored order's currency); this order is in \(incoming), "
+                + "and a flight has one currency",
+            path: "currency")
+    }
+
+    /// A record of an order id that another device created.
+    static func foreignOrder(_ order: Order, owner: String) -> ValidationError {
+        ValidationError(
+            .foreignOrder,
+            "order \(order.id.uuidString) belongs to device '\(owner)', which created it; a device may only revise "
+                + "its own orders",
+            path: "id")
+    }
+}
+
+extension UUID {
+    /// The 16 bytes, as the tables store ids.
+    var blob: Data { withUnsafeBytes(of: uuid) { Data($0) } }
 }
 
 /// A (flight, seat) pair by canonical text, as the tables store it.

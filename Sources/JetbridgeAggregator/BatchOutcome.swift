@@ -1,4 +1,9 @@
+public import JetbridgeProtocol
+
 /// What one stored batch changed: the numbers a `stored` ack carries (`new + duplicates == count`).
+///
+/// A batch refused by a rule that needs the store (an order of another device, a flight's second currency) has a
+/// ``rejection`` and counts nothing: none of its records was stored.
 public struct BatchOutcome: Hashable, Sendable {
     public var device: String
     public var first: UInt64
@@ -7,13 +12,18 @@ public struct BatchOutcome: Hashable, Sendable {
     public var new: Int
     /// Records already there: the same scan id, or an order revision not above the stored one.
     public var duplicates: Int
+    /// Why the batch was refused as a whole, with the offending record's index; nil when it was stored.
+    public var rejection: BatchRejection?
 
-    public init(device: String, first: UInt64, last: UInt64, new: Int, duplicates: Int) {
+    public init(
+        device: String, first: UInt64, last: UInt64, new: Int, duplicates: Int, rejection: BatchRejection? = nil
+    ) {
         self.device = device
         self.first = first
         self.last = last
         self.new = new
         self.duplicates = duplicates
+        self.rejection = rejection
     }
 
     /// Records in the batch.

@@ -25,7 +25,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
         let key = publicKey.trimmingCharacters(in: .whitespacesAndNewlines)
         guard key.count == 40, let decoded = try? Z85.decode(key), decoded.count == 32 else {
             throw AggregatorError(
-                .badConfiguration, "'\(publicKey.prefix(60))' is not a CURVE public key (40 characters of Z85)")
+                .badConfiguration, "'\(Validation.visible(publicKey.prefix(60)))' is not a CURVE public key (40 characters of Z85)")
         }
         if let owner = devices.first(where: { $0.value == key && $0.key != device })?.key {
             throw AggregatorError(.badConfiguration, "that public key already belongs to device '\(owner)'")
@@ -42,7 +42,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
 
     static func check(device: String) throws {
         do { try Validation.deviceID(device) } catch {
-            throw AggregatorError(.badConfiguration, "'\(device.prefix(60))' is not a valid device id: \(error)")
+            throw AggregatorError(.badConfiguration, "'\(Validation.visible(device.prefix(60)))' is not a valid device id: \(error)")
         }
     }
 

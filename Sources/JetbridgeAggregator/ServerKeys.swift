@@ -1,4 +1,10 @@
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 public import ZeroMQ
 
 /// The aggregator's CURVE key pair, kept as Z85 text under `<home>/keys/`: `server.key` (secret, mode 0600) and
@@ -40,18 +46,36 @@ public enum ServerKeys: Sendable {
     }
 
     /// Loads the key pair `serve` needs.
+    ///
+    /// Says exactly what is wrong with each file, and advises `keys generate` only when there is no key pair at all:
+    /// generating would replace the ground's identity, which every device trusts.
     /// - Parameter home: The aggregator's home.
     /// - Returns: The key pair.
-    /// - Throws: ``AggregatorError``: `.noInput` (66, telling the operator to run `keys generate`) when missing,
-    ///   `.badConfiguration` when the files do not hold a key pair.
+    /// - Throws: ``AggregatorError``: `.noInput` (66, telling the operator to run `keys generate`) when both files
+    ///   are missing; `.badConfiguration` when one is missing, a directory, unreadable, not a key, or when
+    ///   `server.key` is readable or writable by group or others (as ssh refuses such a private key).
     public static func load(from home: AggregatorHome) throws -> CurveKeyPair {
-        guard let secret = try? String(contentsOf: home.serverSecretKeyFile, encoding: .utf8),
-            let public_ = try? String(contentsOf: home.serverPublicKeyFile, encoding: .utf8)
-        else {
+        let secretPath = home.serverSecretKeyFile.path
+        let publicPath = home.serverPublicKeyFile.path
+        var secretInfo = stat()
+        var publicInfo = stat()
+        let hasSecret = lstat(secretPath, &secretInfo) == 0
+        let hasPublic = lstat(publicPath, &publicInfo) == 0
+        guard hasSecret || hasPublic else {
             throw AggregatorError(
                 .noInput,
                 "no server key pair in \(home.keysDirectory.path); run `jetbridge-aggregator --home \(home.directory.path) keys generate` "
                     + "(or serve with --insecure for development only)")
+        }
+        let secret = try readKeyFile(secretPath, other: publicPath, exists: hasSecret)
+        let public_ = try readKeyFile(publicPath, other: secretPath, exists: hasPublic)
+        // After the read, so that a link or a directory got its own message first; stat follows a link to the file.
+        var info = stat()
+        if stat(secretPath, &info) == 0, info.st_mode & 0o077 != 0 {
+            throw AggregatorError(
+                .badConfiguration,
+                "\(secretPath) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); the "
+                    + "ground's secret key must be private: run `chmod 600 \(secretPath)` and start serve again")
         }
         let secretText = secret.trimmingCharacters(in: .whitespacesAndNewlines)
         let publicText = public_.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -62,5 +86,45 @@ public enum ServerKeys: Sendable {
                 .badConfiguration,
                 "\(home.keysDirectory.path) does not hold a valid key pair (40 characters of Z85 each): \(error)")
         }
+    }
+
+    /// One key file's text, or an error naming exactly what is wrong with it.
+    private static func readKeyFile(_ path: String, other: String, exists: Bool) throws -> String {
+        let keep = "`keys generate --force` would give the ground a new identity that no device trusts"
+        guard exists else {
+            throw AggregatorError(
+                .badConfiguration,
+                "\(path) is missing while \(other) exists; restore it from a backup (\(keep))")
+        }
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            throw AggregatorError(.badConfiguration, "\(path) is a directory, not a key file; \(keep)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw AggregatorError(
+                .badConfiguration,
+                "cannot read \(path): \(reason); run serve as the user that owns the key (uid \(info.st_uid)), or fix "
+                    + "its permissions; \(keep)")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 64 * 1024 {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else {
+                throw AggregatorError(
+                    .badConfiguration, "cannot read \(path): \(String(cString: strerror(errno))); \(keep)")
+            }
+            if count == 0 { break }
+            bytes += buffer[..<count]
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw AggregatorError(
+                .badConfiguration, "\(path) is not a key file (not text; expected 40 characters of Z85)")
+        }
+        return text
     }
 }

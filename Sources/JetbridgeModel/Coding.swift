@@ -18,7 +18,7 @@ extension KeyedDecodingContainer {
         let type = try decode(String.self, forKey: key)
         guard type == expected else {
             throw ValidationError(
-                .invalidRecordType, "record type is '\(type.prefix(80))' where '\(expected)' was expected",
+                .invalidRecordType, "record type is '\(Validation.visible(type.prefix(80)))' where '\(expected)' was expected",
                 path: ValidationError.path(codingPath + [key])
             ).decodingError(at: codingPath + [key])
         }
@@ -26,11 +26,31 @@ extension KeyedDecodingContainer {
 }
 
 extension Date {
-    /// Dates in records must be finite: a NaN or infinite time cannot be stored as a MessagePack timestamp.
+    /// The earliest time a record may carry: 2000-01-01T00:00:00Z (inclusive).
+    public static let earliestRecordTime = Date(timeIntervalSince1970: 946_684_800)
+    /// The time no record may reach: 2100-01-01T00:00:00Z (exclusive).
+    public static let recordTimeLimit = Date(timeIntervalSince1970: 4_102_444_800)
+
+    /// Dates in records lie in [2000-01-01, 2100-01-01) UTC: a clock set to 1970 or a hostile year 506713 is refused
+    /// at capture and at the ground rather than shown on receipts. NaN fails the comparison too.
     func validate(path: @autoclosure () -> String) throws {
-        guard timeIntervalSince1970.isFinite else {
-            throw ValidationError(.invalidDate, "the time is not finite; use a real point in time", path: path())
+        let seconds = timeIntervalSince1970
+        // Literals rather than the statics: this runs for every record.
+        guard seconds >= 946_684_800, seconds < 4_102_444_800 else {
+            throw ValidationError(
+                .invalidDate,
+                "the time \(Self.describe(seconds)) is outside 2000-01-01T00:00:00Z … 2100-01-01T00:00:00Z (exclusive); "
+                    + "check the device's clock",
+                path: path())
         }
+    }
+
+    /// Seconds since 1970 as a UTC date when that is meaningful, else the number itself.
+    private static func describe(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 1e14 else { return "\(seconds) s since 1970" }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down)))
     }
 }
 
@@ -38,7 +58,7 @@ extension ValidationError {
     static func invalidUUID(_ text: String, path: String) -> ValidationError {
         ValidationError(
             .invalidUUID,
-            "'\(text.prefix(80))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
+            "'\(Validation.visible(text.prefix(80)))' is not a UUID; expected the canonical form like F432BDB8-D84F-4461-8362-AFF89F6C493E",
             path: path)
     }
 }

@@ -57,7 +57,7 @@ public struct FlightID: Codable, Hashable, Sendable, Comparable, CustomStringCon
         func fail(_ why: String) -> ValidationError {
             ValidationError(
                 .invalidFlight,
-                "invalid flight '\(text.prefix(80))': \(why); expected CARRIER+NUMBER/YYYY-MM-DD such as ZA101/2026-11-21",
+                "invalid flight '\(Validation.visible(text.prefix(80)))': \(why); expected CARRIER+NUMBER/YYYY-MM-DD such as ZA101/2026-11-21",
                 path: "flight")
         }
         let bytes = Array(text.utf8)

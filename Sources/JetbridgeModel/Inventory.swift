@@ -107,6 +107,6 @@ public struct Inventory: Codable, Hashable, Sendable {
         if let item = items.first(where: { $0.name.lowercased() == wanted.lowercased() }) { return item }
         throw ValidationError(
             .unknownItem,
-            "unknown item '\(name.prefix(80))'; the menu has: \(items.map(\.name).joined(separator: ", "))")
+            "unknown item '\(Validation.visible(name.prefix(80)))'; the menu has: \(items.map(\.name).joined(separator: ", "))")
     }
 }

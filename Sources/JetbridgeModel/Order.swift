@@ -22,6 +22,10 @@ public struct Order: Codable, Hashable, Sendable {
     /// The device that wrote this revision.
     public var device: String
 
+    /// Most lines (distinct items) on one order; with ``Item/maxUnitPrice`` and ``LineItem/maxCount`` it bounds an
+    /// order's total so that no sum of orders overflows (docs/PROTOCOL.md).
+    public static let maxLines = 64
+
     /// Builds an order without checking it; use ``make(id:revision:flight:seat:lines:inventory:createdAt:device:)``
     /// for input from people, or ``validate()`` afterwards.
     public init(
@@ -135,8 +139,9 @@ public struct Order: Codable, Hashable, Sendable {
         }
     }
 
-    /// Checks every rule a stored order must meet: revision ≥ 1, at least one line, counts 1–99, valid item names,
-    /// prices ≥ 0, no item twice, a currency code, a device id, a finite creation time, and a total that fits.
+    /// Checks every rule a stored order must meet: revision ≥ 1, 1–``maxLines`` lines, counts 1–99, valid item
+    /// names, prices 0…``Item/maxUnitPrice``, no item twice, a currency code, a device id, a creation time in
+    /// 2000…2099 UTC, and a total that fits.
     ///
     /// Flight and seat are valid by construction.
     /// - Throws: ``ValidationError`` naming the field.
@@ -148,6 +153,11 @@ public struct Order: Codable, Hashable, Sendable {
         guard !lineItems.isEmpty else {
             throw ValidationError(
                 .emptyOrder, "the order has no items; add at least one item with a count of 1 or more",
+                path: "lineItems")
+        }
+        guard lineItems.count <= Self.maxLines else {
+            throw ValidationError(
+                .tooManyLines, "the order has \(lineItems.count) lines; an order has at most \(Self.maxLines)",
                 path: "lineItems")
         }
         for (index, line) in lineItems.enumerated() {

@@ -13,12 +13,12 @@ public struct Owner: Codable, Hashable, Sendable, CustomStringConvertible {
     public init(initial: String, family: String) throws {
         guard initial.utf8.count == 1, initial.utf8.allSatisfy({ $0.isASCIIUpper || $0.isASCIILower }) else {
             throw ValidationError(
-                .invalidOwner, "owner initial '\(initial.prefix(80))' must be one letter A–Z, such as \"D\"",
+                .invalidOwner, "owner initial '\(Validation.visible(initial.prefix(80)))' must be one letter A–Z, such as \"D\"",
                 path: "owner[0]")
         }
         guard family.utf8.count == 3, family.utf8.allSatisfy({ $0.isASCIIUpper || $0.isASCIILower }) else {
             throw ValidationError(
-                .invalidOwner, "owner family part '\(family.prefix(80))' must be three letters A–Z, such as \"ZMU\"",
+                .invalidOwner, "owner family part '\(Validation.visible(family.prefix(80)))' must be three letters A–Z, such as \"ZMU\"",
                 path: "owner[1]")
         }
         self.initial = initial.uppercased()

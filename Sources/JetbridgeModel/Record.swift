@@ -50,7 +50,7 @@ public enum Record: Codable, Hashable, Sendable {
         case Scan.recordType: self = .scan(try Scan(from: decoder))
         default:
             throw ValidationError(
-                .invalidRecordType, "unknown record type '\(type.prefix(80))'; expected 'order' or 'scan'", path: "type"
+                .invalidRecordType, "unknown record type '\(Validation.visible(type.prefix(80)))'; expected 'order' or 'scan'", path: "type"
             ).decodingError(at: decoder.codingPath + [TypeKey.type])
         }
     }

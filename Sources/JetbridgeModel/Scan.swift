@@ -10,7 +10,7 @@ public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {
     public init(parsing text: String) throws {
         guard let point = ScanPoint(rawValue: text.lowercased()) else {
             throw ValidationError(
-                .invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination",
+                .invalidScanPoint, "scan point '\(Validation.visible(text.prefix(80)))' is unknown; use origin or destination",
                 path: "point")
         }
         self = point
@@ -20,7 +20,7 @@ public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let point = ScanPoint(rawValue: text) else {
             throw ValidationError(
-                .invalidScanPoint, "scan point '\(text.prefix(80))' is unknown; use origin or destination"
+                .invalidScanPoint, "scan point '\(Validation.visible(text.prefix(80)))' is unknown; use origin or destination"
             )
             .decodingError(at: decoder.codingPath)
         }

@@ -16,7 +16,7 @@ public struct Seat: Codable, Hashable, Sendable, Comparable, CustomStringConvert
         guard Self.isCanonical(text.utf8) else {
             throw ValidationError(
                 .invalidSeat,
-                "invalid seat '\(text.prefix(80))': use a row 1–99 and a letter A–K (no I), such as 17B",
+                "invalid seat '\(Validation.visible(text.prefix(80)))': use a row 1–99 and a letter A–K (no I), such as 17B",
                 path: "seat")
         }
         rawValue = text

@@ -19,6 +19,10 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
         case invalidItemName
         case duplicateItem
         case negativePrice
+        /// A unit price above ``Item/maxUnitPrice``.
+        case invalidPrice
+        /// More than ``Order/maxLines`` lines in one order.
+        case tooManyLines
         case unknownItem
         case invalidCount
         case emptyOrder
@@ -34,6 +38,8 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
         case invalidRecordType
         case overflow
         case currencyMismatch
+        /// A record of an order that another device created (checked by the ground against its store).
+        case foreignOrder
     }
 
     public var code: Code

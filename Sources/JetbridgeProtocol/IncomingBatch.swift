@@ -70,7 +70,7 @@ public struct IncomingBatch: Sendable {
             return .failure(
                 BatchRejection(
                     status: .forbidden, header: header, index: -1,
-                    reason: "the header names device '\(header.device.prefix(64))' but the connection's key belongs to "
+                    reason: "the header names device '\(JetbridgeModel.Validation.visible(header.device.prefix(64)))' but the connection's key belongs to "
                         + "'\(authenticatedDevice)'"))
         }
         let body = frames[1]
@@ -192,7 +192,7 @@ public struct IncomingBatch: Sendable {
             throw .malformed(nil, "frame 1 is not a batch header: \(error)")
         }
         guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
-            throw .malformed(nil, "the header's device id '\(header.device.prefix(64))' is not a valid device id")
+            throw .malformed(nil, "the header's device id '\(JetbridgeModel.Validation.visible(header.device.prefix(64)))' is not a valid device id")
         }
         guard header.first <= header.last else {
             throw .malformed(header, "the header's first (\(header.first)) is after its last (\(header.last))")

@@ -82,7 +82,7 @@ public struct RecordDecoder: Sendable {
         let text = probe.string(type)
         throw invalid(
             ValidationError(
-                .invalidRecordType, "unknown record type '\(text.prefix(80))'; expected 'order' or 'scan'"),
+                .invalidRecordType, "unknown record type '\(JetbridgeModel.Validation.visible(text.prefix(80)))'; expected 'order' or 'scan'"),
             [Field.type.key])
     }
 
@@ -248,7 +248,7 @@ public struct RecordDecoder: Sendable {
             throw invalid(
                 ValidationError(
                     .invalidRecordType,
-                    "record type is '\(reader.string(type).prefix(80))' where '\(expected)' was expected"), path())
+                    "record type is '\(JetbridgeModel.Validation.visible(reader.string(type).prefix(80)))' where '\(expected)' was expected"), path())
         }
     }
 
@@ -258,7 +258,7 @@ public struct RecordDecoder: Sendable {
             throw invalid(
                 ValidationError(
                     .invalidUUID,
-                    "'\(reader.string(text).prefix(80))' is not a UUID; expected the canonical form like "
+                    "'\(JetbridgeModel.Validation.visible(reader.string(text).prefix(80)))' is not a UUID; expected the canonical form like "
                         + "F432BDB8-D84F-4461-8362-AFF89F6C493E"), path())
         }
         return uuid
@@ -306,7 +306,7 @@ public struct RecordDecoder: Sendable {
         throw invalid(
             ValidationError(
                 .invalidScanPoint,
-                "scan point '\(reader.string(text).prefix(80))' is unknown; use origin or destination"), path())
+                "scan point '\(JetbridgeModel.Validation.visible(reader.string(text).prefix(80)))' is unknown; use origin or destination"), path())
     }
 
     // MARK: Keys

@@ -13,7 +13,9 @@ struct OrderCommand: ParsableCommand {
             """,
         discussion: """
             Items are looked up in the flight's menu (ignoring case); a bare name means a count of 1; \
-            counts are 0–99 and a count of 0 leaves the item out. The same item given twice is added up.
+            counts are 0–99 and a count of 0 leaves the item out. The same item given twice is added up. \
+            NAME=COUNT splits at the last '=' followed by a number, so names holding '=' work as they are \
+            (--item Gin=Tonic=2); a name starting with '-' goes after '=': --item=-Salt or --item=-Salt=2.
 
             --amend ID records a corrected order: the same id, flight and creation time, the next revision. \
             Give the complete corrected list of items (not a difference). Only the device that took an order \
@@ -76,20 +78,26 @@ struct OrderCommand: ParsableCommand {
 }
 
 /// `--item NAME` or `--item NAME=COUNT`; the count's range and the name are checked against the menu later.
+///
+/// The text is split at its LAST `=`, and only when what follows is a whole number: so a menu name that holds `=`
+/// (`Gin=Tonic`, `A=B=2` for two of `A=B`) needs no quoting, and a name that itself ends in `=` and a number is
+/// ordered by giving its count (`--item 'Cola=2=1'`).
 struct ItemArgument: ExpressibleByArgument {
     var name: String
     var count: Int
 
     init?(argument: String) {
-        let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-        let name = parts[0].trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty else { return nil }
-        if parts.count == 2 {
-            guard let count = Int(parts[1].trimmingCharacters(in: .whitespaces)) else { return nil }
-            self.count = count
-        } else {
-            self.count = 1
+        var name = argument
+        var count = 1
+        if let equals = argument.lastIndex(of: "="),
+            let number = Int(argument[argument.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+        {
+            name = String(argument[..<equals])
+            count = number
         }
+        name = name.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty else { return nil }
         self.name = name
+        self.count = count
     }
 }

@@ -54,6 +54,8 @@ struct OrderTests {
                 "unknown item 'Pretzels'; the menu has: Peanuts, Chips, Popcorn"
             ),
             (["--seat", "17B", "--item", "Peanuts=0"], "the order has no items"),
+            // Not a number after the last '=': the whole text is a name (so names holding '=' can be ordered).
+            (["--seat", "17B", "--item", "Peanuts=two"], "unknown item 'Peanuts=two'"),
             (["--seat", "17B", "--item", "Peanuts=100"], "count 100 for 'Peanuts' is out of range"),
             (["--seat", "17B", "--item", "Peanuts=-1"], "count -1 for 'Peanuts' is out of range"),
             (["--seat", "17B", "--item", "Peanuts=60", "--item", "Peanuts=60"], "adds up to 120"),
@@ -73,6 +75,35 @@ struct OrderTests {
         let ledger = sandbox.home.appendingPathComponent("orders")
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: ledger.path)) ?? []
         #expect(entries.filter { $0.hasSuffix(".msgpack") }.isEmpty)
+    }
+
+    /// Issue 16, item 9: every name on the menu can be ordered, including names with `=` and names starting with `-`.
+    @Test("names holding '=' or starting with '-' are orderable")
+    func oddNames() throws {
+        let sandbox = try AgentSandbox()
+        let names = ["Gin=Tonic", "-Salt", "A=B", "A=B=2", "=Sign", "Cola=2"]
+        let items = names.map { "<dict><key>name</key><string>\($0)</string><key>unitPrice</key><integer>100</integer></dict>" }
+        try sandbox.write(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>currency</key><string>USD</string>
+            <key>items</key><array>\(items.joined())</array></dict></plist>
+            """, to: "conf/menu.plist")
+        let config = try sandbox.write(#"{"device": "cart-7", "inventory": "menu.plist"}"#, to: "conf/agent.json")
+        func order(_ arguments: [String]) throws -> [LineItem] {
+            let run = try sandbox.agent(["--config", config.path, "order", "--seat", "4D", "--json"] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run)")
+            guard case .order(let order)? = try sandbox.decodedRecords().last else { return [] }
+            return order.lineItems
+        }
+        func line(_ name: String, _ count: Int) -> LineItem { LineItem(item: Item(name: name, unitPrice: 100), count: count) }
+        #expect(try order(["--item", "Gin=Tonic"]) == [line("Gin=Tonic", 1)])
+        #expect(try order(["--item", "Gin=Tonic=3"]) == [line("Gin=Tonic", 3)])
+        #expect(try order(["--item", "A=B=2"]) == [line("A=B", 2)])
+        #expect(try order(["--item", "A=B=2=1"]) == [line("A=B=2", 1)])
+        #expect(try order(["--item==Sign"]) == [line("=Sign", 1)])
+        #expect(try order(["--item=-Salt"]) == [line("-Salt", 1)])
+        #expect(try order(["--item=-Salt=2", "--item", "Cola=2=4"]) == [line("-Salt", 2), line("Cola=2", 4)])
     }
 
     @Test("order --amend records the next revision: same id, flight and createdAt")

@@ -75,9 +75,22 @@ struct AgentConfigurationTests {
 
     @Test(
         "device ids derived from host names are valid",
-        arguments: ["", "a.b.c", "héllo wörld", String(repeating: "x", count: 100)])
+        arguments: ["", "a.b.c", "héllo wörld", String(repeating: "x", count: 100), "-gate", "..", "nul", "COM1.lan",
+            "_x"])
     func derivedDevice(hostName: String) throws {
         try Validation.deviceID(AgentConfiguration.defaultDeviceID(hostName: hostName))
+    }
+}
+
+extension AgentConfigurationTests {
+    /// Issue 16, item 8: the agent's configuration takes the ground's device id rule.
+    @Test("a configured device id that reads as a path or a reserved name is refused", arguments: [".", "..", "CON", "-x", "a."])
+    func pathLikeDevice(device: String) throws {
+        #expect {
+            try resolve("{\"device\": \"\(device)\"}")
+        } throws: { error in
+            (error as? AgentError)?.code == .dataError && "\(error)".contains("invalid device id")
+        }
     }
 }
 

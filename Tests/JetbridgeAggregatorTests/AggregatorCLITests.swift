@@ -107,6 +107,19 @@ struct AggregatorCLITests {
         #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 65)
     }
 
+    /// Issue 16, item 8: `devices allow` accepted `.`, `..` and `CON`.
+    @Test(arguments: [".", "..", "CON", "nul", "Com1", "lpt9.txt", "-cart", ".hidden", "cart."])
+    func devicesAllowRefusesIdsThatReadAsPathsOrReservedNames(device: String) throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let key = try CurveKeyPair.generate().publicKeyZ85
+        let result = try Self.run(
+            ["--home", fixture.directory.path, "devices", "allow", "--", device, key], in: fixture.directory)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("invalid device id"))
+        #expect(!FileManager.default.fileExists(atPath: AggregatorHome(directory: fixture.directory).devicesFile.path))
+    }
+
     @Test func reportsAndReceiptsReadTheStore() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }

@@ -78,6 +78,36 @@ struct ServerTests {
         await fixture.stop()
     }
 
+    /// Issue 10, defect 4: device B's revision 51 of device A's order was stored and replaced A's items.
+    @Test func anotherDevicesRevisionIsRejectedWithItsIndexAndNothingOfTheBatchIsStored() async throws {
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let a = try await fixture.device("cart-1")
+        let b = try await fixture.device("cart-2")
+        defer {
+            a.close()
+            b.close()
+        }
+        let first = try outgoing("cart-1", 1, [order(1, lines: [(peanuts, 1)])])
+        try a.send(first)
+        #expect(try a.ack() == Ack.stored(first.header, new: 1, duplicates: 0))
+        let takeover = try outgoing("cart-2", 1, [order(2), order(1, revision: 51, lines: [(chips, 9)])])
+        try b.send(takeover)
+        let ack = try #require(try b.ack())
+        #expect(ack.status == .rejected)
+        #expect(ack.index == 1)
+        #expect(ack.reason?.contains("belongs to device 'cart-1'") == true)
+        let stored = try fixture.server.store.orders()
+        #expect(stored.map(\.id) == [uuid(1)])
+        #expect(stored.first?.lineItems == [LineItem(item: peanuts, count: 1)])
+        let devices = try fixture.server.store.deviceReport().devices
+        #expect(devices.first { $0.device == "cart-2" }?.rejects == 1)
+        // The server goes on: B's own orders are stored.
+        let own = try outgoing("cart-2", 3, [order(2)])
+        try b.send(own)
+        #expect(try b.ack() == Ack.stored(own.header, new: 1, duplicates: 0))
+        await fixture.stop()
+    }
+
     @Test func aHeaderNamingAnotherDeviceIsForbidden() async throws {
         let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
         let device = try await fixture.device("cart-1")

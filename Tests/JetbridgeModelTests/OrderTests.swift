@@ -68,15 +68,27 @@ import Testing
         expectValidation(.invalidRevision) { _ = try make([("Chips", 1)], revision: 0) }
     }
 
-    @Test func overflowIsAnError() throws {
+    /// Issue 16, item 4: two valid orders at 2^62 each overflowed their flight's revenue.
+    @Test func pricesAndLinesAreBoundedSoNoTotalCanOverflow() throws {
         let pricey = Inventory(
-            currency: "USD", items: [.init(name: "Jet", unitPrice: Int.max / 2), .init(name: "Gum", unitPrice: 1)])
-        let line = expectValidation(.overflow) { _ = try make([("Jet", 3)], inventory: pricey) }
-        #expect(line?.path == "lineItems[0]")
-        let total = expectValidation(.overflow) { _ = try make([("Jet", 2), ("Gum", 2)], inventory: pricey) }
-        #expect(total?.path == "lineItems")
-        // Exactly at the limit is fine: (Int.max / 2) × 2 + 1 == Int.max.
-        #expect(try make([("Jet", 2), ("Gum", 1)], inventory: pricey).total == Int.max)
+            currency: "USD",
+            items: [.init(name: "Jet", unitPrice: Item.maxUnitPrice), .init(name: "Gum", unitPrice: 1)])
+        let top = try make([("Jet", LineItem.maxCount)], inventory: pricey)
+        #expect(try top.total == 9_900_000_000)
+        let tooDear = Inventory(currency: "USD", items: [.init(name: "Jet", unitPrice: 1 << 62)])
+        let price = expectValidation(.invalidPrice) { try tooDear.validate() }
+        #expect(price?.path == "items[0].unitPrice")
+        expectValidation(.invalidPrice) { _ = try make([("Jet", 1)], inventory: tooDear) }
+        // The most one order can hold, times the orders it takes to overflow: over 14 million.
+        let maxOrder = Order.maxLines * LineItem.maxCount * Item.maxUnitPrice
+        #expect(maxOrder == 633_600_000_000)
+        #expect(Int.max / maxOrder > 14_000_000)
+        let menu = Inventory(
+            currency: "USD", items: (0...Order.maxLines).map { Item(name: "Item \($0)", unitPrice: Item.maxUnitPrice) })
+        let lines = (0..<Order.maxLines).map { (name: "Item \($0)", count: LineItem.maxCount) }
+        #expect(try make(lines, inventory: menu).total == maxOrder)
+        let tooMany = expectValidation(.tooManyLines) { _ = try make(lines + [("Item 64", 1)], inventory: menu) }
+        #expect(tooMany?.path == "lineItems")
     }
 
     @Test func amendKeepsIdentityAndRaisesRevision() throws {
@@ -149,5 +161,22 @@ import Testing
             createdAt: date(1), device: "galley-1")
         #expect(Order.latestRevisions([r1, other, r2, r1]) == [r2, other])
         #expect(Order.latestRevisions([r2, r1, other]) == [r2, other])
+    }
+}
+
+/// Issue 16, item 8: device ids that cannot be mistaken for a path, an option or a reserved name.
+@Suite struct DeviceIDTests {
+    @Test(arguments: [
+        "", ".", "..", "...", ".hidden", "-x", "_x", "cart.", "CON", "con", "Prn", "AUX", "NUL", "nul.txt", "COM1",
+        "com9", "LPT0", "lpt3.log", "a/b", "a b", "a\u{202E}b", String(repeating: "d", count: 65),
+    ])
+    func refused(id: String) {
+        let error = expectValidation(.invalidDevice) { try Validation.deviceID(id) }
+        #expect(error?.message.unicodeScalars.contains { Validation.isForbidden($0) } == false)
+    }
+
+    @Test(arguments: ["cart-1", "galley_2", "a", "9W.ramp", "CONSOLE", "COM10", "CO", "LPT", "nul-1", "x.y.z"])
+    func accepted(id: String) throws {
+        try Validation.deviceID(id)
     }
 }

@@ -87,11 +87,12 @@ enum Fixture {
     }
 
     @Test func overflowAndCurrencyMismatch() throws {
-        let pricey = Inventory(currency: "USD", items: [.init(name: "Jet", unitPrice: Int.max / 2)])
+        // Prices above Item.maxUnitPrice are refused at validation; a store may still hold them from before.
         let orders = try (1...3).map {
-            try Order.make(
-                id: uuid($0), flight: "ZA101/2026-11-21", seat: "1A", lines: [("Jet", 1)], inventory: pricey,
-                device: "g")
+            Order(
+                id: uuid($0), revision: 1, flight: .example, seat: try Seat("1A"),
+                lineItems: [LineItem(item: Item(name: "Jet", unitPrice: Int.max / 2), count: 1)], currency: "USD",
+                createdAt: Order.example.createdAt, device: "g")
         }
         expectValidation(.overflow) { _ = try FlightReport(flight: .example, orders: orders, bags: []) }
         expectValidation(.overflow) { _ = try Receipt(flight: .example, seat: Seat("1A"), orders: orders) }
