@@ -39,6 +39,7 @@ public final class AggregatorServer: Service, Sendable {
     let zap: ZAPHandler?
     let queue: BatchQueue
     let receipts: ReceiptWorker
+    let homeLock: HomeLock
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
@@ -59,7 +60,8 @@ public final class AggregatorServer: Service, Sendable {
     ///   - configuration: Settings after flags were applied.
     ///   - logger: Where the server logs.
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
-    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store.
+    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store, `.unavailable` when
+    ///   another `serve` holds the home's lock (``HomeLock``).
     public init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
         try configuration.validate()
         self.home = home
@@ -68,7 +70,8 @@ public final class AggregatorServer: Service, Sendable {
         self.insecure = configuration.insecure
         let keys = configuration.insecure ? nil : try ServerKeys.load(from: home)
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
-        try home.create()
+        // Before the store opens: two `serve`s on one home would share its store and receipts.
+        homeLock = try HomeLock(home: home)
         let storeURL = home.resolve(configuration.store)
         do {
             try FileManager.default.createDirectory(
@@ -200,6 +203,7 @@ public final class AggregatorServer: Service, Sendable {
             }
             zap?.stop()
             context.terminate()
+            homeLock.release()
             logStatistics(final: true)
             logger.info("aggregator stopped")
             let waiters = state.withLock { state in
