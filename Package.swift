@@ -54,7 +54,9 @@ let package = Package(
         .target(name: "FileQueue", dependencies: ["CCRC32C"]),
         .executableTarget(
             name: "jetbridge-queue",
-            dependencies: ["FileQueue", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "FileQueue", "JetbridgeOperations", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(name: "FileQueueTests", dependencies: ["FileQueue", "jetbridge-queue"]),
         .executableTarget(
@@ -73,6 +75,22 @@ let package = Package(
             name: "record-decode-benchmark",
             dependencies: ["BenchmarkSupport", "JetbridgeProtocol", "JetbridgeModel", "MessagePack"],
             path: "Benchmarks/RecordDecodeBenchmark"
+        ),
+
+        // MARK: Operations
+        // What every tool shares for operators: `--version` (release, wire protocol, queue format) and the log
+        // handler with `--log-level`/`--log-format`.
+        .target(
+            name: "JetbridgeOperations",
+            dependencies: [
+                "FileQueue", "JetbridgeProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "JetbridgeOperationsTests",
+            dependencies: ["JetbridgeOperations", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: Agent and aggregator
@@ -98,7 +116,7 @@ let package = Package(
             name: "JetbridgeAggregatorTests",
             dependencies: [
                 "JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
-                "jetbridge-aggregator",
+                "JetbridgeOperations", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -116,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
-                "JetbridgeAgent",
+                "JetbridgeAgent", "JetbridgeOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -124,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-aggregator",
             dependencies: [
-                "JetbridgeAggregator",
+                "JetbridgeAggregator", "JetbridgeOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

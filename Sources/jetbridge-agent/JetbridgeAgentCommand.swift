@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeOperations
 import Logging
 
 /// `jetbridge-agent`: capture sales and bag scans on a device, and (later) sync them to the ground.
@@ -16,6 +17,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             Exit codes (sysexits): 0 done, 64 usage, 65 bad input data, 66 missing input file, \
             75 try again later (disk full, queue size cap, lock busy), 1 other failures.
             """,
+        version: JetbridgeVersion.line(for: "jetbridge-agent"),
         subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, KeysCommand.self]
     )
 
@@ -24,9 +26,10 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
     /// Parses, runs, and turns an ``AgentError`` into its message on standard error and its exit code;
     /// argument-parser handles its own errors (usage: 64) and `--help`.
     static func main() async {
-        bootstrapLogging()
         do {
             var command = try parseAsRoot()
+            // After parsing: --log-level and --log-format are root options.
+            LoggingOptions.bootstrap(defaultLevel: .warning)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -37,18 +40,6 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             terminate(error.code.exitCode)
         } catch {
             exit(withError: error)
-        }
-    }
-
-    /// Diagnostics go to standard error at `$JETBRIDGE_LOG_LEVEL` (default `warning`); results go to standard output.
-    private static func bootstrapLogging() {
-        let level =
-            ProcessInfo.processInfo.environment["JETBRIDGE_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
-            ?? .warning
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
         }
     }
 }

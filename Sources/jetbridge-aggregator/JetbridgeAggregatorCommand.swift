@@ -1,7 +1,8 @@
-public import ArgumentParser
+import ArgumentParser
 import Foundation
 import JetbridgeAggregator
-public import Logging
+import JetbridgeOperations
+import Logging
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
 @main
@@ -11,12 +12,15 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
         abstract: "Receive device batches over ZeroMQ, store them once, write receipts and reports.",
         usage: "jetbridge-aggregator [--config FILE] [--home DIR] <subcommand>",
         discussion: "--config and --home may come before or after the subcommand.",
+        version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
         subcommands: [Serve.self, Report.self, Receipts.self, Keys.self, Devices.self])
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {
         do {
             var command = try parseAsRoot(movingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            // After parsing: --log-level and --log-format are options of the command.
+            LoggingOptions.bootstrap(defaultLevel: command is Serve ? .info : .warning)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -37,7 +41,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
 func movingGlobalOptions(_ arguments: [String]) -> [String] {
     var leading: [String] = []
     var rest = arguments[...]
-    while let first = rest.first, ["--home", "--config"].contains(where: { first == $0 || first.hasPrefix($0 + "=") }) {
+    while let first = rest.first, ["--home", "--config", "--log-level", "--log-format"].contains(where: { first == $0 || first.hasPrefix($0 + "=") }) {
         leading.append(rest.removeFirst())
         if !first.contains("="), let value = rest.first {
             leading.append(value)
@@ -58,6 +62,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Home directory (default: $JETBRIDGE_HOME, else .jetbridge/aggregator).")
     var home: String?
 
+    @OptionGroup var logging: LoggingOptions
+
     var aggregatorHome: AggregatorHome { AggregatorHome(flag: home) }
 
     func configuration() throws -> AggregatorConfiguration {
@@ -65,14 +71,8 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Logs to stderr at `level`; only the executable bootstraps logging.
-func bootstrapLogging(_ level: Logger.Level) -> Logger {
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = level
-        return handler
-    }
-    return Logger(label: "jetbridge-aggregator")
+/// The command's logger; `main` bootstrapped logging from `--log-level`/`--log-format` (`defaultLevel` is the level
+/// it used when neither they nor the environment give one).
+func bootstrapLogging(_ defaultLevel: Logger.Level) -> Logger {
+    Logger(label: "jetbridge-aggregator")
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

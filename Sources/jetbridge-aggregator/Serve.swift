@@ -21,15 +21,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
     var insecure = false
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = .info
-
     func run() async throws {
         var configuration = try global.configuration()
         if let dataEndpoint { configuration.dataEndpoint = dataEndpoint }
         if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
         if insecure { configuration.insecure = true }
-        let logger = bootstrapLogging(logLevel)
+        let logger = Logger(label: "jetbridge-aggregator")
         if configuration.insecure {
             FileHandle.standardError.write(
                 Data(

@@ -1,5 +1,7 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeOperations
+import JetbridgeProtocol
 import Testing
 import ZeroMQ
 
@@ -62,5 +64,86 @@ struct OperationsTests {
         third.waitUntilExit()
         #expect(third.terminationStatus == 0)
         #expect(HomeLock.holder(of: AggregatorHome(directory: fixture.directory)) == nil)
+    }
+
+    /// Runs a built tool (`jetbridge-agent`, `jetbridge-queue`, …) next to the aggregator with `environment` added.
+    static func tool(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL
+    ) throws -> AggregatorCLITests.Output {
+        let process = Process()
+        process.executableURL = CLI.binary.deletingLastPathComponent().appendingPathComponent(name)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for name in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] { merged.removeValue(forKey: name) }
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        process.currentDirectoryURL = directory
+        let out = directory.appendingPathComponent(UUID().uuidString)
+        let err = directory.appendingPathComponent(UUID().uuidString)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        return .init(
+            status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+            stderr: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    @Test func everyToolPrintsTheReleaseWireProtocolAndQueueFormatVersions() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        for name in ["jetbridge-agent", "jetbridge-aggregator", "jetbridge-queue"] {
+            let output = try Self.tool(name, ["--version"], in: fixture.directory)
+            #expect(output.status == 0)
+            #expect(
+                output.stdout
+                    == "\(name) \(JetbridgeVersion.release) (wire protocol \(WireProtocol.version), queue format 1)\n")
+            #expect(JetbridgeVersion.release.wholeMatch(of: /\d+\.\d+\.\d+/) != nil)
+        }
+    }
+
+    @Test func badLogSettingsAreUsageErrorsInBothToolsFromFlagsAndEnvironment() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.appendingPathComponent("h").path]
+        for name in ["jetbridge-agent", "jetbridge-aggregator"] {
+            let command = name == "jetbridge-agent" ? ["status"] : ["devices", "list"]
+            let badEnvironment = try Self.tool(
+                name, home + command, environment: ["JETBRIDGE_LOG_LEVEL": "loud"], in: fixture.directory)
+            #expect(badEnvironment.status == 64, "\(name): \(badEnvironment.stderr)")
+            #expect(badEnvironment.stderr.contains("$JETBRIDGE_LOG_LEVEL: 'loud' is not a log level"))
+            let badFlag = try Self.tool(name, home + ["--log-format", "xml"] + command, in: fixture.directory)
+            #expect(badFlag.status == 64, "\(name): \(badFlag.stderr)")
+            #expect(badFlag.stderr.contains("--log-format: 'xml' is not a log format"))
+            let badFormat = try Self.tool(
+                name, home + command, environment: ["JETBRIDGE_LOG_FORMAT": "yaml"], in: fixture.directory)
+            #expect(badFormat.status == 64, "\(name): \(badFormat.stderr)")
+            let good = try Self.tool(
+                name, home + ["--log-level", "debug"] + command, environment: ["JETBRIDGE_LOG_FORMAT": "JSON"],
+                in: fixture.directory)
+            #expect(good.status == 0, "\(name): \(good.stderr)")
+        }
+    }
+
+    @Test func serveWritesOneJSONObjectPerLineWithTheFiveFields() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        _ = try await Self.waitForLog(log, "aggregator serving", process: process)
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count >= 3)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(Set(object.keys) == ["time", "level", "label", "message", "metadata"], "\(line)")
+        }
+        #expect(lines.contains { $0.contains(#""message":"aggregator serving""#) && $0.contains(#""data":"tcp://"#) })
     }
 }
