@@ -136,6 +136,7 @@ extension AggregatorServer {
             "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
             "retried": "\(now.retriedBatches)", "transactions": "\(now.transactions)",
             "unroutableAcks": "\(now.unroutableAcks)",
+            "refusedHandshakes": "\(handshakes.snapshot.counts.filter { $0.key != "accepted" }.values.reduce(0, +))",
         ]
         if seconds > 0 {
             metadata["batchesPerSecond"] = "\(Int(Double(now.storedBatches - previous.storedBatches) / seconds))"

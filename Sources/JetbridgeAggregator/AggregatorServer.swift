@@ -40,6 +40,8 @@ public final class AggregatorServer: Service, Sendable {
     let queue: BatchQueue
     let receipts: ReceiptWorker
     let homeLock: HomeLock
+    /// ZAP decisions: counts, the last refusals, rate-limited warnings.
+    let handshakes: HandshakeMonitor
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
@@ -80,6 +82,8 @@ public final class AggregatorServer: Service, Sendable {
         } catch {
             throw Self.storeError(error, path: storeURL.path)
         }
+        let handshakes = HandshakeMonitor(logger: logger)
+        self.handshakes = handshakes
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
             store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
@@ -92,7 +96,9 @@ public final class AggregatorServer: Service, Sendable {
             let context = try ZeroMQContext(ioThreads: 1)
             contextOrNil = context
             // The handler must exist before the CURVE servers bind, or CURVE admits anyone who knows the server key.
-            if keys != nil { zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) }
+            if keys != nil {
+                zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) { handshakes.record($0) }
+            }
             let pull = try context.socket(.pull)
             opened.append(pull)
             let router = try context.socket(.router)

@@ -146,4 +146,54 @@ struct OperationsTests {
         }
         #expect(lines.contains { $0.contains(#""message":"aggregator serving""#) && $0.contains(#""data":"tcp://"#) })
     }
+
+    @Test func aRefusedKeyUnderAReconnectLoopIsWarnedOnceWithItsKeyAndAddress() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let serverKey = try Z85.decode(
+            try String(contentsOf: AggregatorHome(directory: fixture.directory).serverPublicKeyFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1)
+
+        // A device whose key is not on the allow list, opening a fresh connection after each refusal (libzmq does
+        // not reconnect after a ZAP refusal; the agent does, with a new socket).
+        let stranger = try CurveKeyPair.generate()
+        let context = try ZeroMQContext()
+        for _ in 0..<10 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: stranger, serverPublicKey: serverKey)
+            let events = try push.monitor(events: .handshakeFailed)
+            try push.connect(String(data))
+            let event = await firstEvent(events) { _ in true }
+            try push.close(linger: .zero)
+            guard case .handshakeFailed(_, .authentication(status: 400)) = event else {
+                Issue.record("expected a ZAP refusal, got \(String(describing: event))")
+                break
+            }
+        }
+        await context.terminate()
+        process.terminate()
+        process.waitUntilExit()
+
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let warnings = lines.filter { $0.contains("refused a handshake") }
+        #expect(warnings.count == 1, "\(warnings)")
+        let warning = try #require(warnings.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(warning.utf8)) as? [String: Any])
+        #expect(object["level"] as? String == "warning")
+        let metadata = try #require(object["metadata"] as? [String: String])
+        #expect(metadata["key"] == stranger.publicKeyZ85)
+        #expect(metadata["address"] == "127.0.0.1")
+        #expect(metadata["result"] == "refused-key")
+        // All ten reached the handler: the final statistics count them.
+        let final = try #require(lines.first { $0.contains(#""message":"final statistics""#) })
+        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":"([0-9]+)"/)?.output.1)
+        #expect(Int(refused)! >= 10)
+    }
 }
