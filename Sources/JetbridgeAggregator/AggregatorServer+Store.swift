@@ -86,10 +86,15 @@ extension AggregatorServer {
         do {
             let outcomes = try store.apply(batches)
             let elapsed = ContinuousClock.now - started
+            metrics.committed(in: elapsed)
+            storeProblem.withLock { $0 = nil }
             var new = 0
             for (batch, outcome) in zip(batches, outcomes) {
                 new += outcome.new
                 ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates), on: acks)
+                metrics.batch(
+                    device: batch.header.device, status: Ack.Status.stored.rawValue, new: outcome.new,
+                    duplicates: outcome.duplicates)
             }
             statistics.withLock {
                 $0.transactions += 1
@@ -108,7 +113,12 @@ extension AggregatorServer {
         } catch {
             // Nothing of any batch in the transaction was stored: each device sends its batch again later.
             let reason = "the aggregator could not store the batch now; send it again later"
-            for batch in batches { ack(.retry(batch.header, reason: reason), on: acks) }
+            metrics.committed(in: ContinuousClock.now - started)
+            storeProblem.withLock { $0 = "the last store transaction failed: \(error)" }
+            for batch in batches {
+                ack(.retry(batch.header, reason: reason), on: acks)
+                metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue)
+            }
             statistics.withLock { $0.retriedBatches += batches.count }
             logger.error(
                 "transaction failed; its batches were answered retry",

@@ -31,6 +31,8 @@ public final class AggregatorServer: Service, Sendable {
     public let store: AggregatorStore
     /// Whether CURVE is off.
     public let insecure: Bool
+    /// The metrics endpoint actually bound (`HOST:PORT`), when `metrics` is configured.
+    public let metricsEndpoint: String?
 
     let configuration: AggregatorConfiguration
     let home: AggregatorHome
@@ -42,6 +44,13 @@ public final class AggregatorServer: Service, Sendable {
     let homeLock: HomeLock
     /// ZAP decisions: counts, the last refusals, rate-limited warnings.
     let handshakes: HandshakeMonitor
+    /// Counters and gauges for `/metrics`, kept also when no endpoint serves them.
+    let metrics: AggregatorMetrics
+    let metricsServer: MetricsServer?
+    /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit.
+    let storeProblem = Locked<String?>(nil)
+    /// Acks the network thread holds for want of a route.
+    let acksHeld = Locked(0)
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
@@ -82,16 +91,20 @@ public final class AggregatorServer: Service, Sendable {
         } catch {
             throw Self.storeError(error, path: storeURL.path)
         }
-        let handshakes = HandshakeMonitor(logger: logger)
+        let metrics = AggregatorMetrics()
+        self.metrics = metrics
+        let handshakes = HandshakeMonitor(logger: logger) { metrics.handshake(result: $0.result.rawValue) }
         self.handshakes = handshakes
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
             store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
-            interval: configuration.receiptsIntervalSeconds, logger: logger)
+            interval: configuration.receiptsIntervalSeconds, logger: logger,
+            refreshed: { metrics.refreshedReceipts(in: $0) })
 
         var opened: [Socket] = []
         var zapHandler: ZAPHandler?
         var contextOrNil: ZeroMQContext?
+        var metricsServerOrNil: MetricsServer?
         do {
             let context = try ZeroMQContext(ioThreads: 1)
             contextOrNil = context
@@ -131,6 +144,9 @@ public final class AggregatorServer: Service, Sendable {
             opened.append(ackOut)
             try ackOut.set(.linger, Self.ackLinger)
             try ackOut.connect(inproc)
+            if let endpoint = configuration.metrics { metricsServerOrNil = try MetricsServer(endpoint: endpoint) }
+            self.metricsServer = metricsServerOrNil
+            self.metricsEndpoint = metricsServerOrNil?.endpoint
             self.context = context
             self.zap = zapHandler
             let network = NetworkLoop(pull: pull, router: router, acks: ackIn)
@@ -138,6 +154,7 @@ public final class AggregatorServer: Service, Sendable {
             startThreads(network: network, store: storeLoop, allowlist: allowlist)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
+            metricsServerOrNil?.shutdown()
             zapHandler?.stop()
             contextOrNil?.terminate()
             try? store.close()
@@ -151,7 +168,9 @@ public final class AggregatorServer: Service, Sendable {
                 "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
                 "store": "\(storeURL.path)", "receipts": "\(home.resolve(configuration.receipts).path)",
                 "allowedDevices": "\(allowlist.devices.count)",
+                "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
             ])
+        metricsServer?.start { [self] method, path in answer(method, path) }
         if insecure { logInsecureWarning() }
     }
 
@@ -209,6 +228,7 @@ public final class AggregatorServer: Service, Sendable {
             }
             zap?.stop()
             context.terminate()
+            metricsServer?.shutdown()
             homeLock.release()
             logStatistics(final: true)
             logger.info("aggregator stopped")

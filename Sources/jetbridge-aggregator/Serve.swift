@@ -18,6 +18,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("acks"), help: "Ack endpoint (ROUTER) to bind, e.g. tcp://0.0.0.0:5561.")
     var acksEndpoint: String?
 
+    @Option(
+        name: .customLong("metrics"),
+        help: "Serve /metrics (Prometheus), /healthz and /readyz over HTTP at HOST:PORT, e.g. 127.0.0.1:9560 (default: off).")
+    var metrics: String?
+
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
     var insecure = false
 
@@ -26,6 +31,7 @@ struct Serve: AsyncParsableCommand {
         if let dataEndpoint { configuration.dataEndpoint = dataEndpoint }
         if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
         if insecure { configuration.insecure = true }
+        if let metrics { configuration.metrics = metrics }
         let logger = Logger(label: "jetbridge-aggregator")
         if configuration.insecure {
             FileHandle.standardError.write(
