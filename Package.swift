@@ -109,7 +109,7 @@ let package = Package(
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
-                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ",
+                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

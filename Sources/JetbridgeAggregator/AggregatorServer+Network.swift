@@ -356,7 +356,7 @@ extension AggregatorServer {
         let device = rejection.header?.device
         metrics.batch(
             device: authenticated.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
-            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0)
+            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0, reason: rejection.reason)
         logger.warning(
             "batch refused",
             metadata: [

@@ -113,11 +113,11 @@ extension AggregatorServer {
         } catch {
             // Nothing of any batch in the transaction was stored: each device sends its batch again later.
             let reason = "the aggregator could not store the batch now; send it again later"
-            metrics.committed(in: ContinuousClock.now - started)
+            metrics.committed(in: ContinuousClock.now - started, succeeded: false)
             storeProblem.withLock { $0 = "the last store transaction failed: \(error)" }
             for batch in batches {
                 ack(.retry(batch.header, reason: reason), on: acks)
-                metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue)
+                metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
             }
             statistics.withLock { $0.retriedBatches += batches.count }
             logger.error(

@@ -51,6 +51,7 @@ public final class AggregatorServer: Service, Sendable {
     let storeProblem = Locked<String?>(nil)
     /// Acks the network thread holds for want of a route.
     let acksHeld = Locked(0)
+    let startedAt = Date()
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
@@ -207,7 +208,12 @@ public final class AggregatorServer: Service, Sendable {
     private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop, allowlist: DeviceAllowlist) {
         let networkDone = DispatchSemaphore(value: 0)
         let storeDone = DispatchSemaphore(value: 0)
+        let statusDone = DispatchSemaphore(value: 0)
         receipts.start()
+        startThread("jb-status") { [self] in
+            runStatusWriter()
+            statusDone.signal()
+        }
         startThread("jb-network") { [self] in
             runNetwork(network, allowlist: allowlist)
             networkDone.signal()
@@ -219,6 +225,7 @@ public final class AggregatorServer: Service, Sendable {
         startThread("jb-lifecycle") { [self] in
             storeDone.wait()
             networkDone.wait()
+            statusDone.wait()
             receipts.stopAndWait()
             do { try store.checkpoint() } catch {
                 logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
@@ -229,6 +236,7 @@ public final class AggregatorServer: Service, Sendable {
             zap?.stop()
             context.terminate()
             metricsServer?.shutdown()
+            removeStatusFile()
             homeLock.release()
             logStatistics(final: true)
             logger.info("aggregator stopped")

@@ -13,7 +13,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
         usage: "jetbridge-aggregator [--config FILE] [--home DIR] <subcommand>",
         discussion: "--config and --home may come before or after the subcommand.",
         version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
-        subcommands: [Serve.self, Report.self, Receipts.self, Keys.self, Devices.self])
+        subcommands: [Serve.self, Status.self, Report.self, Receipts.self, Keys.self, Devices.self])
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {

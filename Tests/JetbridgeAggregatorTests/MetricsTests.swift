@@ -73,7 +73,13 @@ struct MetricsTests {
         acks.append(try #require(try two.ack()))
         #expect(acks.map(\.status) == [.stored, .stored, .stored, .stored, .rejected, .stored, .forbidden])
 
-        let (status, text) = try await Self.get(fixture.server, "/metrics")
+        // The refusals' counts reach the store thread after their acks: scrape until the queue is empty.
+        var (status, text) = try await Self.get(fixture.server, "/metrics")
+        let deadline = ContinuousClock.now + .seconds(20)
+        while Self.sample(text, "jetbridge_batch_queue_depth") != 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            (status, text) = try await Self.get(fixture.server, "/metrics")
+        }
         #expect(status == 200)
         func value(_ name: String, _ labels: [String: String]) -> Double? { Self.sample(text, name, labels) }
         let new = acks.compactMap(\.new).reduce(0, +)

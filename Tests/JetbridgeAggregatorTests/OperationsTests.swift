@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeOperations
 import JetbridgeProtocol
+import MessagePack
 import Testing
 import ZeroMQ
 
@@ -195,5 +196,83 @@ struct OperationsTests {
         let final = try #require(lines.first { $0.contains(#""message":"final statistics""#) })
         let refused = try #require(final.firstMatch(of: /"refusedHandshakes":"([0-9]+)"/)?.output.1)
         #expect(Int(refused)! >= 10)
+    }
+
+    @Test func statusDescribesTheRunningServeAndExits69WhenNoneRuns() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let homeURL = AggregatorHome(directory: fixture.directory)
+        let serverKey = try Z85.decode(
+            try String(contentsOf: homeURL.serverPublicKeyFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let keys = try CurveKeyPair.generate()
+        #expect(try CLI.run(home + ["devices", "allow", "cart-1", "--", keys.publicKeyZ85], in: fixture.directory).status == 0)
+
+        let never = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(never.status == 69)
+        #expect(never.stderr.contains("no jetbridge-aggregator serve is running on the home \(fixture.directory.path)"))
+
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--metrics", "127.0.0.1:0"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /data=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
+        let acks = try #require(started.firstMatch(of: /acks=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
+
+        // One device sends 3 orders, acked stored.
+        let context = try ZeroMQContext()
+        let push = try context.socket(.push)
+        let dealer = try context.socket(.dealer)
+        for socket in [push, dealer] {
+            try socket.set(.linger, .zero)
+            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+        }
+        try dealer.set(.routingID, Data("cart-1-0123456789abcdef".utf8))
+        try dealer.connect(String(acks))
+        try push.connect(String(data))
+        try dealer.send(WireCoding.encode(Hello(device: "cart-1")))
+        try push.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]).frames())
+        #expect(try poll([PollItem(dealer, .readable)], timeout: .seconds(20))[0].contains(.readable))
+        let ack = try WireCoding.decode(Ack.self, from: try #require(try dealer.receive()))
+        #expect(ack.status == .stored)
+        try push.close(linger: .zero)
+        try dealer.close(linger: .zero)
+        await context.terminate()
+
+        // The status file is rewritten every 2 s: wait until it shows the batch.
+        var json = ""
+        try await waitUntil("status --json shows cart-1's batch") {
+            let output = try CLI.run(home + ["status", "--json"], in: fixture.directory)
+            json = output.stdout
+            return output.status == 0 && json.contains(#""stored" : 1"#)
+        }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["running"] as? Bool == true)
+        #expect(object["pid"] as? Int == Int(process.processIdentifier))
+        #expect(object["version"] as? String == JetbridgeVersion.release)
+        #expect(object["notReady"] == nil)
+        let devices = try #require(object["devices"] as? [[String: Any]])
+        #expect(devices.first?["device"] as? String == "cart-1")
+        #expect((devices.first?["records"] as? [String: Int])?["new"] == 3)
+        #expect((object["totals"] as? [String: Int])?["newRecords"] == 3)
+        #expect((object["endpoints"] as? [String: Any])?["data"] as? String == String(data))
+        #expect(object["lastCommitAt"] is String)
+
+        let text = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(text.status == 0)
+        for expected in [
+            "pid \(process.processIdentifier)", "ready             yes", String(data), "cart-1", "handshakes",
+            "version           \(JetbridgeVersion.release)", "metrics           http://127.0.0.1:",
+        ] {
+            #expect(text.stdout.contains(expected), "\(expected) in \(text.stdout)")
+        }
+
+        process.terminate()
+        process.waitUntilExit()
+        let stopped = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(stopped.status == 69)
+        #expect(stopped.stderr.contains("no jetbridge-aggregator serve is running"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent("status.json").path))
     }
 }
