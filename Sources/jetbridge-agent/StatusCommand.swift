@@ -25,6 +25,12 @@ struct StatusCommand: ParsableCommand {
             status.lastSyncAt.map {
                 $0.formatted(.iso8601) + (status.lastSyncResult.map { ", \($0)" } ?? "")
             } ?? "never"
+        let lastRun =
+            status.lastSyncOutcome.map { outcome in
+                "\nlast finished   \(outcome), \(String(format: "%.1f", status.lastSyncDurationSeconds ?? 0)) s, "
+                    + "\(Output.grouped(status.lastSyncAcknowledged ?? 0)) acknowledged, "
+                    + "\(Output.grouped(Int((status.lastSyncRecordsPerSecond ?? 0).rounded()))) records/s"
+            } ?? ""
         print(
             """
             device          \(status.device)
@@ -38,7 +44,7 @@ struct StatusCommand: ParsableCommand {
             quarantined     \(Output.grouped(status.quarantined))\(status.unrepaired > 0 ? " (\(status.unrepaired) damaged, repaired on next open)" : "")
             segments        \(Output.grouped(status.segments)) (\(Output.count(Int(status.bytes), "byte")))
             set aside       \(Output.count(status.rejected, "record")) in \(status.rejectedDirectory)
-            last sync       \(lastSync)
+            last sync       \(lastSync)\(lastRun)
             """)
     }
 }
