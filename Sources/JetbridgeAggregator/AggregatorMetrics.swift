@@ -61,7 +61,7 @@ final class AggregatorMetrics: Sendable {
         queueDepth = CoreMetrics.Gauge(label: "jetbridge_batch_queue_depth", factory: factory)
         acksHeld = CoreMetrics.Gauge(label: "jetbridge_acks_held", factory: factory)
         receiptsPending = CoreMetrics.Gauge(label: "jetbridge_receipts_pending", factory: factory)
-        for result in ["accepted", "refused-key", "refused-mechanism", "malformed"] {
+        for result in ["accepted", "refused-key", "refused-mechanism", "malformed", "failed"] {
             // Present at zero from the start, so a rate() over them works before the first refusal.
             CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
                 .increment(by: 0)

@@ -94,7 +94,9 @@ public final class AggregatorServer: Service, Sendable {
         }
         let metrics = AggregatorMetrics()
         self.metrics = metrics
-        let handshakes = HandshakeMonitor(logger: logger) { metrics.handshake(result: $0.result.rawValue) }
+        let handshakes = HandshakeMonitor(
+            logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
+            onFailure: { metrics.handshake(result: "failed") })
         self.handshakes = handshakes
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
@@ -125,6 +127,18 @@ public final class AggregatorServer: Service, Sendable {
                 if let keys {
                     try socket.makeCurveServer(keys: keys)
                     try socket.set(.zapDomain, Self.zapDomain)
+                }
+            }
+            if keys != nil {
+                // Handshakes that fail before ZAP (a wrong server key, a plaintext client) reach no handler: the
+                // monitors (started before bind, as libzmq asks) tell the operator. Their streams end at close.
+                for (socket, name) in [(pull, "data"), (router, "acks")] {
+                    let events = try socket.monitor(events: .handshakeFailed)
+                    Task.detached {
+                        for await case .handshakeFailed(let endpoint, let reason) in events {
+                            handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
+                        }
+                    }
                 }
             }
             // A few batches per device: beyond that TCP pushes back on the devices' PUSH sockets.

@@ -198,6 +198,43 @@ struct OperationsTests {
         #expect(Int(refused)! >= 10)
     }
 
+    @Test func aClientWithAWrongServerKeyIsWarnedAboutOnceAsAFailedHandshake() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1)
+
+        // Five fresh connections that believe in another server key: CURVE fails before ZAP is asked.
+        let wrongServer = try CurveKeyPair.generate()
+        let context = try ZeroMQContext()
+        for _ in 0..<5 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: try CurveKeyPair.generate(), serverPublicKey: wrongServer.publicKey)
+            let events = try push.monitor(events: [.handshakeFailed, .disconnected])
+            try push.connect(String(data))
+            _ = await firstEvent(events) { _ in true }
+            try push.close(linger: .zero)
+        }
+        await context.terminate()
+        var lines: [Substring] = []
+        try await waitUntil("the failures are counted") {
+            let status = try CLI.run(["--home", fixture.directory.path, "status", "--json"], in: fixture.directory)
+            return status.stdout.contains(#""failed" : 5"#)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let warnings = lines.filter { $0.contains("a handshake on the data socket failed") }
+        #expect(warnings.count == 1, "\(lines)")
+        #expect(warnings.first?.contains("another server public key") == true, "\(warnings)")
+        #expect(warnings.first?.contains(#""level":"warning""#) == true)
+    }
+
     @Test func statusDescribesTheRunningServeAndExits69WhenNoneRuns() async throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
