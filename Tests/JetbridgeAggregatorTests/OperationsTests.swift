@@ -224,7 +224,9 @@ struct OperationsTests {
         var lines: [Substring] = []
         try await waitUntil("the failures are counted") {
             let status = try CLI.run(["--home", fixture.directory.path, "status", "--json"], in: fixture.directory)
-            return status.stdout.contains(#""failed" : 5"#)
+            // At least 5: libzmq may retry a connection once before it is closed.
+            let count = status.stdout.firstMatch(of: /"failed" : ([0-9]+)/).flatMap { Int($0.output.1) } ?? 0
+            return count >= 5
         }
         process.terminate()
         process.waitUntilExit()
