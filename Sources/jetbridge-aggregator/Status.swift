@@ -47,6 +47,7 @@ struct Status: ParsableCommand {
     /// The text screen. Device ids, reasons and keys come from devices: control characters are escaped.
     static func render(_ status: ServeStatus, now: Date) -> String {
         func clean(_ text: String) -> String { LogEscaping.text(text) }
+        let g = Self.g
         func time(_ date: Date?) -> String {
             guard let date else { return "never" }
             return "\(date.formatted(.iso8601)) (\(ago(now.timeIntervalSince(date))) ago)"
@@ -66,7 +67,7 @@ struct Status: ParsableCommand {
             "last commit       \(time(status.lastCommitAt))",
             "backlog           \(status.batchesQueued) batches queued for the store, \(status.acksHeld) acks held",
             "receipts pending  \(status.receiptsPending.map(String.init) ?? "unknown") seats (\(status.receipts))",
-            "totals            \(totals.storedBatches) batches stored (\(totals.newRecords) new, \(totals.duplicateRecords) duplicate records), \(totals.rejectedBatches) refused, \(totals.retriedBatches) retried, \(totals.transactions) transactions",
+            "totals            \(g(totals.storedBatches)) batches stored (\(g(totals.newRecords)) new, \(g(totals.duplicateRecords)) duplicate records), \(g(totals.rejectedBatches)) refused, \(g(totals.retriedBatches)) retried, \(g(totals.transactions)) transactions",
         ]
         lines.append("")
         if status.devices.isEmpty {
@@ -77,8 +78,8 @@ struct Status: ParsableCommand {
                 let refused = device.batches.filter { $0.key != "stored" }.values.reduce(0, +)
                 rows.append([
                     clean(device.device), "\(ago(now.timeIntervalSince(device.lastBatchAt))) ago",
-                    "\(device.batches["stored"] ?? 0)", "\(refused)", "\(device.records["new"] ?? 0)",
-                    "\(device.records["duplicate"] ?? 0)", "\(device.records["rejected"] ?? 0)",
+                    g(device.batches["stored"] ?? 0), g(refused), g(device.records["new"] ?? 0),
+                    g(device.records["duplicate"] ?? 0), g(device.records["rejected"] ?? 0),
                 ])
             }
             lines += table(rows)
@@ -105,6 +106,17 @@ struct Status: ParsableCommand {
                     })
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `40120` → `40,120`.
+    static func g(_ number: Int) -> String {
+        let digits = String(number.magnitude)
+        var out = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(digit)
+        }
+        return (number < 0 ? "-" : "") + out
     }
 
     static func ago(_ seconds: TimeInterval) -> String {
