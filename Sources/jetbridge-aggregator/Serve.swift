@@ -44,8 +44,21 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
+        // SIGTERM/SIGINT stop the server gracefully from before it starts: the ServiceGroup listens for them only
+        // once it runs, after the start-up line a supervisor (or a test) may answer with a stop at once; with the
+        // default action that stop would kill the process instead.
+        let early = EarlyStop()
+        let stopSources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { early.request() }
+            source.resume()
+            return source
+        }
+        defer { for source in stopSources { source.cancel() } }
         let server = try AggregatorServer(
             home: global.aggregatorHome, configuration: configuration, logger: logger)
+        early.attach(server)
         signal(SIGHUP, SIG_IGN)
         let reload = DispatchSource.makeSignalSource(signal: SIGHUP)
         reload.setEventHandler { server.requestReload() }
@@ -53,7 +66,32 @@ struct Serve: AsyncParsableCommand {
         defer { reload.cancel() }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                // A server stopped by an early signal returns from run() by itself: that is a clean end.
+                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+}
+
+/// A stop signal that may come before the server exists: remembered, and passed on once it does.
+private final class EarlyStop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requested = false
+    private var server: AggregatorServer?
+
+    func request() {
+        let server = lock.withLock {
+            requested = true
+            return self.server
+        }
+        server?.stop()
+    }
+
+    func attach(_ server: AggregatorServer) {
+        let stopNow = lock.withLock {
+            self.server = server
+            return requested
+        }
+        if stopNow { server.stop() }
     }
 }

@@ -67,6 +67,22 @@ struct OperationsTests {
         #expect(HomeLock.holder(of: AggregatorHome(directory: fixture.directory)) == nil)
     }
 
+    @Test func aStopRightAfterTheStartLineIsGracefulNotAKill() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        // The start-up line comes before the ServiceGroup listens for signals; a supervisor may stop at once.
+        for _ in 0..<5 {
+            let (process, _, log) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            _ = try await Self.waitForLog(log, "aggregator serving", process: process)
+            process.terminate()
+            try await waitUntil("serve exits") { !process.isRunning }
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+            #expect(try String(contentsOf: log, encoding: .utf8).contains("aggregator stopped"))
+        }
+    }
+
     /// Runs a built tool (`jetbridge-agent`, `jetbridge-queue`, …) next to the aggregator with `environment` added.
     static func tool(
         _ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL
