@@ -9,7 +9,8 @@ public import Logging
 
 /// How log lines look (`--log-format`, `JETBRIDGE_LOG_FORMAT`).
 public enum LogFormat: String, CaseIterable, Sendable {
-    /// `2026-11-24T14:47:10.123Z info jetbridge-aggregator : key=value message`, control characters escaped.
+    /// `2026-11-24T14:47:10.123Z info jetbridge-aggregator: key=value [JetbridgeAggregator] message`, as swift-log's
+    /// StreamLogHandler lays it out, control characters escaped.
     case text
     /// One JSON object per line: `time`, `level`, `label`, `message`, `metadata`.
     case json
@@ -89,7 +90,10 @@ public struct JetbridgeLogHandler: LogHandler {
         case .text:
             let pairs = merged.sorted { $0.key < $1.key }.map { "\(LogEscaping.text($0.key))=\(Self.text($0.value))" }
             let fields = pairs.isEmpty ? "" : " " + pairs.joined(separator: " ")
-            sink.emit("\(time) \(event.level) \(LogEscaping.text(label)) :\(fields) \(LogEscaping.text(event.message.description))\n")
+            // StreamLogHandler's layout (so existing readers keep working), with escaping and UTC milliseconds.
+            sink.emit(
+                "\(time) \(event.level) \(LogEscaping.text(label)):\(fields) [\(event.source)] "
+                    + "\(LogEscaping.text(event.message.description))\n")
         case .json:
             var line = "{\"time\":\"\(time)\",\"level\":\"\(event.level)\",\"label\":"
             line += LogEscaping.jsonString(label)

@@ -51,7 +51,8 @@ struct LogHandlerTests {
         #expect(!line.unicodeScalars.contains { LogEscaping.mustEscape($0) && $0 != "\n" })
         #expect(line.contains(#"seat \u{1B}[2J\rX"#), "\(line)")
         #expect(line.contains(#"name=Pea\u{202E}nuts\u{200B}\tok"#), "\(line)")
-        #expect(line.contains(" info jetbridge-agent :"), "\(line)")
+        #expect(line.contains(" info jetbridge-agent: name="), "\(line)")
+        #expect(line.contains(" [JetbridgeOperationsTests] seat "), "\(line)")
     }
 
     @Test func badLevelsAndFormatsFromFlagsOrEnvironmentAreUsageErrors() throws {
