@@ -21,6 +21,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // serve --metrics: swift-metrics types exported by swift-prometheus over SwiftNIO's HTTP/1 server.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // MARK: Codec
@@ -54,7 +58,9 @@ let package = Package(
         .target(name: "FileQueue", dependencies: ["CCRC32C"]),
         .executableTarget(
             name: "jetbridge-queue",
-            dependencies: ["FileQueue", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "FileQueue", "JetbridgeOperations", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(name: "FileQueueTests", dependencies: ["FileQueue", "jetbridge-queue"]),
         .executableTarget(
@@ -75,6 +81,22 @@ let package = Package(
             path: "Benchmarks/RecordDecodeBenchmark"
         ),
 
+        // MARK: Operations
+        // What every tool shares for operators: `--version` (release, wire protocol, queue format) and the log
+        // handler with `--log-level`/`--log-format`.
+        .target(
+            name: "JetbridgeOperations",
+            dependencies: [
+                "FileQueue", "JetbridgeProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "JetbridgeOperationsTests",
+            dependencies: ["JetbridgeOperations", .product(name: "Logging", package: "swift-log")]
+        ),
+
         // MARK: Agent and aggregator
         .target(
             name: "JetbridgeAgent",
@@ -87,18 +109,23 @@ let package = Package(
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
-                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ",
+                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(
             name: "JetbridgeAggregatorTests",
             dependencies: [
                 "JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
-                "jetbridge-aggregator",
+                "JetbridgeOperations", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -116,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
-                "JetbridgeAgent",
+                "JetbridgeAgent", "JetbridgeOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -124,7 +151,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-aggregator",
             dependencies: [
-                "JetbridgeAggregator",
+                "JetbridgeAggregator", "JetbridgeOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -19,6 +19,11 @@
 /// `ack.spare` is created with 4096 zero bytes *after* each acknowledgement, while there is room, and is
 /// overwritten in place: so on a full disk the consumer can still acknowledge — which is what frees space —
 /// without allocating a block. A crash before the rename leaves the old position; after it, the new one.
+extension FileQueue {
+    /// The on-disk format version (docs/FILEQUEUE.md), written in the `ack` file; `--version` shows it.
+    public static let formatVersion: UInt32 = 1
+}
+
 enum AckFile {
     static let name = "ack"
     static let spareName = "ack.spare"
@@ -38,7 +43,7 @@ enum AckFile {
         let bytes = try file.readAll(to: Int64(size))
         guard bytes.count == size else { return .damaged }
         return bytes.withUnsafeBytes { buffer in
-            guard Frame.load32(buffer, 0) == magic, Frame.load32(buffer, 4) == 1,
+            guard Frame.load32(buffer, 0) == magic, Frame.load32(buffer, 4) == FileQueue.formatVersion,
                 crc32c(UnsafeRawBufferPointer(rebasing: buffer[0..<16])) == Frame.load32(buffer, 16)
             else { return .damaged }
             return .position(Frame.load64(buffer, 8))
@@ -49,7 +54,7 @@ enum AckFile {
         var bytes = [UInt8](repeating: 0, count: size)
         bytes.withUnsafeMutableBytes { buffer in
             buffer.storeBytes(of: magic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            buffer.storeBytes(of: UInt32(1).littleEndian, toByteOffset: 4, as: UInt32.self)
+            buffer.storeBytes(of: FileQueue.formatVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
             buffer.storeBytes(of: position.littleEndian, toByteOffset: 8, as: UInt64.self)
             let crc = crc32c(UnsafeRawBufferPointer(rebasing: buffer[0..<16]))
             buffer.storeBytes(of: crc.littleEndian, toByteOffset: 16, as: UInt32.self)

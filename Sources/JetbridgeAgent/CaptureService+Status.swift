@@ -30,11 +30,20 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     /// When sync last ended, or `null` for never.
     public var lastSyncAt: Date?
     public var lastSyncResult: String?
+    /// The last finished sync: `drained`, `stopped`, `timed-out` or `failed`; `null` for none.
+    public var lastSyncOutcome: String?
+    /// Its duration in seconds.
+    public var lastSyncDurationSeconds: Double?
+    /// Records the ground acknowledged during it.
+    public var lastSyncAcknowledged: Int?
+    /// Acknowledged records per second over it.
+    public var lastSyncRecordsPerSecond: Double?
 
     enum CodingKeys: String, CodingKey {
         case device, flight, home, configuration, inventory, queue, records, unacknowledged, acknowledgedThrough
         case firstSequence, lastSequence, quarantined, unrepaired, segments, bytes, rejected, rejectedDirectory
-        case lastSyncAt, lastSyncResult
+        case lastSyncAt, lastSyncResult, lastSyncOutcome, lastSyncDurationSeconds, lastSyncAcknowledged
+        case lastSyncRecordsPerSecond
     }
 
     /// Writes every key, absent values as `null`, so scripts see `"lastSyncAt": null` for "never".
@@ -59,6 +68,10 @@ public struct AgentStatus: Codable, Sendable, Hashable {
         try container.encode(rejectedDirectory, forKey: .rejectedDirectory)
         try container.encode(lastSyncAt, forKey: .lastSyncAt)
         try container.encode(lastSyncResult, forKey: .lastSyncResult)
+        try container.encode(lastSyncOutcome, forKey: .lastSyncOutcome)
+        try container.encode(lastSyncDurationSeconds, forKey: .lastSyncDurationSeconds)
+        try container.encode(lastSyncAcknowledged, forKey: .lastSyncAcknowledged)
+        try container.encode(lastSyncRecordsPerSecond, forKey: .lastSyncRecordsPerSecond)
     }
 }
 
@@ -96,6 +109,8 @@ extension CaptureService {
             lastSequence: queueStatus.lastSequence, quarantined: queueStatus.quarantined,
             unrepaired: queueStatus.unrepaired, segments: queueStatus.segments, bytes: queueStatus.bytes,
             rejected: rejected, rejectedDirectory: rejectedURL.path, lastSyncAt: syncState?.lastSyncAt,
-            lastSyncResult: syncState?.lastResult)
+            lastSyncResult: syncState?.lastResult, lastSyncOutcome: syncState?.lastOutcome,
+            lastSyncDurationSeconds: syncState?.lastDurationSeconds, lastSyncAcknowledged: syncState?.lastAcknowledged,
+            lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
     }
 }

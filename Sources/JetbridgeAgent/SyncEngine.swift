@@ -392,14 +392,21 @@ final class SyncEngine: Sendable {
                 remaining: status?.unacknowledged)
             if case .failed = ending, queue == nil { outcome.remaining = nil }
             outcome.problem = engine.handshake.withLock { $0.failure }
-            writeState(result: outcome.result, acknowledgedThrough: outcome.acknowledgedThrough)
+            writeState(SyncState(finished: outcome))
             return outcome
         }
 
         func writeState(result: String, acknowledgedThrough: UInt64? = nil) {
+            // The last finished run's outcome, duration and rate stay until this run finishes.
+            var state = (try? SyncState.load(from: configuration.home.syncStateFile)) ?? nil ?? SyncState()
+            state.lastSyncAt = Date()
+            state.lastResult = result
+            state.acknowledgedThrough = acknowledgedThrough ?? ackedInQueue
+            writeState(state)
+        }
+
+        func writeState(_ state: SyncState) {
             try? Files.makeDirectory(configuration.home.url)
-            let state = SyncState(
-                lastSyncAt: Date(), lastResult: result, acknowledgedThrough: acknowledgedThrough ?? ackedInQueue)
             do {
                 try Files.writeAtomically(SyncState.encoder.encode(state), to: configuration.home.syncStateFile)
             } catch {

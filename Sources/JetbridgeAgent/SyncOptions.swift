@@ -146,6 +146,31 @@ public struct SyncOutcome: Sendable {
         }
     }
 
+    /// The ending as one word for scripts: `drained`, `stopped`, `timed-out`, `failed`.
+    public var outcome: String {
+        switch ending {
+        case .drained: "drained"
+        case .stopped: "stopped"
+        case .timedOut: "timed-out"
+        case .failed: "failed"
+        }
+    }
+
+    /// Acknowledged records per second over the whole run (0 for a run too short to measure).
+    public var recordsPerSecond: Double {
+        statistics.elapsed > 0 ? (Double(statistics.acknowledged) / statistics.elapsed * 10).rounded() / 10 : 0
+    }
+
+    /// `sync --json`'s last line: the run as one object (docs/AGENT.md, "sync --json").
+    public var summaryObject: SyncSummary {
+        SyncSummary(
+            outcome: outcome, result: result, exitCode: exitCode, recordsSent: statistics.recordsSent,
+            batchesSent: statistics.batchesSent, resends: statistics.resends, acknowledged: statistics.acknowledged,
+            new: statistics.new, duplicates: statistics.duplicates, setAside: statistics.setAside,
+            durationSeconds: (statistics.elapsed * 1000).rounded() / 1000, recordsPerSecond: recordsPerSecond,
+            acknowledgedThrough: acknowledgedThrough, remaining: remaining, problem: problem)
+    }
+
     /// One line: `sync drained: sent 5,000 records in 5 batches (0 resent); acknowledged 5,000 (4,990 new, 10
     /// duplicates); set aside 0; 1.2 s, 4,167 records/s; queue acknowledged through 5000`.
     public var summary: String {
@@ -159,5 +184,54 @@ public struct SyncOutcome: Sendable {
             + "\(n(s.batchesSent, "batch", "batches")) (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
             + "(\(g(s.new)) new, \(n(s.duplicates, "duplicate"))); set aside \(g(s.setAside)); "
             + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
+    }
+}
+
+/// The machine-readable summary `sync --json` prints as its last line of standard output; every key is always
+/// present (`null` when unknown).
+public struct SyncSummary: Codable, Sendable, Hashable {
+    /// `drained`, `stopped`, `timed-out` or `failed`.
+    public var outcome: String
+    /// The same for people, with what is left: `stopped with 12 records unacknowledged`.
+    public var result: String
+    public var exitCode: Int32
+    public var recordsSent: Int
+    public var batchesSent: Int
+    public var resends: Int
+    public var acknowledged: Int
+    public var new: Int
+    public var duplicates: Int
+    public var setAside: Int
+    public var durationSeconds: Double
+    /// Acknowledged records per second over the run.
+    public var recordsPerSecond: Double
+    public var acknowledgedThrough: UInt64
+    /// Records still unacknowledged (`null` when the queue could not be read).
+    public var remaining: Int?
+    /// Why the ground could not be reached, when known.
+    public var problem: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case outcome, result, exitCode, recordsSent, batchesSent, resends, acknowledged, new, duplicates, setAside
+        case durationSeconds, recordsPerSecond, acknowledgedThrough, remaining, problem
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encode(result, forKey: .result)
+        try container.encode(exitCode, forKey: .exitCode)
+        try container.encode(recordsSent, forKey: .recordsSent)
+        try container.encode(batchesSent, forKey: .batchesSent)
+        try container.encode(resends, forKey: .resends)
+        try container.encode(acknowledged, forKey: .acknowledged)
+        try container.encode(new, forKey: .new)
+        try container.encode(duplicates, forKey: .duplicates)
+        try container.encode(setAside, forKey: .setAside)
+        try container.encode(durationSeconds, forKey: .durationSeconds)
+        try container.encode(recordsPerSecond, forKey: .recordsPerSecond)
+        try container.encode(acknowledgedThrough, forKey: .acknowledgedThrough)
+        try container.encode(remaining, forKey: .remaining)
+        try container.encode(problem, forKey: .problem)
     }
 }

@@ -11,11 +11,32 @@ public struct SyncState: Codable, Sendable, Hashable {
     public var lastResult: String?
     /// The queue position the ground had acknowledged at that time.
     public var acknowledgedThrough: UInt64?
+    /// How the last finished sync ended, for scripts: `drained`, `stopped`, `timed-out`, `failed`
+    /// (``SyncOutcome/outcome``); nil while none has finished.
+    public var lastOutcome: String?
+    /// Its exit code.
+    public var lastExitCode: Int32?
+    /// How long it ran, in seconds.
+    public var lastDurationSeconds: Double?
+    /// Records the ground acknowledged during it.
+    public var lastAcknowledged: Int?
+    /// Acknowledged records per second over its whole run.
+    public var lastRecordsPerSecond: Double?
 
     public init(lastSyncAt: Date? = nil, lastResult: String? = nil, acknowledgedThrough: UInt64? = nil) {
         self.lastSyncAt = lastSyncAt
         self.lastResult = lastResult
         self.acknowledgedThrough = acknowledgedThrough
+    }
+
+    /// The state after a finished run.
+    public init(finished outcome: SyncOutcome, at date: Date = Date()) {
+        self.init(lastSyncAt: date, lastResult: outcome.result, acknowledgedThrough: outcome.acknowledgedThrough)
+        lastOutcome = outcome.outcome
+        lastExitCode = outcome.exitCode
+        lastDurationSeconds = outcome.statistics.elapsed
+        lastAcknowledged = outcome.statistics.acknowledged
+        lastRecordsPerSecond = outcome.recordsPerSecond
     }
 
     /// Reads the state file.

@@ -37,13 +37,15 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     public var receiptsIntervalSeconds = 2.0
     /// Seconds between statistics lines in the log.
     public var statsIntervalSeconds = 10.0
+    /// `HOST:PORT` of the HTTP endpoint for `/metrics`, `/healthz` and `/readyz`; nil (the default): none.
+    public var metrics: String? = nil
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case dataEndpoint, acksEndpoint, store, receipts, insecure, transactionMaxBatches, transactionMaxRecords
         case transactionDelayMilliseconds, queueMaxBatches, queueMaxBytes, receiveHighWaterMark, checkpointIdleSeconds
-        case statsIntervalSeconds, receiptsIntervalSeconds
+        case statsIntervalSeconds, receiptsIntervalSeconds, metrics
     }
 
     /// A key the file may hold but this struct does not know, to reject it by name.
@@ -83,6 +85,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         checkpointIdleSeconds = try value(.checkpointIdleSeconds, defaults.checkpointIdleSeconds)
         statsIntervalSeconds = try value(.statsIntervalSeconds, defaults.statsIntervalSeconds)
         receiptsIntervalSeconds = try value(.receiptsIntervalSeconds, defaults.receiptsIntervalSeconds)
+        metrics = try container.decodeIfPresent(String.self, forKey: .metrics)
         try validate()
     }
 
@@ -112,6 +115,11 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         try require(checkpointIdleSeconds > 0, .checkpointIdleSeconds, "must be positive")
         try require(statsIntervalSeconds > 0, .statsIntervalSeconds, "must be positive")
         try require(receiptsIntervalSeconds >= 0, .receiptsIntervalSeconds, "must not be negative")
+        if let metrics {
+            do { _ = try MetricsServer.parse(metrics) } catch let error as AggregatorError {
+                throw AggregatorError(.badConfiguration, "configuration key 'metrics': \(error.message)")
+            }
+        }
     }
 
     /// Reads a configuration file.

@@ -167,6 +167,7 @@ extension AggregatorServer {
         var lastAllowlistCheck = ContinuousClock.now
         var routes = AckRoutes()
         var lastHeldCheck = ContinuousClock.now
+        var reportedHeld = 0
         do {
             while !storeDone {
                 if accepting && stopRequested {
@@ -188,6 +189,10 @@ extension AggregatorServer {
                 if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
                     lastHeldCheck = now
                     retryHeld(&routes, router: sockets.router, now: now)
+                }
+                if routes.heldCount != reportedHeld {
+                    reportedHeld = routes.heldCount
+                    acksHeld.withLock { $0 = reportedHeld }
                 }
                 let reload = state.withLock { state in
                     defer { state.reloadRequested = false }
@@ -350,6 +355,9 @@ extension AggregatorServer {
     ) {
         statistics.withLock { $0.rejectedBatches += 1 }
         let device = rejection.header?.device
+        metrics.batch(
+            device: authenticated.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
+            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0, reason: rejection.reason)
         logger.warning(
             "batch refused",
             metadata: [

@@ -86,6 +86,8 @@ extension AggregatorServer {
         do {
             let outcomes = try store.apply(batches)
             let elapsed = ContinuousClock.now - started
+            metrics.committed(in: elapsed)
+            storeProblem.withLock { $0 = nil }
             var new = 0
             var refused = 0
             var refusedRecords = 0
@@ -98,6 +100,9 @@ extension AggregatorServer {
                 }
                 new += outcome.new
                 ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates), on: acks)
+                metrics.batch(
+                    device: batch.header.device, status: Ack.Status.stored.rawValue, new: outcome.new,
+                    duplicates: outcome.duplicates)
             }
             statistics.withLock {
                 $0.transactions += 1
@@ -117,7 +122,12 @@ extension AggregatorServer {
         } catch {
             // Nothing of any batch in the transaction was stored: each device sends its batch again later.
             let reason = "the aggregator could not store the batch now; send it again later"
-            for batch in batches { ack(.retry(batch.header, reason: reason), on: acks) }
+            metrics.committed(in: ContinuousClock.now - started, succeeded: false)
+            storeProblem.withLock { $0 = "the last store transaction failed: \(error)" }
+            for batch in batches {
+                ack(.retry(batch.header, reason: reason), on: acks)
+                metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
+            }
             statistics.withLock { $0.retriedBatches += batches.count }
             logger.error(
                 "transaction failed; its batches were answered retry",
@@ -162,6 +172,7 @@ extension AggregatorServer {
             "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
             "retried": "\(now.retriedBatches)", "transactions": "\(now.transactions)",
             "unroutableAcks": "\(now.unroutableAcks)",
+            "refusedHandshakes": "\(handshakes.snapshot.counts.filter { $0.key != "accepted" }.values.reduce(0, +))",
         ]
         if seconds > 0 {
             metadata["batchesPerSecond"] = "\(Int(Double(now.storedBatches - previous.storedBatches) / seconds))"

@@ -31,6 +31,8 @@ public final class AggregatorServer: Service, Sendable {
     public let store: AggregatorStore
     /// Whether CURVE is off.
     public let insecure: Bool
+    /// The metrics endpoint actually bound (`HOST:PORT`), when `metrics` is configured.
+    public let metricsEndpoint: String?
 
     let configuration: AggregatorConfiguration
     let home: AggregatorHome
@@ -39,6 +41,17 @@ public final class AggregatorServer: Service, Sendable {
     let zap: ZAPHandler?
     let queue: BatchQueue
     let receipts: ReceiptWorker
+    let homeLock: HomeLock
+    /// ZAP decisions: counts, the last refusals, rate-limited warnings.
+    let handshakes: HandshakeMonitor
+    /// Counters and gauges for `/metrics`, kept also when no endpoint serves them.
+    let metrics: AggregatorMetrics
+    let metricsServer: MetricsServer?
+    /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit.
+    let storeProblem = Locked<String?>(nil)
+    /// Acks the network thread holds for want of a route.
+    let acksHeld = Locked(0)
+    let startedAt = Date()
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
@@ -59,7 +72,8 @@ public final class AggregatorServer: Service, Sendable {
     ///   - configuration: Settings after flags were applied.
     ///   - logger: Where the server logs.
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
-    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store.
+    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store, `.unavailable` when
+    ///   another `serve` holds the home's lock (``HomeLock``).
     public init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
         try configuration.validate()
         self.home = home
@@ -68,7 +82,8 @@ public final class AggregatorServer: Service, Sendable {
         self.insecure = configuration.insecure
         let keys = configuration.insecure ? nil : try ServerKeys.load(from: home)
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
-        try home.create()
+        // Before the store opens: two `serve`s on one home would share its store and receipts.
+        homeLock = try HomeLock(home: home)
         let storeURL = home.resolve(configuration.store)
         do {
             try FileManager.default.createDirectory(
@@ -77,19 +92,29 @@ public final class AggregatorServer: Service, Sendable {
         } catch {
             throw Self.storeError(error, path: storeURL.path)
         }
+        let metrics = AggregatorMetrics()
+        self.metrics = metrics
+        let handshakes = HandshakeMonitor(
+            logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
+            onFailure: { metrics.handshake(result: "failed") })
+        self.handshakes = handshakes
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
             store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
-            interval: configuration.receiptsIntervalSeconds, logger: logger)
+            interval: configuration.receiptsIntervalSeconds, logger: logger,
+            refreshed: { metrics.refreshedReceipts(in: $0) })
 
         var opened: [Socket] = []
         var zapHandler: ZAPHandler?
         var contextOrNil: ZeroMQContext?
+        var metricsServerOrNil: MetricsServer?
         do {
             let context = try ZeroMQContext(ioThreads: 1)
             contextOrNil = context
             // The handler must exist before the CURVE servers bind, or CURVE admits anyone who knows the server key.
-            if keys != nil { zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) }
+            if keys != nil {
+                zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) { handshakes.record($0) }
+            }
             let pull = try context.socket(.pull)
             opened.append(pull)
             let router = try context.socket(.router)
@@ -102,6 +127,18 @@ public final class AggregatorServer: Service, Sendable {
                 if let keys {
                     try socket.makeCurveServer(keys: keys)
                     try socket.set(.zapDomain, Self.zapDomain)
+                }
+            }
+            if keys != nil {
+                // Handshakes that fail before ZAP (a wrong server key, a plaintext client) reach no handler: the
+                // monitors (started before bind, as libzmq asks) tell the operator. Their streams end at close.
+                for (socket, name) in [(pull, "data"), (router, "acks")] {
+                    let events = try socket.monitor(events: .handshakeFailed)
+                    Task.detached {
+                        for await case .handshakeFailed(let endpoint, let reason) in events {
+                            handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
+                        }
+                    }
                 }
             }
             // A few batches per device: beyond that TCP pushes back on the devices' PUSH sockets.
@@ -122,6 +159,9 @@ public final class AggregatorServer: Service, Sendable {
             opened.append(ackOut)
             try ackOut.set(.linger, Self.ackLinger)
             try ackOut.connect(inproc)
+            if let endpoint = configuration.metrics { metricsServerOrNil = try MetricsServer(endpoint: endpoint) }
+            self.metricsServer = metricsServerOrNil
+            self.metricsEndpoint = metricsServerOrNil?.endpoint
             self.context = context
             self.zap = zapHandler
             let network = NetworkLoop(pull: pull, router: router, acks: ackIn)
@@ -129,6 +169,7 @@ public final class AggregatorServer: Service, Sendable {
             startThreads(network: network, store: storeLoop, allowlist: allowlist)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
+            metricsServerOrNil?.shutdown()
             zapHandler?.stop()
             contextOrNil?.terminate()
             try? store.close()
@@ -142,7 +183,9 @@ public final class AggregatorServer: Service, Sendable {
                 "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
                 "store": "\(storeURL.path)", "receipts": "\(home.resolve(configuration.receipts).path)",
                 "allowedDevices": "\(allowlist.devices.count)",
+                "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
             ])
+        metricsServer?.start { [self] method, path in answer(method, path) }
         if insecure { logInsecureWarning() }
     }
 
@@ -179,7 +222,12 @@ public final class AggregatorServer: Service, Sendable {
     private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop, allowlist: DeviceAllowlist) {
         let networkDone = DispatchSemaphore(value: 0)
         let storeDone = DispatchSemaphore(value: 0)
+        let statusDone = DispatchSemaphore(value: 0)
         receipts.start()
+        startThread("jb-status") { [self] in
+            runStatusWriter()
+            statusDone.signal()
+        }
         startThread("jb-network") { [self] in
             runNetwork(network, allowlist: allowlist)
             networkDone.signal()
@@ -191,6 +239,7 @@ public final class AggregatorServer: Service, Sendable {
         startThread("jb-lifecycle") { [self] in
             storeDone.wait()
             networkDone.wait()
+            statusDone.wait()
             receipts.stopAndWait()
             do { try store.checkpoint() } catch {
                 logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
@@ -200,6 +249,9 @@ public final class AggregatorServer: Service, Sendable {
             }
             zap?.stop()
             context.terminate()
+            metricsServer?.shutdown()
+            removeStatusFile()
+            homeLock.release()
             logStatistics(final: true)
             logger.info("aggregator stopped")
             let waiters = state.withLock { state in

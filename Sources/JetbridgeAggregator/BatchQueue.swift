@@ -31,6 +31,13 @@ final class BatchQueue: @unchecked Sendable {
         self.maxBytes = maxBytes
     }
 
+    /// Batches waiting for the store (`jetbridge_batch_queue_depth`).
+    var depth: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return batches
+    }
+
     /// Whether the network thread may read another batch.
     var hasRoom: Bool {
         condition.lock()

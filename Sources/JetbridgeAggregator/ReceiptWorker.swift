@@ -26,8 +26,14 @@ final class ReceiptWorker: @unchecked Sendable {
     private let logger: Logger
     private let finished = DispatchSemaphore(value: 0)
     private let interval: TimeInterval
+    /// Told how long each refresh took (`jetbridge_receipts_refresh_seconds`).
+    private let refreshed: (@Sendable (Duration) -> Void)?
 
-    init(store: AggregatorStore, writer: ReceiptWriter, interval: TimeInterval, logger: Logger) {
+    init(
+        store: AggregatorStore, writer: ReceiptWriter, interval: TimeInterval, logger: Logger,
+        refreshed: (@Sendable (Duration) -> Void)? = nil
+    ) {
+        self.refreshed = refreshed
         self.store = store
         self.writer = writer
         self.interval = interval
@@ -107,6 +113,7 @@ final class ReceiptWorker: @unchecked Sendable {
                 let started = Date()
                 defer {
                     let took = Date().timeIntervalSince(started)
+                    refreshed?(.nanoseconds(Int64(took * 1e9)))
                     notBefore = Date().addingTimeInterval(max(interval, took * Self.backoffFactor))
                 }
                 do {

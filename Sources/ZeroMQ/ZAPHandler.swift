@@ -16,7 +16,33 @@ public final class ZAPHandler: Sendable {
     /// The endpoint libzmq sends ZAP requests to.
     public static let endpoint = "inproc://zeromq.zap.01"
 
+    /// One authentication decision, for logs and metrics.
+    public struct Decision: Sendable, Hashable {
+        /// What the handler answered.
+        public enum Result: String, Sendable, Hashable, CaseIterable {
+            /// An allow-listed CURVE key (status 200).
+            case accepted
+            /// A CURVE key not on the allowlist (400).
+            case refusedKey = "refused-key"
+            /// Another mechanism than CURVE (NULL, PLAIN), or CURVE without a 32-byte key (400).
+            case refusedMechanism = "refused-mechanism"
+            /// Not a ZAP 1.0 request (500).
+            case malformed
+        }
+
+        public let result: Result
+        /// The client's CURVE public key in Z85, when it presented one.
+        public let publicKeyZ85: String?
+        /// The peer's address as libzmq reports it (the IP address for TCP).
+        public let address: String
+        /// The security mechanism the client used (`CURVE`, `NULL`, `PLAIN`).
+        public let mechanism: String
+        /// The identity admitted (the device id), for an accepted key.
+        public let identity: String?
+    }
+
     private let allowlist: Mutex<[String: String]>
+    private let observer: (@Sendable (Decision) -> Void)?
     private let wakeup: WakeupPipe
     private let state = Mutex(RunState())
 
@@ -31,9 +57,13 @@ public final class ZAPHandler: Sendable {
     /// - Parameters:
     ///   - context: The context whose CURVE servers it authenticates.
     ///   - allowlist: Client public keys (40-character Z85) mapped to the identity to report as `User-Id`.
+    ///   - observer: Called with every decision on the handler's thread, after it is made; keep it short.
     /// - Throws: `ZeroMQError`; `addressInUse` if another handler already runs on the context.
-    public init(context: ZeroMQContext, allowlist: [String: String]) throws(ZeroMQError) {
+    public init(
+        context: ZeroMQContext, allowlist: [String: String], observer: (@Sendable (Decision) -> Void)? = nil
+    ) throws(ZeroMQError) {
         self.allowlist = Mutex(allowlist)
+        self.observer = observer
         self.wakeup = try WakeupPipe()
         let socket = try context.socket(.rep)
         do {
@@ -100,28 +130,46 @@ public final class ZAPHandler: Sendable {
             if items[1].revents != 0 { wakeup.drain() }
             guard items[0].revents != 0 else { continue }
             guard let request = try? socket.receiveMultipart(options: .dontWait) else { continue }
-            let reply = self.reply(to: request)
+            let (reply, decision) = self.reply(to: request)
+            observer?(decision)
             guard (try? socket.send(reply)) != nil else { return }
         }
     }
 
-    /// Builds the RFC 27 reply: version, request id, status code, status text, user id, metadata.
-    private func reply(to request: [Data]) -> [Data] {
+    /// Builds the RFC 27 reply (version, request id, status code, status text, user id, metadata) and says what it
+    /// decided.
+    private func reply(to request: [Data]) -> ([Data], Decision) {
         let version = Data("1.0".utf8)
+        let address = request.count > 3 ? String(decoding: request[3], as: UTF8.self) : ""
+        let mechanism = request.count > 5 ? String(decoding: request[5], as: UTF8.self) : ""
+        func decision(_ result: Decision.Result, key: String? = nil, identity: String? = nil) -> Decision {
+            Decision(result: result, publicKeyZ85: key, address: address, mechanism: mechanism, identity: identity)
+        }
         guard request.count >= 6, request[0] == version else {
             let requestID = request.count > 1 ? request[1] : Data()
-            return [version, requestID, Data("500".utf8), Data("malformed ZAP request".utf8), Data(), Data()]
+            return (
+                [version, requestID, Data("500".utf8), Data("malformed ZAP request".utf8), Data(), Data()],
+                decision(.malformed)
+            )
         }
         let requestID = request[1]
-        let mechanism = String(decoding: request[5], as: UTF8.self)
         guard mechanism == "CURVE", request.count == 7, request[6].count == 32,
             let key = try? Z85.encode(request[6])
         else {
-            return [version, requestID, Data("400".utf8), Data("only CURVE clients are admitted".utf8), Data(), Data()]
+            return (
+                [version, requestID, Data("400".utf8), Data("only CURVE clients are admitted".utf8), Data(), Data()],
+                decision(.refusedMechanism)
+            )
         }
         guard let identity = allowlist.withLock({ $0[key] }) else {
-            return [version, requestID, Data("400".utf8), Data("unknown client key".utf8), Data(), Data()]
+            return (
+                [version, requestID, Data("400".utf8), Data("unknown client key".utf8), Data(), Data()],
+                decision(.refusedKey, key: key)
+            )
         }
-        return [version, requestID, Data("200".utf8), Data("OK".utf8), Data(identity.utf8), Data()]
+        return (
+            [version, requestID, Data("200".utf8), Data("OK".utf8), Data(identity.utf8), Data()],
+            decision(.accepted, key: key, identity: identity)
+        )
     }
 }

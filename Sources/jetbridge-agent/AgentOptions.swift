@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeOperations
 import Logging
 
 /// Options every subcommand shares; declared on the root command, read through `@ParentCommand`.
@@ -14,6 +15,9 @@ struct AgentOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp("Agent home (default: $JETBRIDGE_HOME, else .jetbridge/agent).", valueName: "dir"))
     var home: String?
+
+    /// `--log-level`, `--log-format` (and their environment variables); `main` bootstraps logging from them.
+    @OptionGroup var logging: LoggingOptions
 
     /// The resolved configuration, with a command's own flags applied.
     func resolve(_ overrides: AgentConfiguration.Overrides = .init()) throws(AgentError) -> AgentConfiguration {

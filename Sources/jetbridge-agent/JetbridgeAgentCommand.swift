@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JetbridgeAgent
 import JetbridgeModel
+import JetbridgeOperations
 import Logging
 
 /// `jetbridge-agent`: capture sales and bag scans on a device, and (later) sync them to the ground.
@@ -26,6 +27,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             version), 73 cannot create (a key pair exists without --force), 75 try again later (disk full, \
             queue size cap, lock busy, sync stopped with records unacknowledged), 1 other failures.
             """,
+        version: JetbridgeVersion.line(for: "jetbridge-agent"),
         subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, KeysCommand.self]
     )
 
@@ -34,10 +36,11 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
     /// Parses, runs, and turns an ``AgentError`` into its message on standard error and its exit code;
     /// argument-parser handles its own errors (usage: 64) and `--help`.
     static func main() async {
-        bootstrapLogging()
         suggestSubcommand(Array(CommandLine.arguments.dropFirst()))
         do {
             var command = try parseAsRoot()
+            // After parsing: --log-level and --log-format are root options.
+            LoggingOptions.bootstrap(defaultLevel: .warning)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -50,18 +53,6 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             exit(withError: error)
         }
     }
-
-    /// Diagnostics go to standard error at `$JETBRIDGE_LOG_LEVEL` (default `warning`); results go to standard output.
-    private static func bootstrapLogging() {
-        let level =
-            ProcessInfo.processInfo.environment["JETBRIDGE_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
-            ?? .warning
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-    }
 }
 
 /// Exits 64 with a "did you mean" when the first word after the global options is not a subcommand (`stauts`).
@@ -69,7 +60,9 @@ private func suggestSubcommand(_ arguments: [String]) {
     var rest = arguments[...]
     while let first = rest.first, first.hasPrefix("--") {
         rest.removeFirst()
-        if ["--home", "--config"].contains(first) { rest = rest.dropFirst() }
+        if !first.contains("="), ["--home", "--config", "--log-level", "--log-format"].contains(first) {
+            rest = rest.dropFirst()
+        }
     }
     let names = JetbridgeAgentCommand.configuration.subcommands.map { $0._commandName }
     guard let word = rest.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else { return }

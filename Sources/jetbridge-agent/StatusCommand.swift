@@ -30,6 +30,12 @@ struct StatusCommand: ParsableCommand {
             let silent = Int(-at.timeIntervalSinceNow)
             if silent > 60 { lastSync += " (not updated for \(silent) s: that sync stopped without finishing)" }
         }
+        let lastRun =
+            status.lastSyncOutcome.map { outcome in
+                "\nlast finished   \(outcome), \(String(format: "%.1f", status.lastSyncDurationSeconds ?? 0)) s, "
+                    + "\(Output.grouped(status.lastSyncAcknowledged ?? 0)) acknowledged, "
+                    + "\(Output.grouped(Int((status.lastSyncRecordsPerSecond ?? 0).rounded()))) records/s"
+            } ?? ""
         print(
             """
             device          \(status.device)
@@ -43,7 +49,7 @@ struct StatusCommand: ParsableCommand {
             quarantined     \(Output.grouped(status.quarantined))\(status.unrepaired > 0 ? " (\(status.unrepaired) damaged, repaired on next open)" : "")
             segments        \(Output.grouped(status.segments)) (\(Output.count(Int(status.bytes), "byte")))
             set aside       \(Output.count(status.rejected, "record")) in \(status.rejectedDirectory)
-            last sync       \(lastSync)
+            last sync       \(lastSync)\(lastRun)
             """)
     }
 }

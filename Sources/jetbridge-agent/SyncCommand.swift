@@ -57,6 +57,9 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Send without encryption or authentication. For development only.")
     var insecure = false
 
+    @Flag(help: "End with one JSON object (outcome, counts, duration, rate) on standard output instead of the summary line.")
+    var json = false
+
     func validate() throws {
         for (flag, endpoint) in [("--to", dataEndpoint), ("--acks", ackEndpoint)] {
             if let endpoint, let problem = WireProtocol.endpointProblem(endpoint) {
@@ -101,7 +104,13 @@ struct SyncCommand: AsyncParsableCommand {
         let outcome = try await SyncService.run(
             configuration: configuration, options: options, logger: logger, progress: { reporter.report($0) })
         reporter.finish()
-        print(outcome.summary)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(outcome.summaryObject), as: UTF8.self))
+        } else {
+            print(outcome.summary)
+        }
         switch outcome.ending {
         case .failed(let error):
             throw error

@@ -1,7 +1,8 @@
-public import ArgumentParser
+import ArgumentParser
 import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeOperations
 public import Logging
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
@@ -28,7 +29,8 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
             69 unavailable (no store yet, endpoint in use), 73 cannot create (a key pair exists without --force, --output \
             into a missing directory), 75 try again later (store busy, disk full), 1 other failures.
             """,
-        subcommands: [Serve.self, Report.self, Receipts.self, Keys.self, Devices.self])
+        version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
+        subcommands: [Serve.self, Status.self, Report.self, Receipts.self, Keys.self, Devices.self])
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {
@@ -36,6 +38,8 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
         suggestSubcommand(arguments)
         do {
             var command = try parseAsRoot(arguments)
+            // After parsing: --log-level and --log-format are options of the command.
+            LoggingOptions.bootstrap(defaultLevel: command is Serve ? .info : .warning)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -67,7 +71,7 @@ func suggestSubcommand(_ arguments: [String]) {
 func movingGlobalOptions(_ arguments: [String]) -> [String] {
     var leading: [String] = []
     var rest = arguments[...]
-    while let first = rest.first, ["--home", "--config"].contains(where: { first == $0 || first.hasPrefix($0 + "=") }) {
+    while let first = rest.first, ["--home", "--config", "--log-level", "--log-format"].contains(where: { first == $0 || first.hasPrefix($0 + "=") }) {
         leading.append(rest.removeFirst())
         if !first.contains("="), let value = rest.first {
             leading.append(value)
@@ -92,6 +96,8 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp("Home directory (default: $JETBRIDGE_HOME, else .jetbridge/aggregator).", valueName: "dir"))
     var home: String?
 
+    @OptionGroup var logging: LoggingOptions
+
     var aggregatorHome: AggregatorHome { AggregatorHome(flag: home) }
 
     func configuration() throws -> AggregatorConfiguration {
@@ -99,14 +105,8 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Logs to stderr at `level`; only the executable bootstraps logging.
-func bootstrapLogging(_ level: Logger.Level) -> Logger {
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = level
-        return handler
-    }
-    return Logger(label: "jetbridge-aggregator")
+/// The command's logger; `main` bootstrapped logging from `--log-level`/`--log-format` (`defaultLevel` is the level
+/// it used when neither they nor the environment give one).
+func bootstrapLogging(_ defaultLevel: Logger.Level) -> Logger {
+    Logger(label: "jetbridge-aggregator")
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -23,11 +23,13 @@ struct Serve: AsyncParsableCommand {
         help: ArgumentHelp("Ack endpoint (ROUTER) to bind, e.g. tcp://0.0.0.0:5561.", valueName: "endpoint"))
     var acksEndpoint: String?
 
+    @Option(
+        name: .customLong("metrics"),
+        help: "Serve /metrics (Prometheus), /healthz and /readyz over HTTP at HOST:PORT, e.g. 127.0.0.1:9560 (default: off).")
+    var metrics: String?
+
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
     var insecure = false
-
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = .info
 
     func validate() throws {
         for (flag, endpoint) in [("--data", dataEndpoint), ("--acks", acksEndpoint)] {
@@ -42,7 +44,8 @@ struct Serve: AsyncParsableCommand {
         if let dataEndpoint { configuration.dataEndpoint = dataEndpoint }
         if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
         if insecure { configuration.insecure = true }
-        let logger = bootstrapLogging(logLevel)
+        if let metrics { configuration.metrics = metrics }
+        let logger = Logger(label: "jetbridge-aggregator")
         if configuration.insecure {
             FileHandle.standardError.write(
                 Data(
@@ -54,8 +57,21 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
+        // SIGTERM/SIGINT stop the server gracefully from before it starts: the ServiceGroup listens for them only
+        // once it runs, after the start-up line a supervisor (or a test) may answer with a stop at once; with the
+        // default action that stop would kill the process instead.
+        let early = EarlyStop()
+        let stopSources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { early.request() }
+            source.resume()
+            return source
+        }
+        defer { for source in stopSources { source.cancel() } }
         let server = try AggregatorServer(
             home: global.aggregatorHome, configuration: configuration, logger: logger)
+        early.attach(server)
         signal(SIGHUP, SIG_IGN)
         let reload = DispatchSource.makeSignalSource(signal: SIGHUP)
         reload.setEventHandler { server.requestReload() }
@@ -63,7 +79,32 @@ struct Serve: AsyncParsableCommand {
         defer { reload.cancel() }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                // A server stopped by an early signal returns from run() by itself: that is a clean end.
+                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+}
+
+/// A stop signal that may come before the server exists: remembered, and passed on once it does.
+private final class EarlyStop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requested = false
+    private var server: AggregatorServer?
+
+    func request() {
+        let server = lock.withLock {
+            requested = true
+            return self.server
+        }
+        server?.stop()
+    }
+
+    func attach(_ server: AggregatorServer) {
+        let stopNow = lock.withLock {
+            self.server = server
+            return requested
+        }
+        if stopNow { server.stop() }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FileQueue
 import Foundation
+import JetbridgeOperations
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,7 @@ struct JetbridgeQueue: ParsableCommand {
             Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
             fsck, status and dump never change the queue; append and ack open it (which repairs it).
             """,
+        version: JetbridgeVersion.line(for: "jetbridge-queue"),
         subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]
     )
 }

@@ -19,13 +19,17 @@ struct ServerFixture {
     /// The allow-listed devices' key pairs.
     let deviceKeys: [String: CurveKeyPair]
 
-    init(insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger) throws {
+    init(
+        insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger,
+        configure: (inout AggregatorConfiguration) -> Void = { _ in }
+    ) throws {
         fixture = try Fixture()
         home = AggregatorHome(directory: fixture.directory)
         var configuration = AggregatorConfiguration()
         configuration.dataEndpoint = "tcp://127.0.0.1:*"
         configuration.acksEndpoint = "tcp://127.0.0.1:*"
         configuration.insecure = insecure
+        configure(&configuration)
         serverKey = insecure ? nil : try Z85.decode(ServerKeys.generate(in: home, force: false))
         var keys: [String: CurveKeyPair] = [:]
         var list = DeviceAllowlist()

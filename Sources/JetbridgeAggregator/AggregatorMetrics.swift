@@ -1,0 +1,240 @@
+import CoreMetrics
+import Foundation
+import Prometheus
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The aggregator's Prometheus metrics (docs/AGGREGATOR.md, "Metrics"): swift-metrics types made by a
+/// `PrometheusMetricsFactory` over a registry of this server's own, so no global bootstrap is needed and two servers in
+/// one process (tests) never share counters. The names are a contract for dashboards and alerts.
+///
+/// Thread-safe: the network thread counts refused batches, the store thread stored and retried ones, the ZAP thread
+/// handshakes; gauges and process metrics are sampled when `/metrics` is scraped.
+final class AggregatorMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private let commit: CoreMetrics.Timer
+    private let receiptsRefresh: CoreMetrics.Timer
+    private let queueDepth: CoreMetrics.Gauge
+    private let acksHeld: CoreMetrics.Gauge
+    private let receiptsPending: CoreMetrics.Gauge
+    private let process = ProcessMetrics()
+    private let devices = Locked([String: DeviceCounters]())
+    /// The same counts as plain numbers, plus what `status` shows and Prometheus does not keep.
+    private let seen = Locked(Seen())
+
+    struct Seen: Sendable {
+        var devices: [String: ServeStatus.Device] = [:]
+        var recentRejections: [ServeStatus.Rejection] = []
+        var lastCommitAt: Date?
+    }
+
+    static let recentLimit = 10
+
+    /// Per-device counters, made once per device.
+    private struct DeviceCounters: @unchecked Sendable {
+        var records: [String: CoreMetrics.Counter] = [:]
+        var batches: [String: CoreMetrics.Counter] = [:]
+        var lastBatch: CoreMetrics.Gauge
+    }
+
+    static let commitBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+    ]
+    static let refreshBuckets: [Duration] = [
+        .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5),
+        .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = [
+            "jetbridge_store_commit_seconds": Self.commitBuckets,
+            "jetbridge_receipts_refresh_seconds": Self.refreshBuckets,
+        ]
+        self.factory = factory
+        commit = CoreMetrics.Timer(label: "jetbridge_store_commit_seconds", factory: factory)
+        receiptsRefresh = CoreMetrics.Timer(label: "jetbridge_receipts_refresh_seconds", factory: factory)
+        queueDepth = CoreMetrics.Gauge(label: "jetbridge_batch_queue_depth", factory: factory)
+        acksHeld = CoreMetrics.Gauge(label: "jetbridge_acks_held", factory: factory)
+        receiptsPending = CoreMetrics.Gauge(label: "jetbridge_receipts_pending", factory: factory)
+        for result in ["accepted", "refused-key", "refused-mechanism", "malformed", "failed"] {
+            // Present at zero from the start, so a rate() over them works before the first refusal.
+            CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
+                .increment(by: 0)
+        }
+        process.register(in: factory)
+    }
+
+    // MARK: Counting (the places each answer is decided)
+
+    /// A batch answered: `status` is the ack status (`stored`, `retry`, `rejected`, `forbidden`, …).
+    /// - Parameters:
+    ///   - device: The device it is counted against.
+    ///   - new: Records that changed the store (`stored` only).
+    ///   - duplicates: Records already stored (`stored` only).
+    ///   - rejected: Records of a refused batch (its header's count, when the header could be read).
+    ///   - reason: Why it was not stored (for `status`).
+    func batch(
+        device: String, status: String, new: Int = 0, duplicates: Int = 0, rejected: Int = 0, reason: String? = nil
+    ) {
+        let now = Date()
+        seen.withLock { seen in
+            var totals = seen.devices[device] ?? ServeStatus.Device(device: device, lastBatchAt: now)
+            totals.lastBatchAt = now
+            totals.batches[status, default: 0] += 1
+            totals.records["new", default: 0] += new
+            totals.records["duplicate", default: 0] += duplicates
+            totals.records["rejected", default: 0] += rejected
+            if seen.devices[device] != nil || seen.devices.count < 100_000 { seen.devices[device] = totals }
+            if let reason {
+                seen.recentRejections.append(.init(time: now, device: device, status: status, reason: reason))
+                if seen.recentRejections.count > Self.recentLimit { seen.recentRejections.removeFirst() }
+            }
+        }
+        devices.withLock { devices in
+            var counters =
+                devices[device]
+                ?? DeviceCounters(
+                    lastBatch: CoreMetrics.Gauge(
+                        label: "jetbridge_device_last_batch_timestamp_seconds", dimensions: [("device", device)],
+                        factory: factory))
+            func records(_ outcome: String, _ count: Int) {
+                let counter =
+                    counters.records[outcome]
+                    ?? CoreMetrics.Counter(
+                        label: "jetbridge_records_total", dimensions: [("device", device), ("outcome", outcome)],
+                        factory: factory)
+                counters.records[outcome] = counter
+                counter.increment(by: count)
+            }
+            records("new", new)
+            records("duplicate", duplicates)
+            records("rejected", rejected)
+            let counter =
+                counters.batches[status]
+                ?? CoreMetrics.Counter(
+                    label: "jetbridge_batches_total", dimensions: [("device", device), ("status", status)],
+                    factory: factory)
+            counters.batches[status] = counter
+            counter.increment()
+            counters.lastBatch.record(Date().timeIntervalSince1970)
+            devices[device] = counters
+        }
+    }
+
+    /// A handshake the ZAP handler decided.
+    func handshake(result: String) {
+        CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
+            .increment()
+    }
+
+    /// One store transaction's commit (`apply`), successful or not.
+    func committed(in duration: Duration, succeeded: Bool = true) {
+        commit.recordNanoseconds(duration.nanoseconds)
+        if succeeded { seen.withLock { $0.lastCommitAt = Date() } }
+    }
+
+    /// What `status` shows of the counts.
+    var statusSnapshot: Seen { seen.withLock { $0 } }
+
+    /// One receipts refresh.
+    func refreshedReceipts(in duration: Duration) { receiptsRefresh.recordNanoseconds(duration.nanoseconds) }
+
+    // MARK: Scraping
+
+    /// The Prometheus text exposition, after sampling the gauges.
+    /// - Parameters:
+    ///   - queueDepth: Batches waiting for the store.
+    ///   - acksHeld: Acks waiting for a route.
+    ///   - receiptsPending: Seats whose receipts are behind, if the store could say.
+    func exposition(queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?) -> String {
+        queueDepth.record(depth)
+        acksHeld.record(held)
+        if let pending { receiptsPending.record(pending) }
+        process.sample()
+        return registry.emitToString()
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// The usual process metrics, read from /proc when scraped (swift-metrics has no system metrics of its own any more;
+/// they live in swift-system-metrics, which this machine does not have): `process_resident_memory_bytes`,
+/// `process_virtual_memory_bytes`, `process_cpu_seconds_total`, `process_open_fds`, `process_max_fds`,
+/// `process_start_time_seconds`, as the Prometheus client libraries name them.
+final class ProcessMetrics: Sendable {
+    private struct Metrics: @unchecked Sendable {
+        var resident: CoreMetrics.Gauge
+        var virtual: CoreMetrics.Gauge
+        var cpu: CoreMetrics.FloatingPointCounter
+        var openFiles: CoreMetrics.Gauge
+        var maxFiles: CoreMetrics.Gauge
+        var start: CoreMetrics.Gauge
+    }
+
+    private let metrics = Locked<Metrics?>(nil)
+    private let cpuSeen = Locked(0.0)
+
+    func register(in factory: PrometheusMetricsFactory) {
+        let made = Metrics(
+            resident: CoreMetrics.Gauge(label: "process_resident_memory_bytes", factory: factory),
+            virtual: CoreMetrics.Gauge(label: "process_virtual_memory_bytes", factory: factory),
+            cpu: CoreMetrics.FloatingPointCounter(label: "process_cpu_seconds_total", factory: factory),
+            openFiles: CoreMetrics.Gauge(label: "process_open_fds", factory: factory),
+            maxFiles: CoreMetrics.Gauge(label: "process_max_fds", factory: factory),
+            start: CoreMetrics.Gauge(label: "process_start_time_seconds", factory: factory))
+        metrics.withLock { $0 = made }
+        if let start = Self.startTime() { made.start.record(start) }
+    }
+
+    func sample() {
+        guard let metrics = metrics.withLock({ $0 }) else { return }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let page = Double(sysconf(Int32(_SC_PAGESIZE)))
+        if let fields = Self.statFields() {
+            // Fields after the command name: state is [0], utime [11], stime [12], vsize [20], rss [21].
+            if fields.count > 21 {
+                let cpu = ((Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)) / ticks
+                let delta = cpuSeen.withLock { seen -> Double in
+                    defer { seen = max(seen, cpu) }
+                    return max(0, cpu - seen)
+                }
+                if delta > 0 { metrics.cpu.increment(by: delta) }
+                metrics.virtual.record(Double(fields[20]) ?? 0)
+                metrics.resident.record((Double(fields[21]) ?? 0) * page)
+            }
+        }
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            metrics.openFiles.record(entries.count)
+        }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { metrics.maxFiles.record(Double(limit.rlim_cur)) }
+    }
+
+    /// /proc/self/stat after the `(comm)` field, split on spaces.
+    private static func statFields() -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    /// Seconds since the epoch at which this process started: boot time plus its start in clock ticks.
+    private static func startTime() -> Double? {
+        guard let fields = statFields(), fields.count > 19, let startTicks = Double(fields[19]),
+            let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+            let boot = Double(line.dropFirst(6))
+        else { return nil }
+        return boot + startTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import NIOHTTP1
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension AggregatorServer {
+    /// Why the server is not ready to take batches, or nil when it is: both sockets bound (from start until a stop
+    /// begins), the last store transaction committed (a failed one makes it unready until the next commit), and the
+    /// store file and its directory writable.
+    public func readiness() -> String? {
+        if state.withLock({ $0.stopRequested || $0.finished }) { return "stopping: the sockets are closing" }
+        if let problem = storeProblem.withLock({ $0 }) { return problem }
+        let path = home.resolve(configuration.store).path
+        for (what, file) in [("store", path), ("store's directory", (path as NSString).deletingLastPathComponent)]
+        where access(file, W_OK) != 0 {
+            return "the \(what) \(file) is not writable: \(String(cString: strerror(errno)))"
+        }
+        return nil
+    }
+
+    /// The Prometheus text exposition of this server's metrics, sampled now.
+    public func metricsText() -> String {
+        metrics.exposition(
+            queueDepth: queue.depth, acksHeld: acksHeld.withLock { $0 },
+            receiptsPending: try? store.dirtyReceiptCount())
+    }
+
+    /// Answers one HTTP request on the metrics endpoint.
+    func answer(_ method: HTTPMethod, _ path: String) -> MetricsServer.Response {
+        guard method == .GET || method == .HEAD else {
+            return .init(status: .methodNotAllowed, body: "only GET and HEAD\n")
+        }
+        switch path {
+        case "/metrics":
+            return .init(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metricsText())
+        case "/healthz":
+            return .init(status: .ok, body: "ok\n")
+        case "/readyz":
+            if let reason = readiness() { return .init(status: .serviceUnavailable, body: "not ready: \(reason)\n") }
+            return .init(status: .ok, body: "ready\n")
+        default:
+            return .init(status: .notFound, body: "not found; this endpoint serves /metrics, /healthz and /readyz\n")
+        }
+    }
+}

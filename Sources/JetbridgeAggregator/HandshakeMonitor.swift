@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import ZeroMQ
+
+/// What the ZAP handler decided, seen by the operator: counts per result, the last refusals (for `status`), and a
+/// warning per refused key or peer — at most one per ``warningInterval``, the next one saying how many were
+/// suppressed, because a device with a stale key reconnects every few hundred milliseconds and must not flood the log.
+///
+/// Called on the ZAP handler's thread; thread-safe.
+final class HandshakeMonitor: Sendable {
+    /// One refused handshake, newest last in ``Snapshot/recent``.
+    struct Refusal: Codable, Hashable, Sendable {
+        var time: Date
+        var result: String
+        var publicKey: String?
+        var address: String
+        var mechanism: String
+    }
+
+    struct Snapshot: Hashable, Sendable {
+        /// Decisions per ``ZAPHandler/Decision/Result`` raw value.
+        var counts: [String: Int] = [:]
+        /// The last refusals, at most ``recentLimit``.
+        var recent: [Refusal] = []
+    }
+
+    private struct Warned {
+        var at: ContinuousClock.Instant
+        var suppressed: Int
+    }
+
+    private struct State {
+        var snapshot = Snapshot()
+        var warned: [String: Warned] = [:]
+    }
+
+    static let warningInterval: Duration = .seconds(300)
+    static let recentLimit = 10
+
+    private let logger: Logger
+    private let interval: Duration
+    private let state = Locked(State())
+    private let onDecision: (@Sendable (ZAPHandler.Decision) -> Void)?
+    private let onFailure: (@Sendable () -> Void)?
+
+    /// - Parameters:
+    ///   - logger: Where refusals are warned about.
+    ///   - interval: The least time between two warnings about one key or peer.
+    ///   - onDecision: Also called with every decision (metrics).
+    init(
+        logger: Logger, interval: Duration = HandshakeMonitor.warningInterval,
+        onDecision: (@Sendable (ZAPHandler.Decision) -> Void)? = nil, onFailure: (@Sendable () -> Void)? = nil
+    ) {
+        self.logger = logger
+        self.interval = interval
+        self.onDecision = onDecision
+        self.onFailure = onFailure
+    }
+
+    var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    /// Counts a handshake that failed before the ZAP handler saw it (libzmq's socket monitor) and warns about it, at
+    /// most once per socket and cause every ``warningInterval``. libzmq names only the local endpoint, not the peer.
+    /// - Parameters:
+    ///   - socket: `data` or `acks`.
+    ///   - endpoint: The endpoint libzmq reported.
+    ///   - failure: Why it failed; ZAP refusals are ignored here (``record(_:now:)`` has them, with the key).
+    func recordFailure(socket: String, endpoint: String, failure: HandshakeFailure, now: ContinuousClock.Instant = .now) {
+        let cause: String
+        switch failure {
+        case .authentication: return
+        case .protocolError(let code) where code == 0x1100_0001:
+            cause = "CURVE decryption failed: the client has another server public key than this aggregator's"
+        case .protocolError(let code) where code == 0x1100_0002:
+            cause = "mechanism mismatch: the client does not speak CURVE (plaintext or PLAIN)"
+        case .protocolError(let code):
+            cause = "protocol error 0x\(String(code, radix: 16)) (not a ZMTP 3 CURVE client, or a broken one)"
+        case .noDetail(let code):
+            cause = "failed without detail (\(code))"
+        }
+        onFailure?()
+        let subject = "failed@\(socket):\(cause)"
+        let suppressed: Int? = state.withLock { state in
+            state.snapshot.counts["failed", default: 0] += 1
+            state.snapshot.recent.append(
+                Refusal(time: Date(), result: "failed", publicKey: nil, address: endpoint, mechanism: cause))
+            if state.snapshot.recent.count > Self.recentLimit { state.snapshot.recent.removeFirst() }
+            if var warned = state.warned[subject], now - warned.at < interval {
+                warned.suppressed += 1
+                state.warned[subject] = warned
+                return nil
+            }
+            if state.warned.count >= 10_000 { state.warned = [:] }
+            let suppressed = state.warned[subject]?.suppressed ?? 0
+            state.warned[subject] = Warned(at: now, suppressed: 0)
+            return suppressed
+        }
+        guard let suppressed else { return }
+        logger.warning(
+            "a handshake on the \(socket) socket failed: \(cause) (at most one warning per socket and cause every \(Int(interval.components.seconds)) s; 'suppressed' counts the failures since the last)",
+            metadata: [
+                "result": "failed", "socket": "\(socket)", "endpoint": "\(endpoint)", "suppressed": "\(suppressed)",
+            ])
+    }
+
+    /// Counts a decision and warns about a refusal unless one about the same key or peer was logged recently.
+    func record(_ decision: ZAPHandler.Decision, now: ContinuousClock.Instant = .now) {
+        onDecision?(decision)
+        let refused = decision.result != .accepted
+        // Refused keys are limited per key; other refusals (no key) per mechanism and peer address.
+        let subject = decision.publicKeyZ85 ?? "\(decision.mechanism)@\(decision.address)"
+        let suppressed: Int? = state.withLock { state in
+            state.snapshot.counts[decision.result.rawValue, default: 0] += 1
+            guard refused else { return nil }
+            state.snapshot.recent.append(
+                Refusal(
+                    time: Date(), result: decision.result.rawValue, publicKey: decision.publicKeyZ85,
+                    address: decision.address, mechanism: decision.mechanism))
+            if state.snapshot.recent.count > Self.recentLimit { state.snapshot.recent.removeFirst() }
+            if var warned = state.warned[subject], now - warned.at < interval {
+                warned.suppressed += 1
+                state.warned[subject] = warned
+                return nil
+            }
+            if state.warned.count >= 10_000 { state.warned = [:] }
+            let suppressed = state.warned[subject]?.suppressed ?? 0
+            state.warned[subject] = Warned(at: now, suppressed: 0)
+            return suppressed
+        }
+        guard let suppressed else { return }
+        var metadata: Logger.Metadata = [
+            "result": "\(decision.result.rawValue)", "address": "\(decision.address)",
+            "mechanism": "\(decision.mechanism)",
+            "suppressed": "\(suppressed)",
+        ]
+        if let key = decision.publicKeyZ85 { metadata["key"] = "\(key)" }
+        let what =
+            switch decision.result {
+            case .refusedKey: "refused a handshake: the client key is not on the allow list"
+            case .refusedMechanism: "refused a handshake: only CURVE clients with a key are admitted"
+            case .malformed: "refused a malformed ZAP request"
+            case .accepted: ""
+            }
+        logger.warning(
+            "\(what) (at most one warning per key or peer every \(Int(interval.components.seconds)) s; 'suppressed' counts the refusals since the last)",
+            metadata: metadata)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The exclusive lock one `serve` holds on its home for its whole life: `flock(2)` on `<home>/serve.lock`, whose
+/// contents are the holder's pid.
+///
+/// The kernel drops a `flock` when its holder exits in any way (`kill -9` too), so a stale lock file never blocks
+/// the next start; the pid in it is only read while the lock is held, to name the running process.
+public final class HomeLock: Sendable {
+    /// The lock file's name in the home.
+    public static let fileName = "serve.lock"
+
+    /// The lock file.
+    public let path: String
+    private let state = Locked<Int32?>(nil)
+
+    /// Takes the lock at once or throws.
+    /// - Parameter home: The home to lock (created if missing).
+    /// - Throws: ``AggregatorError`` `.unavailable` naming the home and the running holder's pid when another
+    ///   process holds it.
+    public init(home: AggregatorHome) throws {
+        try home.create()
+        path = home.directory.appendingPathComponent(Self.fileName).path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw AggregatorError(
+                .unavailable, "cannot open the lock file \(path): \(String(cString: strerror(code))) (errno \(code))")
+        }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            close(fd)
+            if code == EWOULDBLOCK {
+                let holder = Self.readPID(path).map { "(pid \($0)) " } ?? ""
+                throw AggregatorError(
+                    .unavailable,
+                    "another jetbridge-aggregator serve \(holder)is running on the home \(home.directory.path) "
+                        + "(it holds \(path)); stop it first, or give this one another --home")
+            }
+            throw AggregatorError(
+                .unavailable, "cannot lock \(path): \(String(cString: strerror(code))) (errno \(code))")
+        }
+        let text = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+        state.withLock { $0 = fd }
+    }
+
+    deinit { release() }
+
+    /// Lets the lock go (idempotent); the process keeps running.
+    public func release() {
+        guard let fd = state.withLock({ state -> Int32? in defer { state = nil }; return state }) else { return }
+        _ = ftruncate(fd, 0)
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+    }
+
+    /// The pid of the `serve` that holds the home's lock, or nil when none does.
+    /// - Parameter home: The home to look at.
+    public static func holder(of home: AggregatorHome) -> Int32? {
+        let path = home.directory.appendingPathComponent(fileName).path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        // A shared lock is refused only while a `serve` holds the exclusive one.
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        return readPID(path) ?? 0
+    }
+
+    private static func readPID(_ path: String) -> Int32? {
+        guard let data = FileManager.default.contents(atPath: path),
+            let text = String(data: data, encoding: .utf8)
+        else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

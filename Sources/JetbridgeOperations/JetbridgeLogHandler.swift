@@ -1,0 +1,197 @@
+import Foundation
+public import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// How log lines look (`--log-format`, `JETBRIDGE_LOG_FORMAT`).
+public enum LogFormat: String, CaseIterable, Sendable {
+    /// `2026-11-24T14:47:10.123Z info jetbridge-aggregator: key=value [JetbridgeAggregator] message`, as swift-log's
+    /// StreamLogHandler lays it out, control characters escaped.
+    case text
+    /// One JSON object per line: `time`, `level`, `label`, `message`, `metadata`.
+    case json
+}
+
+/// Where log lines go: one `write(2)` per line under a lock, so lines of several threads never interleave.
+public final class LogSink: Sendable {
+    private let lock = NSLock()
+    private let write: @Sendable (String) -> Void
+
+    /// A sink that passes each line (newline included) to `write`.
+    public init(_ write: @escaping @Sendable (String) -> Void) {
+        self.write = write
+    }
+
+    /// Standard error.
+    public static let standardError = LogSink { line in writeAll(2, line) }
+
+    func emit(_ line: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        write(line)
+    }
+}
+
+/// Writes all of `text` to `fd`, retrying on EINTR; a failed write drops the rest (logging never stops the process).
+private func writeAll(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 && errno == EINTR { continue }
+        if written <= 0 { return }
+        offset += written
+    }
+}
+
+/// The log handler of both tools: text or JSON lines, with every control, bidi and zero-width character in messages
+/// and metadata escaped, because devices send free text and a raw ESC or CR in a log would reach the operator's
+/// terminal or split a line for the log shipper.
+public struct JetbridgeLogHandler: LogHandler {
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let format: LogFormat
+    private let sink: LogSink
+
+    /// - Parameters:
+    ///   - label: The logger's label.
+    ///   - level: The lowest level written.
+    ///   - format: Text or JSON.
+    ///   - sink: Where lines go (standard error by default).
+    public init(
+        label: String, level: Logger.Level, format: LogFormat, sink: LogSink = .standardError,
+        metadataProvider: Logger.MetadataProvider? = nil
+    ) {
+        self.label = label
+        self.logLevel = level
+        self.format = format
+        self.sink = sink
+        self.metadataProvider = metadataProvider
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let own = event.metadata { merged.merge(own) { $1 } }
+        if let error = event.error, merged["error"] == nil { merged["error"] = "\(error)" }
+        let time = Self.timestamp()
+        switch format {
+        case .text:
+            let pairs = merged.sorted { $0.key < $1.key }.map { "\(LogEscaping.text($0.key))=\(Self.text($0.value))" }
+            let fields = pairs.isEmpty ? "" : " " + pairs.joined(separator: " ")
+            // StreamLogHandler's layout (so existing readers keep working), with escaping and UTC milliseconds.
+            sink.emit(
+                "\(time) \(event.level) \(LogEscaping.text(label)):\(fields) [\(event.source)] "
+                    + "\(LogEscaping.text(event.message.description))\n")
+        case .json:
+            var line = "{\"time\":\"\(time)\",\"level\":\"\(event.level)\",\"label\":"
+            line += LogEscaping.jsonString(label)
+            line += ",\"message\":" + LogEscaping.jsonString(event.message.description)
+            line += ",\"metadata\":" + Self.json(.dictionary(merged)) + "}\n"
+            sink.emit(line)
+        }
+    }
+
+    private static func text(_ value: Logger.MetadataValue) -> String {
+        switch value {
+        case .string(let string): LogEscaping.text(string)
+        case .stringConvertible(let value): LogEscaping.text(value.description)
+        case .array(let values): "[" + values.map(text).joined(separator: ", ") + "]"
+        case .dictionary(let values):
+            "[" + values.sorted { $0.key < $1.key }.map { "\(LogEscaping.text($0.key)): \(text($0.value))" }
+                .joined(separator: ", ") + "]"
+        }
+    }
+
+    private static func json(_ value: Logger.MetadataValue) -> String {
+        switch value {
+        case .string(let string): LogEscaping.jsonString(string)
+        case .stringConvertible(let value): LogEscaping.jsonString(value.description)
+        case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
+        case .dictionary(let values):
+            "{" + values.sorted { $0.key < $1.key }.map { "\(LogEscaping.jsonString($0.key)):\(json($0.value))" }
+                .joined(separator: ",") + "}"
+        }
+    }
+
+    /// UTC, milliseconds: `2026-11-24T14:47:10.123Z`.
+    static func timestamp() -> String {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        var seconds = spec.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let millis = spec.tv_nsec / 1_000_000
+        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
+            + "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+}
+
+/// Escapes for log output.
+public enum LogEscaping {
+    /// Whether `scalar` must never reach a log raw: C0 and C1 controls, DEL, bidi controls, zero-width characters,
+    /// line and paragraph separators.
+    public static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2069, 0xFEFF: true
+        default: false
+        }
+    }
+
+    /// `text` with `\n`, `\r`, `\t` and `\u{XXXX}` in place of what ``mustEscape(_:)`` names.
+    public static func text(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: mustEscape) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            guard mustEscape(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            switch scalar {
+            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
+            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
+            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
+            default: out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
+            }
+        }
+        return String(out)
+    }
+
+    /// A JSON string literal (quotes included) with `"`, `\` and everything ``mustEscape(_:)`` names escaped.
+    public static func jsonString(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        out.append("\"")
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out.append(contentsOf: #"\""#.unicodeScalars)
+            case "\\": out.append(contentsOf: #"\\"#.unicodeScalars)
+            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
+            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
+            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
+            default:
+                if mustEscape(scalar) {
+                    let hex = String(scalar.value, radix: 16)
+                    out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+                } else {
+                    out.append(scalar)
+                }
+            }
+        }
+        out.append("\"")
+        return String(out)
+    }
+}

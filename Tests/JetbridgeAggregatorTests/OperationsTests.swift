@@ -1,0 +1,333 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeOperations
+import JetbridgeProtocol
+import MessagePack
+import Testing
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The operator's side of `jetbridge-aggregator`, run as operators run it: real processes on a real home.
+@Suite("Operations: lock, version, logs, metrics, status")
+struct OperationsTests {
+    typealias CLI = AggregatorCLITests
+
+    /// A home with a key pair and one allowed device, and the `serve` arguments for kernel-chosen ports.
+    static func home(_ fixture: Fixture) throws -> [String] {
+        _ = try ServerKeys.generate(in: AggregatorHome(directory: fixture.directory), force: false)
+        return ["--home", fixture.directory.path]
+    }
+
+    static let anyPorts = ["--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"]
+
+    /// Waits until the log file at `url` contains `text` (or the process ends); returns the log.
+    static func waitForLog(_ url: URL, _ text: String, process: Process) async throws -> String {
+        var log = ""
+        try await waitUntil("the log shows \(text)") {
+            log = try String(contentsOf: url, encoding: .utf8)
+            return log.contains(text) || !process.isRunning
+        }
+        return log
+    }
+
+    @Test func aSecondServeOnTheSameHomeRefusesAtOnceNamingTheHomeAndThePID() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (first, _, firstLog) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+        defer { if first.isRunning { kill(first.processIdentifier, SIGKILL) } }
+        _ = try await Self.waitForLog(firstLog, "aggregator serving", process: first)
+        #expect(first.isRunning)
+
+        // Without the lock the second one would serve on other ports: bounded by waitUntil, not waited on for good.
+        let (second, _, secondLog) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+        defer { if second.isRunning { kill(second.processIdentifier, SIGKILL) } }
+        try await waitUntil("the second serve exits") { !second.isRunning }
+        let refusal = try String(contentsOf: secondLog, encoding: .utf8)
+        #expect(second.terminationStatus == 69)
+        #expect(refusal.contains("pid \(first.processIdentifier)"), "\(refusal)")
+        #expect(refusal.contains(fixture.directory.path), "\(refusal)")
+        #expect(!refusal.contains("aggregator serving"))
+        #expect(first.isRunning)
+
+        // A holder killed with SIGKILL leaves the lock file, never the lock.
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        let (third, _, thirdLog) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+        defer { if third.isRunning { kill(third.processIdentifier, SIGKILL) } }
+        _ = try await Self.waitForLog(thirdLog, "aggregator serving", process: third)
+        #expect(third.isRunning)
+        #expect(HomeLock.holder(of: AggregatorHome(directory: fixture.directory)) == third.processIdentifier)
+        third.terminate()
+        third.waitUntilExit()
+        #expect(third.terminationStatus == 0)
+        #expect(HomeLock.holder(of: AggregatorHome(directory: fixture.directory)) == nil)
+    }
+
+    @Test func aStopRightAfterTheStartLineIsGracefulNotAKill() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        // The start-up line comes before the ServiceGroup listens for signals; a supervisor may stop at once.
+        for _ in 0..<5 {
+            let (process, _, log) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            _ = try await Self.waitForLog(log, "aggregator serving", process: process)
+            process.terminate()
+            try await waitUntil("serve exits") { !process.isRunning }
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+            #expect(try String(contentsOf: log, encoding: .utf8).contains("aggregator stopped"))
+        }
+    }
+
+    /// Runs a built tool (`jetbridge-agent`, `jetbridge-queue`, …) next to the aggregator with `environment` added.
+    static func tool(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL
+    ) throws -> AggregatorCLITests.Output {
+        let process = Process()
+        process.executableURL = CLI.binary.deletingLastPathComponent().appendingPathComponent(name)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for name in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] { merged.removeValue(forKey: name) }
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        process.currentDirectoryURL = directory
+        let out = directory.appendingPathComponent(UUID().uuidString)
+        let err = directory.appendingPathComponent(UUID().uuidString)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        return .init(
+            status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
+            stderr: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    @Test func everyToolPrintsTheReleaseWireProtocolAndQueueFormatVersions() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        for name in ["jetbridge-agent", "jetbridge-aggregator", "jetbridge-queue"] {
+            let output = try Self.tool(name, ["--version"], in: fixture.directory)
+            #expect(output.status == 0)
+            #expect(
+                output.stdout
+                    == "\(name) \(JetbridgeVersion.release) (wire protocol \(WireProtocol.version), queue format 1)\n")
+            #expect(JetbridgeVersion.release.wholeMatch(of: /\d+\.\d+\.\d+/) != nil)
+        }
+    }
+
+    @Test func badLogSettingsAreUsageErrorsInBothToolsFromFlagsAndEnvironment() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.appendingPathComponent("h").path]
+        for name in ["jetbridge-agent", "jetbridge-aggregator"] {
+            let command = name == "jetbridge-agent" ? ["status"] : ["devices", "list"]
+            let badEnvironment = try Self.tool(
+                name, home + command, environment: ["JETBRIDGE_LOG_LEVEL": "loud"], in: fixture.directory)
+            #expect(badEnvironment.status == 64, "\(name): \(badEnvironment.stderr)")
+            #expect(badEnvironment.stderr.contains("$JETBRIDGE_LOG_LEVEL: 'loud' is not a log level"))
+            let badFlag = try Self.tool(name, home + ["--log-format", "xml"] + command, in: fixture.directory)
+            #expect(badFlag.status == 64, "\(name): \(badFlag.stderr)")
+            #expect(badFlag.stderr.contains("--log-format: 'xml' is not a log format"))
+            let badFormat = try Self.tool(
+                name, home + command, environment: ["JETBRIDGE_LOG_FORMAT": "yaml"], in: fixture.directory)
+            #expect(badFormat.status == 64, "\(name): \(badFormat.stderr)")
+            let good = try Self.tool(
+                name, home + ["--log-level", "debug"] + command, environment: ["JETBRIDGE_LOG_FORMAT": "JSON"],
+                in: fixture.directory)
+            #expect(good.status == 0, "\(name): \(good.stderr)")
+        }
+    }
+
+    @Test func serveWritesOneJSONObjectPerLineWithTheFiveFields() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        _ = try await Self.waitForLog(log, "aggregator serving", process: process)
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count >= 3)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(Set(object.keys) == ["time", "level", "label", "message", "metadata"], "\(line)")
+        }
+        #expect(lines.contains { $0.contains(#""message":"aggregator serving""#) && $0.contains(#""data":"tcp://"#) })
+    }
+
+    @Test func aRefusedKeyUnderAReconnectLoopIsWarnedOnceWithItsKeyAndAddress() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let serverKey = try Z85.decode(
+            try String(contentsOf: AggregatorHome(directory: fixture.directory).serverPublicKeyFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1)
+
+        // A device whose key is not on the allow list, opening a fresh connection after each refusal (libzmq does
+        // not reconnect after a ZAP refusal; the agent does, with a new socket).
+        let stranger = try CurveKeyPair.generate()
+        let context = try ZeroMQContext()
+        for _ in 0..<10 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: stranger, serverPublicKey: serverKey)
+            let events = try push.monitor(events: .handshakeFailed)
+            try push.connect(String(data))
+            let event = await firstEvent(events) { _ in true }
+            try push.close(linger: .zero)
+            guard case .handshakeFailed(_, .authentication(status: 400)) = event else {
+                Issue.record("expected a ZAP refusal, got \(String(describing: event))")
+                break
+            }
+        }
+        await context.terminate()
+        process.terminate()
+        process.waitUntilExit()
+
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let warnings = lines.filter { $0.contains("refused a handshake") }
+        #expect(warnings.count == 1, "\(warnings)")
+        let warning = try #require(warnings.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(warning.utf8)) as? [String: Any])
+        #expect(object["level"] as? String == "warning")
+        let metadata = try #require(object["metadata"] as? [String: String])
+        #expect(metadata["key"] == stranger.publicKeyZ85)
+        #expect(metadata["address"] == "127.0.0.1")
+        #expect(metadata["result"] == "refused-key")
+        // All ten reached the handler: the final statistics count them.
+        let final = try #require(lines.first { $0.contains(#""message":"final statistics""#) })
+        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":"([0-9]+)"/)?.output.1)
+        #expect(Int(refused)! >= 10)
+    }
+
+    @Test func aClientWithAWrongServerKeyIsWarnedAboutOnceAsAFailedHandshake() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--log-format", "json"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1)
+
+        // Five fresh connections that believe in another server key: CURVE fails before ZAP is asked.
+        let wrongServer = try CurveKeyPair.generate()
+        let context = try ZeroMQContext()
+        for _ in 0..<5 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: try CurveKeyPair.generate(), serverPublicKey: wrongServer.publicKey)
+            let events = try push.monitor(events: [.handshakeFailed, .disconnected])
+            try push.connect(String(data))
+            _ = await firstEvent(events) { _ in true }
+            try push.close(linger: .zero)
+        }
+        await context.terminate()
+        var lines: [Substring] = []
+        try await waitUntil("the failures are counted") {
+            let status = try CLI.run(["--home", fixture.directory.path, "status", "--json"], in: fixture.directory)
+            // At least 5: libzmq may retry a connection once before it is closed.
+            let count = status.stdout.firstMatch(of: /"failed" : ([0-9]+)/).flatMap { Int($0.output.1) } ?? 0
+            return count >= 5
+        }
+        process.terminate()
+        process.waitUntilExit()
+        lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let warnings = lines.filter { $0.contains("a handshake on the data socket failed") }
+        #expect(warnings.count == 1, "\(lines)")
+        #expect(warnings.first?.contains("another server public key") == true, "\(warnings)")
+        #expect(warnings.first?.contains(#""level":"warning""#) == true)
+    }
+
+    @Test func statusDescribesTheRunningServeAndExits69WhenNoneRuns() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let homeURL = AggregatorHome(directory: fixture.directory)
+        let serverKey = try Z85.decode(
+            try String(contentsOf: homeURL.serverPublicKeyFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let keys = try CurveKeyPair.generate()
+        #expect(try CLI.run(home + ["devices", "allow", "cart-1", "--", keys.publicKeyZ85], in: fixture.directory).status == 0)
+
+        let never = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(never.status == 69)
+        #expect(never.stderr.contains("no jetbridge-aggregator serve is running on the home \(fixture.directory.path)"))
+
+        let (process, _, log) = try CLI.start(
+            home + ["serve", "--metrics", "127.0.0.1:0"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /data=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
+        let acks = try #require(started.firstMatch(of: /acks=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
+
+        // One device sends 3 orders, acked stored.
+        let context = try ZeroMQContext()
+        let push = try context.socket(.push)
+        let dealer = try context.socket(.dealer)
+        for socket in [push, dealer] {
+            try socket.set(.linger, .zero)
+            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+        }
+        try dealer.set(.routingID, Data("cart-1-0123456789abcdef".utf8))
+        try dealer.connect(String(acks))
+        try push.connect(String(data))
+        try dealer.send(WireCoding.encode(Hello(device: "cart-1")))
+        try push.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]).frames())
+        #expect(try poll([PollItem(dealer, .readable)], timeout: .seconds(20))[0].contains(.readable))
+        let ack = try WireCoding.decode(Ack.self, from: try #require(try dealer.receive()))
+        #expect(ack.status == .stored)
+        try push.close(linger: .zero)
+        try dealer.close(linger: .zero)
+        await context.terminate()
+
+        // The status file is rewritten every 2 s: wait until it shows the batch.
+        var json = ""
+        try await waitUntil("status --json shows cart-1's batch") {
+            let output = try CLI.run(home + ["status", "--json"], in: fixture.directory)
+            json = output.stdout
+            return output.status == 0 && json.contains(#""stored" : 1"#)
+        }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["running"] as? Bool == true)
+        #expect(object["pid"] as? Int == Int(process.processIdentifier))
+        #expect(object["version"] as? String == JetbridgeVersion.release)
+        #expect(object["notReady"] == nil)
+        let devices = try #require(object["devices"] as? [[String: Any]])
+        #expect(devices.first?["device"] as? String == "cart-1")
+        #expect((devices.first?["records"] as? [String: Int])?["new"] == 3)
+        #expect((object["totals"] as? [String: Int])?["newRecords"] == 3)
+        #expect((object["endpoints"] as? [String: Any])?["data"] as? String == String(data))
+        #expect(object["lastCommitAt"] is String)
+
+        let text = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(text.status == 0)
+        for expected in [
+            "pid \(process.processIdentifier)", "ready             yes", String(data), "cart-1", "handshakes",
+            "version           \(JetbridgeVersion.release)", "metrics           http://127.0.0.1:",
+        ] {
+            #expect(text.stdout.contains(expected), "\(expected) in \(text.stdout)")
+        }
+
+        process.terminate()
+        process.waitUntilExit()
+        let stopped = try CLI.run(home + ["status"], in: fixture.directory)
+        #expect(stopped.status == 69)
+        #expect(stopped.stderr.contains("no jetbridge-aggregator serve is running"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent("status.json").path))
+    }
+}
