@@ -1,12 +1,15 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): MessagePack, ZeroMQ (over CZeroMQ), FileQueue (over CCRC32C) stand alone;
-// JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; the agent and aggregator libraries sit
-// on top; executables are thin argument-parser front ends.
+// Layers, bottom up (see DESIGN.md): SystemSupport (syscalls, atomic writes, a lock, threads; `package` API, no
+// product) under everything that touches the system; MessagePack, ZeroMQ (over CZeroMQ), FileQueue (over CCRC32C)
+// stand alone otherwise; JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; the agent and
+// aggregator libraries sit on top; executables are thin argument-parser front ends.
+//
+// Linux only: the code uses Glibc calls (fdatasync, /proc, flock semantics) and CI builds and tests on Linux alone,
+// so no other platform is claimed.
 let package = Package(
     name: "Jetbridge",
-    platforms: [.macOS(.v14)],
     products: [
         .library(name: "MessagePack", targets: ["MessagePack"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
@@ -27,6 +30,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // MARK: System
+        // One helper per system job for every layer (swift-nio's `syscall` and NIOConcurrencyHelpers): the syscall
+        // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions.
+        .target(name: "SystemSupport"),
+
         // MARK: Codec
         .target(name: "MessagePack"),
         .executableTarget(
@@ -42,7 +50,7 @@ let package = Package(
         // MARK: ZeroMQ
         // No pkgConfig: Debian's libzmq.pc adds krb5 -isystem flags SwiftPM refuses; zmq.h is on the default path.
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"]), .brew(["zeromq"])]),
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "SystemSupport"]),
         .executableTarget(name: "zeromq-test-peer", dependencies: ["ZeroMQ"], path: "Tests/ZeroMQTestPeer"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "zeromq-test-peer"]),
         .executableTarget(name: "zeromq-benchmark", dependencies: ["ZeroMQ"], path: "Benchmarks/ZeroMQBenchmark"),
@@ -55,7 +63,7 @@ let package = Package(
 
         // MARK: Queue
         .target(name: "CCRC32C"),
-        .target(name: "FileQueue", dependencies: ["CCRC32C"]),
+        .target(name: "FileQueue", dependencies: ["CCRC32C", "SystemSupport"]),
         .executableTarget(
             name: "jetbridge-queue",
             dependencies: [
@@ -87,7 +95,7 @@ let package = Package(
         .target(
             name: "JetbridgeOperations",
             dependencies: [
-                "FileQueue", "JetbridgeProtocol",
+                "FileQueue", "JetbridgeProtocol", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -101,15 +109,17 @@ let package = Package(
         .target(
             name: "JetbridgeAgent",
             dependencies: [
-                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue",
+                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
                 "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
+                "SystemSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

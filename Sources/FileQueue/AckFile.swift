@@ -1,3 +1,5 @@
+import SystemSupport
+
 #if canImport(Glibc)
     internal import Glibc
 #elseif canImport(Musl)
@@ -71,7 +73,7 @@ enum AckFile {
         try spare.write(encode(position), at: 0)
         if sync { try spare.sync() }
         hook("ack.written")
-        try FileSystem.rename(sparePath, directory.path + "/" + name)
+        try io(FileSystem.rename(sparePath, to: directory.path + "/" + name))
         hook("ack.renamed")
         if sync { try directory.sync() }
     }
@@ -86,7 +88,7 @@ enum AckFile {
         do {
             try spare.write(zeros, at: 0)
             try spare.sync()
-            try FileSystem.rename(path + ".new", path)
+            try io(FileSystem.rename(path + ".new", to: path))
         } catch {
             try? FileSystem.unlinkIfExists(path + ".new")
         }

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     internal import Glibc
@@ -57,9 +58,9 @@ extension FileQueue {
         var tailSize: Int64 = 0
         do {
             defer { lock?.unlock() }
-            names = try FileSystem.list(files.path)
+            names = try io(FileSystem.list(files.path))
             if let last = names.compactMap(SegmentName.parse).max() {
-                tailSize = try FileSystem.fileSize(files.segmentPath(last))
+                tailSize = try io(FileSystem.fileSize(files.segmentPath(last)))
             }
         }
         let known: Set<String> = [

@@ -1,4 +1,5 @@
 import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     internal import Glibc
@@ -134,7 +135,7 @@ extension FileQueue {
             firsts = try files.segments()
             tailSize =
                 try firsts.last.map { (last) throws(FileQueueError) in
-                    try FileSystem.fileSize(files.segmentPath(last))
+                    try io(FileSystem.fileSize(files.segmentPath(last)))
                 } ?? 0
         }
         guard !firsts.isEmpty else { return .records([]) }

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     internal import Glibc
@@ -61,7 +62,7 @@ public final class FileQueue: Sendable {
         self.directory = directory
         self.configuration = configuration
         let path = directory.path
-        try FileSystem.makeDirectories(path)
+        try io(FileSystem.makeDirectories(path))
         files = QueueDirectory(path: path)
         let lockPath = path + "/" + QueueDirectory.lockName
         let writerState = Writer(

@@ -1,3 +1,5 @@
+import SystemSupport
+
 #if canImport(Glibc)
     internal import Glibc
 #elseif canImport(Musl)
@@ -16,7 +18,7 @@ struct QueueDirectory {
 
     /// The first sequences of the segment files, ascending.
     func segments() throws(FileQueueError) -> [UInt64] {
-        try FileSystem.list(path).compactMap(SegmentName.parse).sorted()
+        try io(FileSystem.list(path)).compactMap(SegmentName.parse).sorted()
     }
 
     /// The acknowledged position; a damaged or missing `ack` file counts as nothing acknowledged.
@@ -74,7 +76,7 @@ struct QueueDirectory {
         let firsts = try segments()
         var deleted = 0
         for index in firsts.indices.dropLast() where firsts[index + 1] <= acknowledged &+ 1 {
-            try FileSystem.unlinkIfExists(segmentPath(firsts[index]))
+            try io(FileSystem.unlinkIfExists(segmentPath(firsts[index])))
             deleted += 1
             hook("segment.deleted")
         }

@@ -1,37 +1,35 @@
+import SystemSupport
+
 #if canImport(Glibc)
     internal import Glibc
 #elseif canImport(Musl)
     internal import Musl
 #endif
 
-/// Runs a system call, retrying on `EINTR`, and turns a failure into a ``FileQueueError``.
-///
-/// The one place where `errno` becomes a Swift error, so every failure carries `strerror` text and the path.
+/// Runs system calls through SystemSupport's one wrapper and turns its ``SystemError`` into a ``FileQueueError``:
+/// the queue's boundary, so every failure carries `strerror` text, the path and the offset.
 @discardableResult
-func syscall<T: FixedWidthInteger>(
-    _ what: @autoclosure () -> String, path: String? = nil, offset: Int64? = nil, _ body: () -> T
-) throws(FileQueueError) -> T {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let code = errno
-        if code == EINTR { continue }
-        throw FileQueueError(errno: code, what(), path: path, offset: offset)
+@inline(__always)
+func io<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(FileQueueError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw FileQueueError(error)
     }
 }
 
 extension FileQueueError {
-    /// An error for a failed system call; `ENOSPC` and `EDQUOT` become ``Code/noSpace``.
-    init(errno code: Int32, _ what: String, path: String?, offset: Int64? = nil, sequence: UInt64? = nil) {
-        let reason = String(cString: strerror(code))
-        if code == ENOSPC || code == EDQUOT {
+    /// The queue's error for a failed system call; `ENOSPC` and `EDQUOT` become ``Code/noSpace``.
+    init(_ error: SystemError) {
+        let (what, path, offset, code) = (error.operation, error.path, error.offset, error.errno)
+        if error.isNoSpace {
             self.init(
                 .noSpace,
-                "\(what) failed: \(reason); nothing was stored — free disk space or acknowledge records so "
+                "\(what) failed: \(error.reason); nothing was stored — free disk space or acknowledge records so "
                     + "segments can be deleted",
-                path: path, offset: offset, sequence: sequence, errno: code)
+                path: path, offset: offset, errno: code)
         } else {
-            self.init(.io, "\(what) failed: \(reason)", path: path, offset: offset, sequence: sequence, errno: code)
+            self.init(.io, "\(what) failed: \(error.reason)", path: path, offset: offset, errno: code)
         }
     }
 }
@@ -49,32 +47,26 @@ final class FileDescriptor {
     deinit { close(fd) }
 
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(FileQueueError) -> FileDescriptor {
-        let fd = try syscall("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+        let fd = try io(syscall("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) })
         return FileDescriptor(fd: fd, path: path)
     }
 
     /// Opens `path`, or returns nil when it does not exist.
     static func openIfExists(_ path: String, _ flags: Int32) throws(FileQueueError) -> FileDescriptor? {
-        while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, 0o600)
-            if fd >= 0 { return FileDescriptor(fd: fd, path: path) }
-            let code = errno
-            if code == EINTR { continue }
-            if code == ENOENT { return nil }
-            throw FileQueueError(errno: code, "open", path: path)
-        }
+        let fd = try io(syscall("open", path: path, tolerating: ENOENT) { Glibc.open(path, flags | O_CLOEXEC, 0o600) })
+        return fd.map { FileDescriptor(fd: $0, path: path) }
     }
 
     func size() throws(FileQueueError) -> Int64 {
         var info = stat()
-        try syscall("fstat", path: path) { fstat(fd, &info) }
+        try io(syscall("fstat", path: path) { fstat(fd, &info) })
         return Int64(info.st_size)
     }
 
     /// The file's size, or nil when it has been unlinked from its directory.
     func sizeIfLinked() throws(FileQueueError) -> Int64? {
         var info = stat()
-        try syscall("fstat", path: path) { fstat(fd, &info) }
+        try io(syscall("fstat", path: path) { fstat(fd, &info) })
         return info.st_nlink == 0 ? nil : Int64(info.st_size)
     }
 
@@ -82,9 +74,10 @@ final class FileDescriptor {
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileQueueError) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = try syscall("pread", path: path, offset: offset + Int64(done)) {
-                pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            }
+            let n = try io(
+                syscall("pread", path: path, offset: offset + Int64(done)) {
+                    pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+                })
             if n == 0 { break }
             done += n
         }
@@ -120,85 +113,31 @@ final class FileDescriptor {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileQueueError) {
         var done = 0
         while done < bytes.count {
-            let n = try syscall("pwrite", path: path, offset: offset + Int64(done)) {
-                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            }
+            let n = try io(
+                syscall("pwrite", path: path, offset: offset + Int64(done)) {
+                    pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+                })
             done += n
         }
     }
 
     func syncData() throws(FileQueueError) {
-        try syscall("fdatasync", path: path) { fdatasync(fd) }
+        try io(syscall("fdatasync", path: path) { fdatasync(fd) })
     }
 
     func sync() throws(FileQueueError) {
-        try syscall("fsync", path: path) { fsync(fd) }
+        try io(syscall("fsync", path: path) { fsync(fd) })
     }
 
     func truncate(to length: Int64) throws(FileQueueError) {
-        try syscall("ftruncate", path: path, offset: length) { ftruncate(fd, off_t(length)) }
+        try io(syscall("ftruncate", path: path, offset: length) { ftruncate(fd, off_t(length)) })
     }
 
     func lock(exclusive: Bool) throws(FileQueueError) {
-        try syscall("flock", path: path) { flock(fd, exclusive ? LOCK_EX : LOCK_SH) }
+        try io(syscall("flock", path: path) { flock(fd, exclusive ? LOCK_EX : LOCK_SH) })
     }
 
     func unlock() {
         _ = flock(fd, LOCK_UN)
-    }
-}
-
-enum FileSystem {
-    /// Names of the entries of `directory`, without `.` and `..`.
-    static func list(_ directory: String) throws(FileQueueError) -> [String] {
-        guard let dir = opendir(directory) else {
-            throw FileQueueError(errno: errno, "opendir", path: directory)
-        }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
-
-    static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
-    }
-
-    static func fileSize(_ path: String) throws(FileQueueError) -> Int64 {
-        var info = stat()
-        try syscall("stat", path: path) { stat(path, &info) }
-        return Int64(info.st_size)
-    }
-
-    /// Removes `path`; a file that is already gone is not an error, because deletion steps must be repeatable.
-    static func unlinkIfExists(_ path: String) throws(FileQueueError) {
-        while unlink(path) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            if code == ENOENT { return }
-            throw FileQueueError(errno: code, "unlink", path: path)
-        }
-    }
-
-    static func rename(_ from: String, _ to: String) throws(FileQueueError) {
-        try syscall("rename to \(to)", path: from) { Glibc.rename(from, to) }
-    }
-
-    /// Creates `path` and its missing parents, owner-only (0700): a queue holds whatever its records hold.
-    static func makeDirectories(_ path: String) throws(FileQueueError) {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o700) != 0 {
-                let code = errno
-                if code != EEXIST { throw FileQueueError(errno: code, "mkdir", path: current) }
-            }
-        }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -74,12 +75,12 @@ extension AgentHome {
         guard lstat(path, &info) == 0 else { return }
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
-            try Files.syscall("restrict the permissions of", path) { chmod(path, 0o700) }
+            try Files.io(syscall("restrict the permissions of", path: path) { chmod(path, 0o700) })
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
             for entry in entries { try tighten(path + "/" + entry) }
         case S_IFREG:
             guard info.st_mode & 0o077 != 0 else { return }
-            try Files.syscall("restrict the permissions of", path) { chmod(path, info.st_mode & 0o600) }
+            try Files.io(syscall("restrict the permissions of", path: path) { chmod(path, info.st_mode & 0o600) })
         default:
             return
         }

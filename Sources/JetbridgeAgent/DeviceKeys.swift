@@ -110,34 +110,6 @@ public enum DeviceKeys {
 
     /// Writes `text` with `mode` from the start (never world-readable for a moment), atomically.
     private static func writeKeyFile(_ text: String, to url: URL, mode: mode_t) throws(AgentError) {
-        let path = url.path
-        let temporary = path + ".tmp-\(getpid())"
-        unlink(temporary)
-        let fd = try Files.syscall("create", temporary) {
-            open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
-        let code = errno
-        if written != bytes.count {
-            close(fd)
-            unlink(temporary)
-            throw Files.error("write", temporary, written < 0 ? code : EIO)
-        }
-        do {
-            try Files.syscall("sync", temporary) { fsync(fd) }
-        } catch {
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        close(fd)
-        do {
-            try Files.syscall("rename into place", path) { rename(temporary, path) }
-        } catch {
-            unlink(temporary)
-            throw error
-        }
-        try Files.syncDirectory(url.deletingLastPathComponent())
+        try Files.writeAtomically(Data(text.utf8), to: url, mode: mode)
     }
 }

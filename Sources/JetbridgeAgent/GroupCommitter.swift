@@ -1,5 +1,6 @@
 import FileQueue
 import Foundation
+import SystemSupport
 
 /// Appends chunks of encoded records on a thread of its own, in order, so that parsing and encoding the next chunk
 /// overlaps the `fdatasync` of this one.
@@ -26,9 +27,7 @@ final class GroupCommitter: @unchecked Sendable {
 
     init(queue: FileQueue) {
         self.queue = queue
-        let thread = Thread { [self] in run() }
-        thread.name = "jetbridge-group-commit"
-        thread.start()
+        startThread("jetbridge-group-commit") { [self] in run() }
     }
 
     /// Hands a chunk over for appending.

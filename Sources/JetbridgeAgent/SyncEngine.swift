@@ -3,6 +3,7 @@ import Foundation
 import JetbridgeProtocol
 import Logging
 import Synchronization
+import SystemSupport
 import ZeroMQ
 
 /// The sync loop: owns the queue handle and both sockets, on one thread of its own, so no blocking ZeroMQ or file
@@ -53,11 +54,9 @@ final class SyncEngine: Sendable {
     /// Runs the loop on a new thread and returns its outcome.
     func run() async -> SyncOutcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<SyncOutcome, Never>) in
-            let thread = Thread { [self] in
+            startThread("jetbridge-sync") { [self] in
                 continuation.resume(returning: runBlocking())
             }
-            thread.name = "jetbridge-sync"
-            thread.start()
         }
     }
 
@@ -87,8 +86,7 @@ final class SyncEngine: Sendable {
         var logger: Logger { engine.logger }
 
         func now() -> Double {
-            let (seconds, attoseconds) = (clock.now - start).components
-            return Double(seconds) + Double(attoseconds) / 1e18
+            (clock.now - start).seconds
         }
 
         mutating func run() -> SyncOutcome {

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -89,7 +90,7 @@ struct TagLineReader {
                 if errno != EINTR { return -Int(errno) }
             }
         }
-        guard count >= 0 else { throw Files.error("read", path, Int32(-count)) }
+        guard count >= 0 else { throw AgentError(SystemError("read", path: path, errno: Int32(-count))) }
         end += count
         return count
     }

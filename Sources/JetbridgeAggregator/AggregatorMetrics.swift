@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Prometheus
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -157,13 +158,6 @@ final class AggregatorMetrics: Sendable {
         if let pending { receiptsPending.record(pending) }
         process.sample()
         return registry.emitToString()
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc

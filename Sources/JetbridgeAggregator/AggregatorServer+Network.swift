@@ -3,6 +3,7 @@ import JetbridgeModel
 import JetbridgeProtocol
 import Logging
 import ZeroMQ
+import SystemSupport
 
 /// The sockets the network thread owns; handed to it once, used by it alone.
 struct NetworkLoop: @unchecked Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeOperations
 import JetbridgeProtocol
 import Logging
+import SystemSupport
 
 extension AggregatorServer {
     /// What `status` shows, as of now.

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeProtocol
 import Logging
 import ZeroMQ
+import SystemSupport
 
 /// The socket the store thread owns: a PUSH to the network thread's inproc PULL.
 struct StoreLoop: @unchecked Sendable {

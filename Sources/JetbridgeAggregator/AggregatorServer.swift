@@ -4,6 +4,7 @@ import JetbridgeProtocol
 public import Logging
 public import ServiceLifecycle
 import ZeroMQ
+import SystemSupport
 
 /// `jetbridge-aggregator serve`: receives batches on the data socket, stores them, acks them on the ack socket.
 ///

@@ -1,13 +1,24 @@
 import Foundation
+import SystemSupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+extension AggregatorError {
+    /// The aggregator's error for a failed system call: what failed, where, and the system's reason.
+    init(_ code: Code, _ error: SystemError) {
+        self.init(code, "cannot \(error.operation) \(error.path ?? ""): \(error.reason) (errno \(error.errno))")
+    }
+}
 
-/// Replaces files atomically: write a temporary file in the same directory, fsync, rename over the target, fsync
-/// the directory. A reader (or a crash) sees the old file or the new one, never a mix.
+extension StoreError {
+    /// The store's error for a failed system call on its receipt files.
+    init(_ error: SystemError) {
+        self.init(
+            .fileSystem, "\(error.operation) failed: \(error.reason) (errno \(error.errno))", path: error.path ?? "",
+            errno: error.errno)
+    }
+}
+
+/// Replaces the aggregator's files atomically with SystemSupport's write (temporary file, fsync, rename, directory
+/// fsync), creating the directory first.
 enum AtomicFile {
     /// - Parameters:
     ///   - data: The new contents.
@@ -15,16 +26,23 @@ enum AtomicFile {
     ///   - mode: Permissions of the new file.
     /// - Throws: ``AggregatorError`` naming the file.
     static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
-        let directory = url.deletingLastPathComponent().path
-        let temporary = directory + "/.\(url.lastPathComponent).\(UUID().uuidString).tmp"
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try FileSystem.writeNewFile(data, to: temporary, mode: mode)
-            try FileSystem.rename(temporary, to: url.path)
-            try FileSystem.syncDirectory(directory)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileSystem.writeAtomically(data, to: url.path, mode: mode)
         } catch {
-            try? FileSystem.removeIfPresent(temporary)
             throw AggregatorError(.other, "cannot write \(url.path): \(error)")
         }
+    }
+}
+
+/// Runs SystemSupport calls on the receipt files, turning a ``SystemError`` into a ``StoreError`` (the store's
+/// boundary).
+@discardableResult
+func storeIO<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(StoreError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw StoreError(error)
     }
 }

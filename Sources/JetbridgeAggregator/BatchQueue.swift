@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeProtocol
+import SystemSupport
 
 /// What the network thread hands the store thread.
 enum StoreWork: Sendable {
@@ -107,13 +108,5 @@ final class BatchQueue: @unchecked Sendable {
         let freed = wasFull
         wasFull = false
         return Taken(work: group, freedRoom: freed)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

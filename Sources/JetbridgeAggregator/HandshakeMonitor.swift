@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ZeroMQ
+import SystemSupport
 
 /// What the ZAP handler decided, seen by the operator: counts per result, the last refusals (for `status`), and a
 /// warning per refused key or peer — at most one per ``warningInterval``, the next one saying how many were

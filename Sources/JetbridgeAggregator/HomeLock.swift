@@ -1,4 +1,5 @@
 import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -26,25 +27,26 @@ public final class HomeLock: Sendable {
     public init(home: AggregatorHome) throws {
         try home.create()
         path = home.directory.appendingPathComponent(Self.fileName).path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            throw AggregatorError(
-                .unavailable, "cannot open the lock file \(path): \(String(cString: strerror(code))) (errno \(code))")
+        let fd: Int32
+        do {
+            fd = try syscall("open the lock file", path: path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        } catch {
+            throw AggregatorError(.unavailable, error)
         }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
+        let locked: Int32?
+        do {
+            locked = try syscall("lock", path: path, tolerating: EWOULDBLOCK) { flock(fd, LOCK_EX | LOCK_NB) }
+        } catch {
             close(fd)
-            if code == EWOULDBLOCK {
-                let holder = Self.readPID(path).map { "(pid \($0)) " } ?? ""
-                throw AggregatorError(
-                    .unavailable,
-                    "another jetbridge-aggregator serve \(holder)is running on the home \(home.directory.path) "
-                        + "(it holds \(path)); stop it first, or give this one another --home")
-            }
+            throw AggregatorError(.unavailable, error)
+        }
+        guard locked != nil else {
+            close(fd)
+            let holder = Self.readPID(path).map { "(pid \($0)) " } ?? ""
             throw AggregatorError(
-                .unavailable, "cannot lock \(path): \(String(cString: strerror(code))) (errno \(code))")
+                .unavailable,
+                "another jetbridge-aggregator serve \(holder)is running on the home \(home.directory.path) "
+                    + "(it holds \(path)); stop it first, or give this one another --home")
         }
         let text = "\(getpid())\n"
         _ = ftruncate(fd, 0)

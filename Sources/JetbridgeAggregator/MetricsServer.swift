@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SystemSupport
 
 /// The HTTP endpoint of `serve --metrics HOST:PORT`: SwiftNIO's HTTP/1 server on one event-loop thread of its own
 /// (the answers read the store, which blocks; nothing else runs there).

@@ -1,6 +1,7 @@
 public import Foundation
 public import JetbridgeModel
 public import Logging
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -34,7 +35,7 @@ public struct ReceiptWriter: Sendable {
     public func write(_ receipt: Receipt) throws {
         try prepareDirectory()
         try replace(receipt)
-        try FileSystem.syncDirectory(directory.path)
+        try storeIO(FileSystem.syncDirectory(directory.path))
     }
 
     /// Writes the receipts of every seat that new orders touched since the last refresh, then clears those marks.
@@ -75,7 +76,7 @@ public struct ReceiptWriter: Sendable {
                 }
             }
             guard let last = chunk.last else { break }
-            try FileSystem.syncDirectory(directory.path)
+            try storeIO(FileSystem.syncDirectory(directory.path))
             let done = chunk.filter { !failed.contains(SeatKey(flight: $0.flight.rawValue, seat: $0.seat.rawValue)) }
             try store.clearDirty(done)
             refreshed += done.count
@@ -144,11 +145,11 @@ public struct ReceiptWriter: Sendable {
         var removed = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
             if Self.isTemporary(name) || (Self.ownedStem(of: name).map { !produced.contains($0) } ?? false) {
-                try FileSystem.removeIfPresent(directory.appendingPathComponent(name).path)
+                try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(name).path))
                 removed += 1
             }
         }
-        try FileSystem.syncDirectory(directory.path)
+        try storeIO(FileSystem.syncDirectory(directory.path))
         // Everything is current now; marks taken before the rebuild began may still be cleared by a refresh later.
         let summary = RebuildSummary(receipts: produced.count, written: written, removed: removed, failed: failed)
         logger.info(
@@ -204,10 +205,10 @@ public struct ReceiptWriter: Sendable {
         let data = Data(bytes)
         let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
         do {
-            try FileSystem.writeNewFile(data, to: temporary)
-            try FileSystem.rename(temporary, to: target)
+            try storeIO(FileSystem.writeNewFile(data, to: temporary, mode: 0o644))
+            try storeIO(FileSystem.rename(temporary, to: target))
         } catch {
-            try? FileSystem.removeIfPresent(temporary)
+            try? FileSystem.unlinkIfExists(temporary)
             throw error
         }
         return true
@@ -237,8 +238,8 @@ public struct ReceiptWriter: Sendable {
     }
 
     private func removeFiles(stem: String) throws {
-        try FileSystem.removeIfPresent(directory.appendingPathComponent(stem + ".txt").path)
-        try FileSystem.removeIfPresent(directory.appendingPathComponent(stem + ".json").path)
+        try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(stem + ".txt").path))
+        try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(stem + ".json").path))
     }
 
     static func stem(flight: FlightID, seat: Seat) -> String {

@@ -1,6 +1,7 @@
 public import ArgumentParser
 public import Foundation
 public import Logging
+import SystemSupport
 
 /// `--log-level` and `--log-format`, with `JETBRIDGE_LOG_LEVEL` and `JETBRIDGE_LOG_FORMAT` under them: the same on
 /// both tools. A bad value, from a flag or from the environment, is a usage error (exit 64), never ignored.
@@ -85,19 +86,5 @@ public struct LoggingOptions: ParsableArguments {
         let level = settings.level ?? defaultLevel
         let format = settings.format ?? .text
         LoggingSystem.bootstrap { label in JetbridgeLogHandler(label: label, level: level, format: format) }
-    }
-}
-
-/// A value behind a lock (NSLock: the package supports macOS 14, before `Mutex`).
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

@@ -1,6 +1,7 @@
 internal import CZeroMQ
 public import Foundation
 import Synchronization
+import SystemSupport
 
 /// A socket owned by its own thread, for async code: received messages arrive as an `AsyncSequence`, sends are
 /// awaited, and no blocking call ever runs on Swift's cooperative pool.
@@ -94,11 +95,9 @@ public final class AsyncSocket: Sendable {
             throw error
         }
         self.shared = shared
-        let thread = Thread {
+        startThread("zmq-\(type)") {
             AsyncSocket.run(socket, shared: shared)
         }
-        thread.name = "zmq-\(type)"
-        thread.start()
     }
 
     deinit {

@@ -1,5 +1,6 @@
 internal import CZeroMQ
 import Foundation
+import SystemSupport
 
 /// Which socket events to monitor (`ZMQ_EVENT_*`).
 public struct MonitorEvents: OptionSet, Sendable, Hashable {
@@ -133,11 +134,9 @@ extension Socket {
         }
         let (stream, continuation) = AsyncStream.makeStream(
             of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(1024))
-        let thread = Thread {
+        startThread("zmq-monitor") {
             Socket.readMonitorEvents(from: reader, into: continuation)
         }
-        thread.name = "zmq-monitor"
-        thread.start()
         return stream
     }
 

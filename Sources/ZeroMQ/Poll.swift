@@ -1,4 +1,5 @@
 internal import CZeroMQ
+import SystemSupport
 
 /// Readiness conditions for `poll`.
 public struct PollEvents: OptionSet, Sendable, Hashable {
@@ -45,7 +46,7 @@ public func poll(_ items: [PollItem], timeout: Duration?) throws(ZeroMQError) ->
         let handle = try item.socket.liveHandle("poll")
         raw.append(zmq_pollitem_t(socket: handle, fd: 0, events: item.events.rawValue, revents: 0))
     }
-    let milliseconds = timeout.map { Int(max(0, $0.zmqMilliseconds)) } ?? -1
+    let milliseconds = timeout.map { Int(max(0, $0.clampedMilliseconds)) } ?? -1
     try zmqCall("poll \(items.count) sockets") { zmq_poll(&raw, Int32(raw.count), milliseconds) }
     return raw.map { PollEvents(rawValue: $0.revents & ($0.events | Int16(ZMQ_POLLERR))) }
 }

@@ -1,5 +1,6 @@
 internal import CZeroMQ
 public import Foundation
+import SystemSupport
 
 /// A typed socket option: which libzmq option it is and how its Swift value maps to the C value.
 ///
@@ -36,16 +37,6 @@ enum RawOptionValue {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds, clamped to `Int32`, as libzmq options expect.
-    var zmqMilliseconds: Int32 {
-        let (seconds, attoseconds) = components
-        let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
-        guard !milliseconds.overflow else { return seconds < 0 ? Int32.min : Int32.max }
-        return Int32(clamping: milliseconds.partialValue + attoseconds / 1_000_000_000_000_000)
-    }
-}
-
 extension SocketOption {
     static func int(_ code: Int32, _ name: String) -> SocketOption<Int> {
         SocketOption<Int>(
@@ -60,14 +51,14 @@ extension SocketOption {
 
     static func duration(_ code: Int32, _ name: String) -> SocketOption<Duration> {
         SocketOption<Duration>(
-            code: code, name: name, encode: { .int32($0.zmqMilliseconds) },
+            code: code, name: name, encode: { .int32($0.clampedMilliseconds) },
             decode: { .milliseconds($0.int32) }, rawKind: .int32)
     }
 
     /// A millisecond option where libzmq's `-1` means infinite; surfaced as `nil`.
     static func optionalDuration(_ code: Int32, _ name: String) -> SocketOption<Duration?> {
         SocketOption<Duration?>(
-            code: code, name: name, encode: { .int32($0.map { max(0, $0.zmqMilliseconds) } ?? -1) },
+            code: code, name: name, encode: { .int32($0.map { max(0, $0.clampedMilliseconds) } ?? -1) },
             decode: { $0.int32 < 0 ? nil : .milliseconds($0.int32) }, rawKind: .int32)
     }
 

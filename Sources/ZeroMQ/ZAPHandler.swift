@@ -1,6 +1,7 @@
 internal import CZeroMQ
 import Foundation
 import Synchronization
+import SystemSupport
 
 /// A ZAP (RFC 27) authentication handler that admits only allow-listed CURVE clients.
 ///
@@ -73,11 +74,9 @@ public final class ZAPHandler: Sendable {
             try? socket.close(linger: .zero)
             throw error
         }
-        let thread = Thread { [self] in
+        startThread("zmq-zap") { [self] in
             serve(socket)
         }
-        thread.name = "zmq-zap"
-        thread.start()
     }
 
     /// Replaces the whole allowlist.

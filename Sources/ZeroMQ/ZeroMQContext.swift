@@ -1,6 +1,7 @@
 internal import CZeroMQ
 import Foundation
 import Synchronization
+import SystemSupport
 
 /// A libzmq context: owns the I/O threads and every socket created from it.
 ///
@@ -69,12 +70,10 @@ public final class ZeroMQContext: Sendable {
     /// Returns once every socket is closed and has delivered or dropped its queue per its linger.
     public func terminate() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
+            startThread("zmq-terminate") { [self] in
                 terminate()
                 continuation.resume()
             }
-            thread.name = "zmq-terminate"
-            thread.start()
         }
     }
 

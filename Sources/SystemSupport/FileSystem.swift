@@ -1,0 +1,116 @@
+package import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The file-system calls every layer needs, each failure a ``SystemError`` naming the operation and the path.
+package enum FileSystem {
+    /// Names of the entries of `directory`, without `.` and `..`.
+    package static func list(_ directory: String) throws(SystemError) -> [String] {
+        guard let dir = opendir(directory) else { throw SystemError("opendir", path: directory, errno: errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    package static func fileSize(_ path: String) throws(SystemError) -> Int64 {
+        var info = stat()
+        try syscall("stat", path: path) { stat(path, &info) }
+        return Int64(info.st_size)
+    }
+
+    /// Removes `path`; a file that is already gone is not an error, because deletion steps must be repeatable.
+    package static func unlinkIfExists(_ path: String) throws(SystemError) {
+        try syscall("unlink", path: path, tolerating: ENOENT) { unlink(path) }
+    }
+
+    /// Renames `from` to `to`, replacing `to` atomically.
+    package static func rename(_ from: String, to: String) throws(SystemError) {
+        #if canImport(Glibc)
+            try syscall("rename into place", path: to) { Glibc.rename(from, to) }
+        #else
+            try syscall("rename into place", path: to) { Musl.rename(from, to) }
+        #endif
+    }
+
+    /// Creates `path` and its missing parents with `mode` (owner-only by default: what the agent and the queue keep
+    /// holds passengers' data); existing directories are left as they are.
+    package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws(SystemError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, mode) != 0 {
+                let code = errno
+                if code != EEXIST { throw SystemError("mkdir", path: current, errno: code) }
+            }
+        }
+    }
+
+    /// Makes a directory's entries (a rename, a new or removed file) durable.
+    package static func syncDirectory(_ path: String) throws(SystemError) {
+        let fd = try syscall("open", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { close(fd) }
+        try syscall("fsync", path: path) { fsync(fd) }
+    }
+
+    /// Writes `data` to a new file created with `mode` (so a secret is never readable by others, not even for a
+    /// moment) and fsyncs it; the file must not exist yet.
+    package static func writeNewFile(_ data: Data, to path: String, mode: mode_t) throws(SystemError) {
+        let fd = try syscall("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+        var isOpen = true
+        defer { if isOpen { close(fd) } }
+        // Data's closure methods rethrow untyped errors, so the typed error travels out in a Result.
+        try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            Result { () throws(SystemError) in
+                var offset = 0
+                while offset < buffer.count {
+                    offset += try syscall("write", path: path, offset: Int64(offset)) {
+                        write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    }
+                }
+            }
+        }.get()
+        try syscall("fsync", path: path) { fsync(fd) }
+        isOpen = false
+        // close(2) is never retried: on Linux the descriptor is gone even when it reports EINTR.
+        if close(fd) != 0 { throw SystemError("close", path: path, errno: errno) }
+    }
+
+    /// Replaces (or creates) `path` with `data` so that a reader or a crash sees the old contents or the new, never
+    /// a mix: write a temporary file in the same directory with `mode`, `fsync` it, `rename` it over, `fsync` the
+    /// directory. The temporary file is removed when a step fails.
+    /// - Parameters:
+    ///   - data: The new contents.
+    ///   - path: The file to replace or create; its directory must exist.
+    ///   - mode: Permissions of the new file, set from its creation.
+    /// - Throws: ``SystemError`` naming the step and the file.
+    package static func writeAtomically(_ data: Data, to path: String, mode: mode_t) throws(SystemError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        // Hidden and unique, so listings that pick files by suffix skip it and concurrent writers never collide.
+        let temporary = directory + "/.\(name).\(UUID().uuidString).tmp"
+        do throws(SystemError) {
+            try writeNewFile(data, to: temporary, mode: mode)
+            try rename(temporary, to: path)
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
+        try syncDirectory(directory)
+    }
+}

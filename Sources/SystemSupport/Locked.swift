@@ -1,0 +1,24 @@
+import Foundation
+
+/// A value behind a lock, for the little state threads share (NIOConcurrencyHelpers' `NIOLockedValueBox`).
+///
+/// `NSLock` rather than `Synchronization.Mutex`: a `Mutex` wants its value and results *sent* in and out
+/// (`sending`), which state holding file descriptors and buffers is not. Sendable because every access to the value
+/// goes through ``withLock(_:)``.
+package final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    package init(_ value: Value) {
+        self.value = value
+    }
+
+    /// Runs `body` with the value while holding the lock.
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#endif
+
+/// A failed system call: the operation, the path (and byte offset) it worked on, and `errno` with its `strerror`
+/// text.
+///
+/// The one place where `errno` becomes a Swift error (swift-nio's `IOError`). It is not API: each library maps it to
+/// its public error where its own code calls in (`FileQueueError`, `AgentError`, `AggregatorError`, `StoreError`).
+package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What was attempted, in a few words (`open`, `fsync`, `rename to /x/y`).
+    package var operation: String
+    /// The file the call worked on, when there is one.
+    package var path: String?
+    /// The byte offset for positioned reads and writes.
+    package var offset: Int64?
+    /// The C `errno`.
+    package var errno: Int32
+
+    package init(_ operation: String, path: String? = nil, offset: Int64? = nil, errno: Int32) {
+        self.operation = operation
+        self.path = path
+        self.offset = offset
+        self.errno = errno
+    }
+
+    /// The system's text for ``errno`` (`strerror`).
+    package var reason: String { String(cString: strerror(errno)) }
+
+    /// The disk (or the user's quota) is full: `ENOSPC` or `EDQUOT`, which callers report as "try again later".
+    package var isNoSpace: Bool { errno == ENOSPC || errno == EDQUOT }
+
+    package var description: String {
+        "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(errno))"
+    }
+}
+
+/// Runs a system call that returns -1 and sets `errno` on failure, retrying on `EINTR`.
+/// - Parameters:
+///   - operation: What is attempted, for the error.
+///   - path: The file it works on, for the error.
+///   - offset: The byte offset, for the error.
+///   - body: The call.
+/// - Returns: What the call returned.
+/// - Throws: ``SystemError`` for any other failure.
+@discardableResult
+package func syscall<T: FixedWidthInteger>(
+    _ operation: @autoclosure () -> String, path: String? = nil, offset: Int64? = nil, _ body: () -> T
+) throws(SystemError) -> T {
+    while true {
+        let result = body()
+        if result != -1 { return result }
+        let code = errno
+        if code == EINTR { continue }
+        throw SystemError(operation(), path: path, offset: offset, errno: code)
+    }
+}
+
+/// Like ``syscall(_:path:offset:_:)``, but a failure with `tolerated` (such as `ENOENT` for "if it exists") returns
+/// nil instead of throwing.
+@discardableResult
+package func syscall<T: FixedWidthInteger>(
+    _ operation: @autoclosure () -> String, path: String? = nil, offset: Int64? = nil, tolerating tolerated: Int32,
+    _ body: () -> T
+) throws(SystemError) -> T? {
+    while true {
+        let result = body()
+        if result != -1 { return result }
+        let code = errno
+        if code == EINTR { continue }
+        if code == tolerated { return nil }
+        throw SystemError(operation(), path: path, offset: offset, errno: code)
+    }
+}
