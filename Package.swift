@@ -34,6 +34,7 @@ let package = Package(
         // One helper per system job for every layer (swift-nio's `syscall` and NIOConcurrencyHelpers): the syscall
         // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions.
         .target(name: "SystemSupport"),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
 
         // MARK: Codec
         .target(name: "MessagePack"),

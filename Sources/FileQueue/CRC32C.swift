@@ -1,7 +1,9 @@
 internal import CCRC32C
 public import Foundation
 
-/// CRC-32C (Castagnoli), the checksum of queue frames; public because the wire protocol uses it too.
+/// CRC-32C (Castagnoli), the checksum of queue frames; public so the tests can compare the two implementations and
+/// the benchmark can say which one runs. The wire protocol does not use this type: JetbridgeProtocol calls the same
+/// C primitive (CCRC32C) through its own `Checksum`.
 ///
 /// Uses the SSE4.2 `crc32` instruction when the CPU has it and a slicing-by-8 table otherwise; both give the
 /// same values (`"123456789"` → `0xE3069283`).

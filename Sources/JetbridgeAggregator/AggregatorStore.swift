@@ -3,7 +3,6 @@ internal import GRDB
 import JetbridgeModel
 public import JetbridgeProtocol
 public import Logging
-internal import MessagePack
 
 /// The aggregator's embedded store: one SQLite file (WAL) holding every order at its latest revision, every scan,
 /// per-device statistics and the receipts waiting to be rewritten.

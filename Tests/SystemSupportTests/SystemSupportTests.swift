@@ -1,0 +1,108 @@
+import Foundation
+import SystemSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fresh directory per test, removed afterwards.
+private func withTemporaryDirectory(_ body: (String) throws -> Void) throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("system-support-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    try body(path)
+}
+
+@Suite("SystemSupport: syscalls, atomic writes, locks, threads, durations")
+struct SystemSupportTests {
+    @Test func aFailedCallCarriesTheOperationThePathAndTheSystemsReason() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/missing"
+            let error = #expect(throws: SystemError.self) {
+                try syscall("open", path: path) { open(path, O_RDONLY) }
+            }
+            #expect(error?.errno == ENOENT)
+            #expect(error?.path == path)
+            #expect(error?.description == "open \(path) failed: No such file or directory (errno \(ENOENT))")
+            #expect(error?.isNoSpace == false)
+        }
+    }
+
+    @Test func aToleratedErrnoIsNilNotAnError() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/missing"
+            #expect(try syscall("unlink", path: path, tolerating: ENOENT) { unlink(path) } == nil)
+            try FileSystem.unlinkIfExists(path)
+            #expect(throws: SystemError.self) { try FileSystem.fileSize(path) }
+        }
+    }
+
+    @Test func anAtomicWriteReplacesTheFileWithItsModeAndLeavesNoTemporaryFile() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/state.json"
+            try FileSystem.writeAtomically(Data("old".utf8), to: path, mode: 0o600)
+            try FileSystem.writeAtomically(Data("new".utf8), to: path, mode: 0o600)
+            #expect(FileManager.default.contents(atPath: path) == Data("new".utf8))
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600)
+            #expect(try FileSystem.list(directory) == ["state.json"])
+        }
+    }
+
+    @Test func aFailedAtomicWriteThrowsAndLeavesTheDirectoryAsItWas() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/state.json"
+            try FileSystem.writeAtomically(Data("old".utf8), to: path, mode: 0o600)
+            // A directory in the way makes the rename fail after the temporary file was written.
+            try FileManager.default.createDirectory(atPath: directory + "/blocked", withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(
+                atPath: directory + "/blocked/inner", withIntermediateDirectories: false)
+            let error = #expect(throws: SystemError.self) {
+                try FileSystem.writeAtomically(Data("new".utf8), to: directory + "/blocked", mode: 0o600)
+            }
+            #expect(error?.path == directory + "/blocked")
+            #expect(try FileSystem.list(directory).sorted() == ["blocked", "state.json"])
+            #expect(FileManager.default.contents(atPath: path) == Data("old".utf8))
+        }
+    }
+
+    @Test func makeDirectoriesCreatesMissingParentsOwnerOnly() throws {
+        try withTemporaryDirectory { directory in
+            try FileSystem.makeDirectories(directory + "/a/b/c")
+            try FileSystem.makeDirectories(directory + "/a/b/c")
+            var info = stat()
+            #expect(stat(directory + "/a/b", &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o700)
+        }
+    }
+
+    @Test func lockedSerializesConcurrentUpdates() async {
+        let counter = Locked(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { for _ in 0..<10_000 { counter.withLock { $0 += 1 } } }
+            }
+        }
+        #expect(counter.withLock { $0 } == 80_000)
+    }
+
+    @Test func aStartedThreadRunsUnderItsNameTruncatedForTheKernel() async {
+        let name = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            startThread("jb-system-support-test") {
+                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                continuation.resume(returning: comm.trimmingCharacters(in: .newlines))
+            }
+        }
+        #expect(name == "jb-system-suppo")
+    }
+
+    @Test func durationsConvert() {
+        #expect(Duration.milliseconds(1500).seconds == 1.5)
+        #expect(Duration.microseconds(3).nanoseconds == 3_000)
+        #expect(Duration.milliseconds(250).clampedMilliseconds == 250)
+        #expect(Duration.seconds(Int64.max / 2).clampedMilliseconds == Int32.max)
+        #expect(Duration.seconds(-Int64.max / 2).clampedMilliseconds == Int32.min)
+    }
+}
