@@ -68,7 +68,8 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-queue",
             dependencies: [
-                "FileQueue", "JetbridgeOperations", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "FileQueue", "JetbridgeOperations", "SystemSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "FileQueueTests", dependencies: ["FileQueue", "jetbridge-queue"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -36,14 +37,7 @@ struct RandomUUIDs {
             var filled = 0
             let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
             if fd >= 0 {
-                while filled < raw.count {
-                    let count = read(fd, raw.baseAddress! + filled, raw.count - filled)
-                    if count > 0 {
-                        filled += count
-                    } else if count == 0 || errno != EINTR {
-                        break
-                    }
-                }
+                filled = (try? FileSystem.readFully(fd, into: raw)) ?? 0
                 close(fd)
             }
             // Without /dev/urandom (a chroot), the standard library's generator (getrandom) fills the rest.

@@ -82,15 +82,13 @@ struct TagLineReader {
         let capacity = buffer.count - end
         let offset = end
         let fd = self.fd
-        // Array's closure methods rethrow untyped errors, so the errno travels out as a negative count.
-        let count = buffer.withUnsafeMutableBytes { raw -> Int in
-            while true {
-                let result = read(fd, raw.baseAddress! + offset, capacity)
-                if result >= 0 { return result }
-                if errno != EINTR { return -Int(errno) }
+        let path = self.path
+        // Array's closure methods rethrow untyped errors, so the typed error travels out in a Result.
+        let count = try buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in
+                try syscall("read", path: path) { read(fd, raw.baseAddress! + offset, capacity) }
             }
-        }
-        guard count >= 0 else { throw AgentError(SystemError("read", path: path, errno: Int32(-count))) }
+        }.mapError { AgentError($0) }.get()
         end += count
         return count
     }

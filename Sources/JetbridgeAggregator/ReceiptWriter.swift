@@ -224,13 +224,7 @@ public struct ReceiptWriter: Sendable {
         else { return false }
         // One byte more than expected, so a file that grew since the fstat reads as different.
         var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
-        var filled = 0
-        while filled < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            filled += count
-        }
+        let filled = buffer.withUnsafeMutableBytes { try? FileSystem.readFully(fd, into: $0, path: path) }
         return filled == bytes.count
             && buffer.withUnsafeBytes { file in
                 bytes.withUnsafeBytes { memcmp(file.baseAddress!, $0.baseAddress!, bytes.count) == 0 }

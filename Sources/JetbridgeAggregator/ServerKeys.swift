@@ -1,4 +1,5 @@
 import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -112,11 +113,11 @@ public enum ServerKeys: Sendable {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while bytes.count < 64 * 1024 {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else {
-                throw AggregatorError(
-                    .badConfiguration, "cannot read \(path): \(String(cString: strerror(errno))); \(keep)")
+            let count: Int
+            do {
+                count = try syscall("read", path: path) { read(fd, &buffer, buffer.count) }
+            } catch {
+                throw AggregatorError(.badConfiguration, "cannot read \(path): \(error.reason); \(keep)")
             }
             if count == 0 { break }
             bytes += buffer[..<count]

@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -36,16 +37,9 @@ public final class LogSink: Sendable {
     }
 }
 
-/// Writes all of `text` to `fd`, retrying on EINTR; a failed write drops the rest (logging never stops the process).
+/// Writes all of `text` to `fd`; a failed write drops the rest (logging never stops the process).
 private func writeAll(_ fd: Int32, _ text: String) {
-    let bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-        if written < 0 && errno == EINTR { continue }
-        if written <= 0 { return }
-        offset += written
-    }
+    Array(text.utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(fd, $0) }
 }
 
 /// The log handler of both tools: text or JSON lines, with every control, bidi and zero-width character in messages

@@ -67,6 +67,31 @@ package enum FileSystem {
         try syscall("fsync", path: path) { fsync(fd) }
     }
 
+    /// Reads from `fd` until `buffer` is full or the file ends, continuing after short reads.
+    /// - Returns: The number of bytes read (less than `buffer.count` only at the end of the file).
+    package static func readFully(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String? = nil
+    ) throws(SystemError) -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let count = try syscall("read", path: path) { read(fd, buffer.baseAddress! + filled, buffer.count - filled) }
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
+    }
+
+    /// Writes all of `bytes` to `fd`, continuing after short writes.
+    package static func writeFully(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            let count = try syscall("write", path: path) { write(fd, bytes.baseAddress! + done, bytes.count - done) }
+            // write(2) never returns 0 for a non-empty request on a file or a pipe; if it did, retrying would spin.
+            if count == 0 { throw SystemError("write", path: path, errno: EIO) }
+            done += count
+        }
+    }
+
     /// Writes `data` to a new file created with `mode` (so a secret is never readable by others, not even for a
     /// moment) and fsyncs it; the file must not exist yet.
     package static func writeNewFile(_ data: Data, to path: String, mode: mode_t) throws(SystemError) {
@@ -74,16 +99,8 @@ package enum FileSystem {
         var isOpen = true
         defer { if isOpen { close(fd) } }
         // Data's closure methods rethrow untyped errors, so the typed error travels out in a Result.
-        try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-            Result { () throws(SystemError) in
-                var offset = 0
-                while offset < buffer.count {
-                    offset += try syscall("write", path: path, offset: Int64(offset)) {
-                        write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                    }
-                }
-            }
-        }.get()
+        try data.withUnsafeBytes { buffer in Result { () throws(SystemError) in try writeFully(fd, buffer, path: path) } }
+            .get()
         try syscall("fsync", path: path) { fsync(fd) }
         isOpen = false
         // close(2) is never retried: on Linux the descriptor is gone even when it reports EINTR.

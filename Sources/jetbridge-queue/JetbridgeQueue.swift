@@ -2,6 +2,7 @@ import ArgumentParser
 import FileQueue
 import Foundation
 import JetbridgeOperations
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -177,12 +178,5 @@ func printJSON(_ value: some Encodable) throws {
 
 /// Writes a line to standard output at once (unbuffered): a crash test reads each line as proof of durability.
 func emit(_ line: String) {
-    var bytes = Array((line + "\n").utf8)
-    var done = 0
-    while done < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + done, $0.count - done) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        done += n
-    }
+    Array((line + "\n").utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(1, $0) }
 }
