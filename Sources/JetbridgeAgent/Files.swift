@@ -68,14 +68,12 @@ final class FileLock {
         let deadline = Date().addingTimeInterval(timeout)
         var pause: useconds_t = 1_000
         while true {
-            let locked: Int32?
             do {
-                locked = try syscall("lock", path: path, tolerating: EWOULDBLOCK) { flock(fd, LOCK_EX | LOCK_NB) }
+                if try FileSystem.tryLock(fd, path: path) { break }
             } catch {
                 close(fd)
                 throw AgentError(error)
             }
-            if locked != nil { break }
             guard Date() < deadline else {
                 close(fd)
                 throw AgentError(

@@ -33,14 +33,14 @@ public final class HomeLock: Sendable {
         } catch {
             throw AggregatorError(.unavailable, error)
         }
-        let locked: Int32?
+        let locked: Bool
         do {
-            locked = try syscall("lock", path: path, tolerating: EWOULDBLOCK) { flock(fd, LOCK_EX | LOCK_NB) }
+            locked = try FileSystem.tryLock(fd, path: path)
         } catch {
             close(fd)
             throw AggregatorError(.unavailable, error)
         }
-        guard locked != nil else {
+        guard locked else {
             close(fd)
             let holder = Self.readPID(path).map { "(pid \($0)) " } ?? ""
             throw AggregatorError(
@@ -72,7 +72,7 @@ public final class HomeLock: Sendable {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         // A shared lock is refused only while a `serve` holds the exclusive one.
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+        if (try? FileSystem.tryLock(fd, exclusive: false, path: path)) == true {
             flock(fd, LOCK_UN)
             return nil
         }

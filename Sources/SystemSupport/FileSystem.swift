@@ -60,6 +60,13 @@ package enum FileSystem {
         }
     }
 
+    /// Takes a `flock(2)` on `fd` without waiting.
+    /// - Returns: false when another holder has a conflicting lock (`EWOULDBLOCK`).
+    package static func tryLock(_ fd: Int32, exclusive: Bool = true, path: String) throws(SystemError) -> Bool {
+        let operation = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB
+        return try syscall("lock", path: path, tolerating: EWOULDBLOCK) { flock(fd, operation) } != nil
+    }
+
     /// Makes a directory's entries (a rename, a new or removed file) durable.
     package static func syncDirectory(_ path: String) throws(SystemError) {
         let fd = try syscall("open", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
@@ -74,7 +81,9 @@ package enum FileSystem {
     ) throws(SystemError) -> Int {
         var filled = 0
         while filled < buffer.count {
-            let count = try syscall("read", path: path) { read(fd, buffer.baseAddress! + filled, buffer.count - filled) }
+            let count = try syscall("read", path: path) {
+                read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
             if count == 0 { break }
             filled += count
         }
@@ -82,7 +91,9 @@ package enum FileSystem {
     }
 
     /// Writes all of `bytes` to `fd`, continuing after short writes.
-    package static func writeFully(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws(SystemError) {
+    package static func writeFully(
+        _ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil
+    ) throws(SystemError) {
         var done = 0
         while done < bytes.count {
             let count = try syscall("write", path: path) { write(fd, bytes.baseAddress! + done, bytes.count - done) }
@@ -99,8 +110,9 @@ package enum FileSystem {
         var isOpen = true
         defer { if isOpen { close(fd) } }
         // Data's closure methods rethrow untyped errors, so the typed error travels out in a Result.
-        try data.withUnsafeBytes { buffer in Result { () throws(SystemError) in try writeFully(fd, buffer, path: path) } }
-            .get()
+        try data.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try writeFully(fd, buffer, path: path) }
+        }.get()
         try syscall("fsync", path: path) { fsync(fd) }
         isOpen = false
         // close(2) is never retried: on Linux the descriptor is gone even when it reports EINTR.

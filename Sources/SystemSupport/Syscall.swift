@@ -49,13 +49,8 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 package func syscall<T: FixedWidthInteger>(
     _ operation: @autoclosure () -> String, path: String? = nil, offset: Int64? = nil, _ body: () -> T
 ) throws(SystemError) -> T {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let code = errno
-        if code == EINTR { continue }
-        throw SystemError(operation(), path: path, offset: offset, errno: code)
-    }
+    // A failed call always sets a non-zero errno, so tolerating 0 tolerates nothing.
+    try syscall(operation(), path: path, offset: offset, tolerating: 0, body)!
 }
 
 /// Like ``syscall(_:path:offset:_:)``, but a failure with `tolerated` (such as `ENOENT` for "if it exists") returns

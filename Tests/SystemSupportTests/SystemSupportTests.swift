@@ -78,6 +78,24 @@ struct SystemSupportTests {
         }
     }
 
+    @Test func aTryLockSaysWhenAnotherHolderHasTheFile() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/lock"
+            let first = try syscall("open", path: path) { open(path, O_RDWR | O_CREAT, 0o600) }
+            let second = try syscall("open", path: path) { open(path, O_RDWR) }
+            defer {
+                close(first)
+                close(second)
+            }
+            #expect(try FileSystem.tryLock(first, path: path))
+            #expect(try !FileSystem.tryLock(second, path: path))
+            #expect(try !FileSystem.tryLock(second, exclusive: false, path: path))
+            flock(first, LOCK_UN)
+            #expect(try FileSystem.tryLock(first, exclusive: false, path: path))
+            #expect(try FileSystem.tryLock(second, exclusive: false, path: path))
+        }
+    }
+
     @Test func lockedSerializesConcurrentUpdates() async {
         let counter = Locked(0)
         await withTaskGroup(of: Void.self) { group in
