@@ -155,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
-                "JetbridgeAgent", "JetbridgeOperations",
+                "JetbridgeAgent", "JetbridgeOperations", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

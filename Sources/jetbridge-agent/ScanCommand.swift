@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JetbridgeAgent
 import JetbridgeModel
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -91,14 +92,12 @@ struct ScanCommand: ParsableCommand {
 
     private func openInput() throws(AgentError) -> (Int32, String) {
         guard let tagFile, tagFile != "-" else { return (0, "standard input") }
-        let fd = open(tagFile, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            let reason = String(cString: strerror(code))
+        do {
+            return (try syscall("open", path: tagFile) { open(tagFile, O_RDONLY | O_CLOEXEC) }, tagFile)
+        } catch {
             throw AgentError(
-                code == ENOENT || code == EACCES ? .noInput : .failure,
-                "cannot read the tag file \(tagFile): \(reason); check the path given to --tag-file")
+                error.errno == ENOENT || error.errno == EACCES ? .noInput : .failure,
+                "cannot read the tag file \(tagFile): \(error.reason); check the path given to --tag-file")
         }
-        return (fd, tagFile)
     }
 }
