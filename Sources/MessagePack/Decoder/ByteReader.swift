@@ -694,3 +694,57 @@ struct ByteReader {
         }
     }
 }
+
+// MARK: UUIDs
+
+extension ByteReader {
+    /// A UUID from its 36-character text in either case, without building a `String`.
+    func uuid(at offset: Int) throws(ReadFailure) -> UUID {
+        try uuidAndEnd(at: offset).0
+    }
+
+    /// A UUID as `uuid(at:)` reads it, and where its string ends.
+    func uuidAndEnd(at offset: Int) throws(ReadFailure) -> (UUID, Int) {
+        let (start, length) = try stringRange(at: offset, as: UUID.self)
+        guard let uuid = Self.uuid(bytes(start, length)) else {
+            throw .corrupted("Invalid UUID string at offset \(offset)")
+        }
+        return (uuid, start + length)
+    }
+
+    /// The UUID spelt by `text` in canonical form (8-4-4-4-12 hex digits, either case), or nil.
+    static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard text.count == 36, let base = text.baseAddress else { return nil }
+        guard base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"), base[18] == UInt8(ascii: "-"),
+            base[23] == UInt8(ascii: "-")
+        else { return nil }
+        // 32 digits into two words; any invalid digit sets a high bit in `invalid`.
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var invalid: UInt8 = 0
+        @inline(__always) func digits(_ from: Int, _ to: Int, into word: inout UInt64) {
+            for i in from..<to {
+                let value = hexValue(base[i])
+                invalid |= value
+                word = word << 4 | UInt64(value & 0x0f)
+            }
+        }
+        digits(0, 8, into: &high)
+        digits(9, 13, into: &high)
+        digits(14, 18, into: &high)
+        digits(19, 23, into: &low)
+        digits(24, 36, into: &low)
+        guard invalid & 0xf0 == 0 else { return nil }
+        let words = (high.bigEndian, low.bigEndian)
+        return withUnsafeBytes(of: words) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+
+    /// A hex digit's value, or 0xff; selects rather than branches, since digits and letters come in random order.
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> UInt8 {
+        let digit = c &- UInt8(ascii: "0")
+        let letter = (c | 0x20) &- UInt8(ascii: "a")
+        let letterValue = letter < 6 ? letter &+ 10 : 0xff
+        return digit < 10 ? digit : letterValue
+    }
+}

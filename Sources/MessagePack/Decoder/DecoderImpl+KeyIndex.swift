@@ -113,7 +113,8 @@ extension DecoderImpl {
             : header.pointee.endEntry == i - 1
                 ? header.pointee.endOffset : try end(of: entries[i - 1].value, depth: depth + 1)
         if i == header.pointee.total {
-            try KeyIndex.checkDuplicates(reader, entries, i, mapOffset: header.pointee.start)
+            try KeyIndex.checkDuplicates(
+                reader, UnsafeBufferPointer(start: entries, count: i), mapOffset: header.pointee.start)
             header.pointee.complete = true
             recordEnd(depth: depth, start: header.pointee.start, end: position)
             return false

@@ -81,9 +81,12 @@ extension KeyIndex {
     }
 
     /// Rejects a key present twice: which of the two values a type reads would otherwise be an accident.
+    ///
+    /// The one check for keyed containers and `MessagePackReader.checkUniqueKeys`, so both fail alike.
     static func checkDuplicates(
-        _ reader: ByteReader, _ entries: UnsafeMutablePointer<Entry>, _ count: Int, mapOffset: Int
+        _ reader: ByteReader, _ entries: UnsafeBufferPointer<Entry>, mapOffset: Int
     ) throws(ReadFailure) {
+        let count = entries.count
         func duplicate(_ entry: Entry) -> ReadFailure {
             let name =
                 entry.length < 0
@@ -99,7 +102,7 @@ extension KeyIndex {
             return
         }
         // Large maps (dictionaries): sort and compare neighbours, so hostile input cannot make this quadratic.
-        let sorted = UnsafeBufferPointer(start: entries, count: count).sorted { a, b in
+        let sorted = entries.sorted { a, b in
             if a.length != b.length { return a.length < b.length }
             if a.length < 0 { return a.key < b.key }
             return memcmp(reader.base + a.key, reader.base + b.key, a.length) < 0

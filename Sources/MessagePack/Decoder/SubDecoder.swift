@@ -16,8 +16,7 @@ final class SubDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { impl.userInfo }
 
     private func prepare() {
-        impl.keys = path
-        impl.depth = path.count
+        impl.enter(path)
         impl.position = start
     }
 

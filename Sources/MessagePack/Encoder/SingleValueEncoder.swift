@@ -124,8 +124,7 @@ final class SubEncoder: Encoder {
         if impl.writer.count == start + 1 {
             impl.writer.truncate(to: start)
         }
-        impl.keys = path
-        impl.depth = path.count
+        impl.enter(path)
         impl.valueStart = start
     }
 
