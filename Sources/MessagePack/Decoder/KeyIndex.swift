@@ -74,6 +74,11 @@ extension KeyIndex {
         }
     }
 
+    /// A key as text: an integer key's digits, a string key's characters.
+    static func text(of entry: Entry, in reader: ByteReader) -> String {
+        entry.length < 0 ? String(entry.key) : String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)
+    }
+
     static func sameKey(_ reader: ByteReader, _ a: Entry, _ b: Entry) -> Bool {
         guard a.length == b.length else { return false }
         if a.length < 0 { return a.key == b.key }
@@ -88,9 +93,7 @@ extension KeyIndex {
     ) throws(ReadFailure) {
         let count = entries.count
         func duplicate(_ entry: Entry) -> ReadFailure {
-            let name =
-                entry.length < 0
-                ? String(entry.key) : "\"\(String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self))\""
+            let name = entry.length < 0 ? String(entry.key) : "\"\(text(of: entry, in: reader))\""
             return .corrupted("Duplicate key \(name) in the map at offset \(mapOffset)")
         }
         if count <= 16 {
@@ -114,26 +117,32 @@ extension KeyIndex {
 
     static func convertedNames(_ impl: DecoderImpl, _ index: KeyIndex, _ path: [any CodingKey]) -> [String] {
         let reader = impl.reader
-        return index.withUnsafeMutablePointers { header, entries in
-            var names: [String] = []
-            names.reserveCapacity(header.pointee.count)
+        return index.compactMapEntries { _, entry in
+            let raw = text(of: entry, in: reader)
+            switch impl.options.keyDecodingStrategy {
+            case .useDefaultKeys:
+                return raw
+            case .convertFromSnakeCase:
+                return KeyConversion.fromSnakeCase(raw)
+            case .custom(let convert):
+                let key: any CodingKey =
+                    entry.length < 0 ? AnyCodingKey(intValue: entry.key) : AnyCodingKey(stringValue: raw)
+                return convert(path + [key]).stringValue
+            }
+        }
+    }
+
+    /// `transform` of each entry read so far, with its position, in map order; nil results left out.
+    func compactMapEntries<T>(_ transform: (Int, Entry) -> T?) -> [T] {
+        withUnsafeMutablePointers { header, entries in
+            var results: [T] = []
+            results.reserveCapacity(header.pointee.count)
             for i in 0..<header.pointee.count {
-                let entry = entries[i]
-                let raw =
-                    entry.length < 0
-                    ? String(entry.key) : String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)
-                switch impl.options.keyDecodingStrategy {
-                case .useDefaultKeys:
-                    names.append(raw)
-                case .convertFromSnakeCase:
-                    names.append(KeyConversion.fromSnakeCase(raw))
-                case .custom(let convert):
-                    let key: any CodingKey =
-                        entry.length < 0 ? AnyCodingKey(intValue: entry.key) : AnyCodingKey(stringValue: raw)
-                    names.append(convert(path + [key]).stringValue)
+                if let result = transform(i, entries[i]) {
+                    results.append(result)
                 }
             }
-            return names
+            return results
         }
     }
 }

@@ -32,26 +32,14 @@ extension KeyedDecoder {
         // A malformed map fails again, with its error, when the value's decoding finishes.
         try? impl.completeKeyIndex(index)
         let reader = impl.reader
-        return index.withUnsafeMutablePointers { header, entries in
-            var keys: [Key] = []
-            keys.reserveCapacity(header.pointee.count)
-            for i in 0..<header.pointee.count {
-                let entry = entries[i]
-                if let names {
-                    if let key = Key(stringValue: names[i]) {
-                        keys.append(key)
-                    }
-                } else if entry.length < 0 {
-                    if let key = Key(intValue: entry.key) ?? Key(stringValue: String(entry.key)) {
-                        keys.append(key)
-                    }
-                } else if let key = Key(
-                    stringValue: String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self))
-                {
-                    keys.append(key)
-                }
+        return index.compactMapEntries { i, entry -> Key? in
+            if let names {
+                return Key(stringValue: names[i])
             }
-            return keys
+            if entry.length < 0 {
+                return Key(intValue: entry.key) ?? Key(stringValue: String(entry.key))
+            }
+            return Key(stringValue: KeyIndex.text(of: entry, in: reader))
         }
     }
 
@@ -231,10 +219,7 @@ extension KeyedDecoder {
         return index.withUnsafeMutablePointers { header, entries -> Int? in
             for i in 0..<header.pointee.count {
                 let entry = entries[i]
-                let name: String =
-                    if let names { names[i] } else if entry.length < 0 { String(entry.key) } else {
-                        String(decoding: reader.bytes(entry.key, entry.length), as: UTF8.self)
-                    }
+                let name = names?[i] ?? KeyIndex.text(of: entry, in: reader)
                 if name == key.stringValue {
                     return entry.value
                 }
