@@ -7,6 +7,8 @@ protocol CodingPathStack: AnyObject {
     /// Keys of the current coding path; only the first `depth` are meaningful.
     var keys: [any CodingKey] { get set }
     var depth: Int { get set }
+    /// `Encoder.userInfo` or `Decoder.userInfo`.
+    var userInfo: [CodingUserInfoKey: Any] { get }
 }
 
 extension CodingPathStack {

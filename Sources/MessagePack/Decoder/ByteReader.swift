@@ -495,33 +495,32 @@ struct ByteReader {
     // MARK: Containers
 
     func arrayHeader(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (count: Int, first: Int) {
-        let byte = try byte(at: offset)
-        switch byte {
-        case 0x90...0x9f: return (Int(byte & 0x0f), offset + 1)
-        case 0xdc:
-            try need(offset + 1, 2, "array16 header")
-            return (Int(u16(offset + 1)), offset + 3)
-        case 0xdd:
-            try need(offset + 1, 4, "array32 header")
-            return (Int(u32(offset + 1)), offset + 5)
-        default:
-            throw mismatch(type, at: offset, byte)
-        }
+        try containerHeader(at: offset, fixBase: 0x90, wide: 0xdc, "array", as: type)
     }
 
     func mapHeader(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (count: Int, first: Int) {
+        try containerHeader(at: offset, fixBase: 0x80, wide: 0xde, "map", as: type)
+    }
+
+    /// An array's or a map's header, which MessagePack lays out alike: a fix form (`fixBase` + a count below 16),
+    /// the 16-bit form at `wide`, the 32-bit form at `wide + 1`.
+    @inline(__always)
+    private func containerHeader(
+        at offset: Int, fixBase: UInt8, wide: UInt8, _ kind: StaticString, as type: Any.Type
+    ) throws(ReadFailure) -> (count: Int, first: Int) {
         let byte = try byte(at: offset)
-        switch byte {
-        case 0x80...0x8f: return (Int(byte & 0x0f), offset + 1)
-        case 0xde:
-            try need(offset + 1, 2, "map16 header")
-            return (Int(u16(offset + 1)), offset + 3)
-        case 0xdf:
-            try need(offset + 1, 4, "map32 header")
-            return (Int(u32(offset + 1)), offset + 5)
-        default:
-            throw mismatch(type, at: offset, byte)
+        if byte & 0xf0 == fixBase {
+            return (Int(byte & 0x0f), offset + 1)
         }
+        if byte == wide {
+            try need(offset + 1, 2, "\(kind)16 header")
+            return (Int(u16(offset + 1)), offset + 3)
+        }
+        if byte == wide + 1 {
+            try need(offset + 1, 4, "\(kind)32 header")
+            return (Int(u32(offset + 1)), offset + 5)
+        }
+        throw mismatch(type, at: offset, byte)
     }
 
     func tooDeep(at offset: Int) -> ReadFailure {

@@ -1,20 +1,7 @@
 import Foundation
 
 /// The decoder a `superDecoder()` hands out, reading the value it was given.
-final class SubDecoder: Decoder {
-    let impl: DecoderImpl
-    let path: [any CodingKey]
-    let start: Int
-
-    init(impl: DecoderImpl, path: [any CodingKey], start: Int) {
-        self.impl = impl
-        self.path = path
-        self.start = start
-    }
-
-    var codingPath: [any CodingKey] { path }
-    var userInfo: [CodingUserInfoKey: Any] { impl.userInfo }
-
+final class SubDecoder: SubCoder<DecoderImpl>, Decoder {
     private func prepare() {
         impl.enter(path)
         impl.position = start
