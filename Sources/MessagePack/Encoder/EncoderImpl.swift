@@ -284,10 +284,15 @@ final class EncoderImpl: Encoder, CodingPathStack {
         }
     }
 
-    func deadContainer<Key: CodingKey>(_ error: any Error, keyedBy: Key.Type) -> KeyedEncodingContainer<Key> {
+    /// Keeps the first error of a container call that cannot throw, for `encode` to throw when the value is done.
+    func deferError(_ error: any Error) {
         if deferredError == nil {
             deferredError = error
         }
+    }
+
+    func deadContainer<Key: CodingKey>(_ error: any Error, keyedBy: Key.Type) -> KeyedEncodingContainer<Key> {
+        deferError(error)
         return KeyedEncodingContainer(
             KeyedEncoder<Key>(impl: self, frame: Self.deadFrameID, depth: depth, parentKey: nil))
     }
@@ -361,9 +366,7 @@ final class EncoderImpl: Encoder, CodingPathStack {
             if let frame = openFrame(at: valueStart), !frame.isMap {
                 return UnkeyedEncoder(impl: self, frame: frame.id, depth: depth, parentKey: nil, count: frame.count)
             }
-            if deferredError == nil {
-                deferredError = misuse("An unkeyed container")
-            }
+            deferError(misuse("An unkeyed container"))
             return UnkeyedEncoder(impl: self, frame: Self.deadFrameID, depth: depth, parentKey: nil, count: 0)
         }
         let id = openFrame(isMap: false)

@@ -127,9 +127,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         do {
             try begin()
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
             return UnkeyedEncoder(
                 impl: impl, frame: EncoderImpl.deadFrameID, depth: depth + 1, parentKey: IndexKey(index: count),
                 count: 0)
@@ -142,9 +140,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         do {
             try begin()
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
         }
         impl.writer.writeByte(0x80)
         return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: impl.writer.count - 1)
