@@ -85,12 +85,15 @@ public struct SyncProgress: Sendable, Hashable {
     public var inFlight: Int
     /// Seconds since start.
     public var elapsed: Double
+    /// Why nothing gets through right now (`cannot reach tcp://…; retrying`, a refused key), or `nil`.
+    public var problem: String?
 
-    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double) {
+    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double, problem: String? = nil) {
         self.acknowledged = acknowledged
         self.total = total
         self.inFlight = inFlight
         self.elapsed = elapsed
+        self.problem = problem
     }
 }
 

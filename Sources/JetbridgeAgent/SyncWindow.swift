@@ -194,6 +194,23 @@ public struct SyncWindow: Sendable {
         batches[index].timeout = min(batches[index].timeout * 2, limits.maxBackoff)
     }
 
+    /// The link to the ground came back after it was down: every batch still waiting for its ack is due once more,
+    /// now. Each was either stored (its ack lost with the connection) or lost on the way; sending it once is what it
+    /// takes, and waiting out a timeout that backed off while the link was down would only leave the device behind.
+    /// - Parameter now: The current time.
+    /// - Returns: How many batches are due again.
+    @discardableResult
+    public mutating func linkRestored(now: Double) -> Int {
+        var again = 0
+        for index in batches.indices {
+            guard case .waiting = batches[index].state else { continue }
+            batches[index].state = .due(at: now)
+            batches[index].timeout = limits.ackTimeout
+            again += 1
+        }
+        return again
+    }
+
     /// Applies an ack from the ground.
     /// - Parameters:
     ///   - ack: The decoded ack.

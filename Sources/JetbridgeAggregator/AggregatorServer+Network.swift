@@ -357,9 +357,10 @@ extension AggregatorServer {
                 "index": "\(rejection.index)", "reason": "\(rejection.reason)",
             ])
         // The ack goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
-        // the header's device's on trust otherwise.
-        if let ack = rejection.ack, let owner = authenticated ?? device, !owner.isEmpty,
-            let payload = try? WireCoding.encode(ack)
+        // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
+        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
+        if let owner = authenticated ?? device, !owner.isEmpty,
+            let payload = try? WireCoding.encode(rejection.ack ?? Self.unnamedAnswer(rejection, device: owner))
         {
             sendAck(payload, to: owner, routes: &routes, router: router)
         }
@@ -367,6 +368,11 @@ extension AggregatorServer {
         if let owner = authenticated ?? device, !owner.isEmpty {
             queue.push(.rejection(device: owner, reason: rejection.description))
         }
+    }
+
+    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
+    static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
+        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
     }
 
     private func reloadAllowlist() {

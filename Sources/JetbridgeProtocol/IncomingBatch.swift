@@ -192,7 +192,8 @@ public struct IncomingBatch: Sendable {
             throw .malformed(nil, "frame 1 is not a batch header: \(error)")
         }
         guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
-            throw .malformed(nil, "the header's device id '\(header.device.prefix(64))' is not a valid device id")
+            // With the header, so the answer names the batch (docs/PROTOCOL.md: every batch gets an answer).
+            throw .malformed(header, "the header's device id '\(header.device.prefix(64))' is not a valid device id")
         }
         guard header.first <= header.last else {
             throw .malformed(header, "the header's first (\(header.first)) is after its last (\(header.last))")
