@@ -21,9 +21,10 @@ struct NetworkLoop: @unchecked Sendable {
 /// older than that rule, whose routing id is its device id: still served, with a warning, because nothing better can
 /// be done for it.
 ///
-/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held for a few seconds
-/// rather than dropped, and sent when the route works again: the first batches of a new connection are often
-/// committed before its hello arrives.
+/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held rather than dropped,
+/// and sent when the route works again: the first batches of a new connection are often committed before its hello
+/// arrives, and a device whose link was cut reconnects with the same routing id. It is held long enough to outlast a
+/// cut link and the device's reconnect (60 s), bounded per device and in all, and counted.
 struct AckRoutes {
     /// An ack waiting for its device's route.
     struct Held {
@@ -31,8 +32,9 @@ struct AckRoutes {
         let since: ContinuousClock.Instant
     }
 
-    /// How long an ack waits for a route; after that the device has resent the batch anyway.
-    static let heldLifetime: Duration = .seconds(5)
+    /// How long an ack waits for a route: longer than a cut link usually lasts (the agent resends every batch
+    /// still waiting once its link returns, so an ack that outlived this is only a duplicate saved).
+    static let heldLifetime: Duration = .seconds(60)
     /// Bounds on held acks: beyond the first a device's oldest is dropped, beyond the second the new one.
     static let maxHeldPerDevice = 256
     static let maxHeld = 65_536
@@ -246,6 +248,7 @@ extension AggregatorServer {
             return
         }
         let dropped = routes.hold(payload, for: device, now: .now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
         if dropped > 0 {
             statistics.withLock { $0.unroutableAcks += dropped }
             logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
@@ -271,6 +274,7 @@ extension AggregatorServer {
     private func retryHeld(_ routes: inout AckRoutes, router: Socket, now: ContinuousClock.Instant) {
         for device in Array(routes.held.keys) { flushHeld(for: device, routes: &routes, router: router) }
         let expired = routes.expire(now: now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
         if expired > 0 {
             statistics.withLock { $0.unroutableAcks += expired }
             logger.debug("\(expired) acks dropped after waiting for a route; their devices will resend")

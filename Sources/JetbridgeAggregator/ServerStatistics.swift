@@ -16,9 +16,11 @@ public struct ServerStatistics: Hashable, Sendable {
     public var retriedBatches = 0
     /// Store transactions committed.
     public var transactions = 0
-    /// Acks dropped unsent: the device had no ack route within 5 s, or too many acks were waiting for one (it will
-    /// resend, and the resend counts as duplicates).
+    /// Acks dropped unsent: the device had no working ack route within 60 s, or too many acks were waiting for one
+    /// (it will resend, and the resend counts as duplicates).
     public var unroutableAcks = 0
+    /// Acks waiting for their device's route right now (a gauge, bounded by 256 per device and 65,536 in all).
+    public var acksHeld = 0
     /// Hellos received from devices whose key matched (each means the route for its acks exists).
     public var hellos = 0
 

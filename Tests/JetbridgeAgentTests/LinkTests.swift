@@ -75,6 +75,29 @@ struct LinkTests {
         #expect(!last.contains("in flight"), "\(last)")
     }
 
+    @Test("while the ground is away nothing piles up: after it returns each unacknowledged batch arrives once")
+    func noResendsWhileDown() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(80)
+        // The first ground takes the window's batches and answers nothing, then goes away (its sockets closed).
+        let first = try TestGround { _, _ in .drop }
+        let configuration = try sandbox.configuration(batchRecords: 10, window: 4, ackTimeout: 0.2)
+        let sync = Task { try await sandbox.sync(first, configuration: configuration, timeout: 30) }
+        try await waitUntil { first.delivered.withLock { $0.deliveries.count } >= 4 }
+        first.stop()
+        // Down for 3 s: 15 ack timeouts of 0.2 s, each of which used to queue resends in the socket.
+        try await Task.sleep(for: .seconds(3))
+        let second = try TestGround(replacing: first)
+        defer { second.stop() }
+        let outcome = try await sync.value
+        #expect(outcome.exitCode == 0, "\(outcome.result)")
+        let delivered = second.delivered.withLock { $0 }
+        #expect(delivered.records.count == 80)
+        #expect(delivered.deliveries.values.allSatisfy { $0 == 1 }, "\(delivered.deliveries)")
+        #expect(delivered.storedOffers == 80)
+    }
+
     private func run(
         _ sandbox: SyncSandbox, _ options: SyncOptions, progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws -> SyncOutcome {

@@ -53,15 +53,16 @@ final class TestGround: Sendable {
     ///   - device: The device id the device key is allowed as.
     ///   - allowed: Whether the device key is on the allow list from the start (see ``allowDevice()``).
     ///   - decide: What to answer per delivery.
+    ///   - replacing: A ground stopped earlier whose place (endpoints and keys) this one takes: a ground restarted.
     init(
-        device: String = "cart-1", allowed: Bool = true,
+        device: String = "cart-1", allowed: Bool = true, replacing previous: TestGround? = nil,
         decide: @escaping @Sendable (IncomingBatch, Int) -> Answer = { _, _ in .store }
     ) throws {
         self.decide = decide
         self.device = device
         context = try ZeroMQContext()
-        serverKeys = try CurveKeyPair.generate()
-        deviceKeys = try CurveKeyPair.generate()
+        serverKeys = try previous?.serverKeys ?? CurveKeyPair.generate()
+        deviceKeys = try previous?.deviceKeys ?? CurveKeyPair.generate()
         zap = try ZAPHandler(context: context, allowlist: allowed ? [deviceKeys.publicKeyZ85: device] : [:])
         let pull = try context.socket(.pull)
         let router = try context.socket(.router)
@@ -78,8 +79,8 @@ final class TestGround: Sendable {
         }
         try router.set(.routerMandatory, true)
         try router.set(.routerHandover, true)
-        try pull.bind("tcp://127.0.0.1:*")
-        try router.bind("tcp://127.0.0.1:*")
+        try pull.bind(previous?.dataEndpoint ?? "tcp://127.0.0.1:*")
+        try router.bind(previous?.ackEndpoint ?? "tcp://127.0.0.1:*")
         dataEndpoint = try pull.lastEndpoint
         ackEndpoint = try router.lastEndpoint
         let thread = Thread { [self] in
