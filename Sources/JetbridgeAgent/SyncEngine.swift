@@ -412,6 +412,12 @@ final class SyncEngine: Sendable {
             }
             let label = "\(device) #\(ack.first)…\(ack.last)"
             switch window.apply(ack, now: now()) {
+            case .ignored where ack.first == 0 && ack.last == 0 && ack.status == .forbidden:
+                // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
+                return AgentError(
+                    .dataError,
+                    "the ground refused this device (forbidden): \(ack.reason ?? "no reason given"); check the allow list on the ground"
+                )
             case .ignored where ack.first == 0 && ack.last == 0:
                 // Batch 0…0: the ground could not read a message of ours as a batch at all (docs/PROTOCOL.md).
                 statistics.ignoredAcks += 1

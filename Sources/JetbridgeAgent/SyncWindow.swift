@@ -327,7 +327,7 @@ public struct SyncWindow: Sendable {
             return .fatal(
                 AgentError(
                     .dataError,
-                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is registered to another device id; check \"device\" in the configuration and the allow list on the ground"
+                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is revoked or registered to another device id; check \"device\" in the configuration and the allow list on the ground"
                 ))
         case .unsupportedVersion:
             let supported = ack.supported.map { " (it speaks \($0.map(String.init).joined(separator: ", ")))" } ?? ""

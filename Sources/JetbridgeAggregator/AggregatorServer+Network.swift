@@ -43,6 +43,8 @@ struct AckRoutes {
 
     private(set) var routes: [String: Data] = [:]
     private var devicesByRoute: [Data: String] = [:]
+    /// The public key of the connection each route was learned from (CURVE mode).
+    private(set) var routeKeys: [String: String] = [:]
     private(set) var held: [String: [Held]] = [:]
     private(set) var heldCount = 0
     /// Devices already warned about, so each is named once per run.
@@ -78,8 +80,10 @@ struct AckRoutes {
     /// The route for `device`'s acks, if a hello set one.
     func route(for device: String) -> Data? { routes[device] }
 
-    /// Sets `device`'s route. - Returns: Whether it changed.
-    mutating func learn(device: String, route: Data) -> Bool {
+    /// Sets `device`'s route, learned from a connection with public key `key` (CURVE mode). - Returns: Whether it
+    /// changed.
+    mutating func learn(device: String, route: Data, key: String? = nil) -> Bool {
+        routeKeys[device] = key
         if routes[device] == route { return false }
         if let previous = routes[device] { devicesByRoute[previous] = nil }
         // A routing id names one connection: whoever had it before has lost it (insecure mode only: in CURVE mode
@@ -96,6 +100,7 @@ struct AckRoutes {
         guard let device = devicesByRoute[route], device != key else { return nil }
         devicesByRoute[route] = nil
         routes[device] = nil
+        routeKeys[device] = nil
         return device
     }
 
@@ -168,6 +173,9 @@ extension AggregatorServer {
         var lastAllowlistCheck = ContinuousClock.now
         var routes = AckRoutes()
         var lastHeldCheck = ContinuousClock.now
+        /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets
+        /// nothing stored also on a connection admitted before the revocation.
+        var admitted = allowlist.byPublicKey
         do {
             while !storeDone {
                 if accepting && stopRequested {
@@ -181,9 +189,13 @@ extension AggregatorServer {
                 if readPull { items.append(PollItem(sockets.pull, .readable)) }
                 let ready = try poll(items, timeout: .milliseconds(100))
                 // Hellos first: a route that arrived with the acks it is needed for is used at once.
-                if ready[1].contains(.readable) { try readHellos(sockets.router, routes: &routes) }
+                if ready[1].contains(.readable) {
+                    try readHellos(sockets.router, routes: &routes, admitted: admitted)
+                }
                 if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets, routes: &routes) }
-                if readPull && ready[2].contains(.readable) { try readBatches(sockets, routes: &routes) }
+                if readPull && ready[2].contains(.readable) {
+                    try readBatches(sockets, routes: &routes, admitted: admitted)
+                }
 
                 let now = ContinuousClock.now
                 if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
@@ -199,7 +211,7 @@ extension AggregatorServer {
                     let stamp = Self.stamp(of: home.devicesFile)
                     if reload || stamp != allowlistStamp {
                         allowlistStamp = stamp
-                        reloadAllowlist()
+                        if let list = reloadAllowlist() { admitted = list.byPublicKey }
                     }
                 }
             }
@@ -283,7 +295,7 @@ extension AggregatorServer {
 
     /// Reads hellos and learns routes from them (see ``AckRoutes``). In CURVE mode a hello counts only when its
     /// device is the connection's key, and any message on a route shows who holds it now.
-    private func readHellos(_ router: Socket, routes: inout AckRoutes) throws {
+    private func readHellos(_ router: Socket, routes: inout AckRoutes, admitted: [String: String]) throws {
         for _ in 0..<1_000 {
             guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
             guard let route = message.frames.first, !route.isEmpty else { continue }
@@ -302,6 +314,16 @@ extension AggregatorServer {
                 continue
             }
             let kind = AckRoutes.kind(of: route, device: hello.device)
+            if let key, !Self.stillAllowed(message, admitted: admitted) {
+                // Revoked since the connection was admitted: no route, and the answer goes to this connection only.
+                let ack = Ack(
+                    device: key, first: 0, last: 0, status: .forbidden, reason: Self.revokedReason)
+                if let payload = try? WireCoding.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                if routes.shouldWarn(about: key) {
+                    logger.warning("refused a hello: the connection's key is no longer allowed", metadata: ["device": "\(key)"])
+                }
+                continue
+            }
             if let key {
                 guard hello.device == key else {
                     guard routes.shouldWarn(about: key) else { continue }
@@ -319,7 +341,7 @@ extension AggregatorServer {
                 }
             }
             statistics.withLock { $0.hellos += 1 }
-            if routes.learn(device: hello.device, route: route) {
+            if routes.learn(device: hello.device, route: route, key: message.publicKey) {
                 logger.debug("ack route learned", metadata: ["device": "\(hello.device)"])
             }
             if key != nil, kind == .legacy, routes.warnedLegacy.insert(hello.device).inserted {
@@ -332,12 +354,16 @@ extension AggregatorServer {
     }
 
     /// Reads and checks batches while the queue has room.
-    private func readBatches(_ sockets: NetworkLoop, routes: inout AckRoutes) throws {
+    private func readBatches(_ sockets: NetworkLoop, routes: inout AckRoutes, admitted: [String: String]) throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
             let size = message.frames.reduce(0) { $0 + $1.count }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let authenticated: String? = insecure ? nil : (message.userID ?? "")
+            if let authenticated, !authenticated.isEmpty, !Self.stillAllowed(message, admitted: admitted) {
+                refuseRevoked(message, device: authenticated, routes: &routes, router: sockets.router)
+                continue
+            }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
             case .success(let batch):
                 queue.push(.batch(batch, bytes: size))
@@ -374,21 +400,52 @@ extension AggregatorServer {
         }
     }
 
+    static let revokedReason =
+        "this device's key is no longer allowed on the ground (revoked after the connection was made); nothing is stored"
+
+    /// Whether the key a message's connection was admitted with is still allowed, for the same device.
+    static func stillAllowed(_ message: ReceivedMessage, admitted: [String: String]) -> Bool {
+        guard let key = message.publicKey, let userID = message.userID else { return false }
+        return admitted[key] == userID
+    }
+
+    /// Answers a batch from a revoked key `forbidden` and stores nothing of it. The answer goes to the device's route
+    /// only if that route was learned from the same (revoked) key: a device re-allowed with a new key must not
+    /// receive the stolen key's answers.
+    private func refuseRevoked(_ message: ReceivedMessage, device: String, routes: inout AckRoutes, router: Socket) {
+        statistics.withLock { $0.rejectedBatches += 1 }
+        let header = IncomingBatch.name(of: message.frames)
+        if routes.shouldWarn(about: "revoked " + device) {
+            logger.warning(
+                "batch refused: the connection's key is no longer allowed",
+                metadata: ["device": "\(device)", "batch": "\(header.map { "#\($0.first)…\($0.last)" } ?? "?")"])
+        }
+        guard routes.routeKeys[device] == message.publicKey else { return }
+        let ack = Ack(
+            device: header?.device ?? device, first: header?.first ?? 0, last: header?.last ?? 0, status: .forbidden,
+            reason: Self.revokedReason)
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device, routes: &routes, router: router) }
+    }
+
     /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
     static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
         Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
     }
 
-    private func reloadAllowlist() {
-        guard let zap else { return }
+    /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).
+    private func reloadAllowlist() -> DeviceAllowlist? {
+        guard let zap else { return nil }
         do {
             let list = try DeviceAllowlist.load(from: home.devicesFile)
             zap.replaceAllowlist(list.byPublicKey)
+            statistics.withLock { $0.allowlistReloads += 1 }
             logger.info(
-                "allow list reloaded; applies to new connections",
+                "allow list reloaded; applies to new connections and to every message from now on",
                 metadata: ["devices": "\(list.devices.count)", "file": "\(home.devicesFile.path)"])
+            return list
         } catch {
             logger.error("allow list not reloaded; keeping the previous one", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 

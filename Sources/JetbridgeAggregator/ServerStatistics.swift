@@ -21,6 +21,8 @@ public struct ServerStatistics: Hashable, Sendable {
     public var unroutableAcks = 0
     /// Acks waiting for their device's route right now (a gauge, bounded by 256 per device and 65,536 in all).
     public var acksHeld = 0
+    /// Times the allow list was loaded again (file change or SIGHUP).
+    public var allowlistReloads = 0
     /// Hellos received from devices whose key matched (each means the route for its acks exists).
     public var hellos = 0
 

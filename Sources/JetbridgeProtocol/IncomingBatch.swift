@@ -55,6 +55,13 @@ public struct IncomingBatch: Sendable {
         }
     }
 
+    /// The batch a message names, when its frame 1 reads as a header (nothing else is checked): to answer a message
+    /// that is refused before it is decoded.
+    public static func name(of frames: [Data]) -> BatchHeader? {
+        guard let first = frames.first else { return nil }
+        do { return try decodeHeader(first) } catch { return error.header }
+    }
+
     /// Everything but the records: frames, header, device, size and checksum.
     static func checkFrames(_ frames: [Data], authenticatedDevice: String?) -> Result<BatchHeader, BatchRejection> {
         guard frames.count == 2 else {
