@@ -449,6 +449,11 @@ final class SyncEngine: Sendable {
                         ofBatch: batchID,
                         with: records.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: now())
                 }
+            case .limited(let at):
+                statistics.limited += 1
+                logger.warning(
+                    "the ground limits this device (\(ack.reason ?? "no reason given")); \(label) again in \(Int((at - now()).rounded(.up))) s"
+                )
             case .retryLater(let at):
                 logger.info(
                     "the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")

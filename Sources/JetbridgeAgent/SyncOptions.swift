@@ -69,6 +69,8 @@ public struct SyncStatistics: Sendable, Hashable, Codable {
     public var skipped = 0
     /// Acks that named no batch in flight (late or repeated answers).
     public var ignoredAcks = 0
+    /// `limited` answers: the ground held this device to one of its limits.
+    public var limited = 0
     /// Seconds from start to end.
     public var elapsed: Double = 0
 

@@ -107,6 +107,8 @@ public struct SyncWindow: Sendable {
         case rebuild(batchID: Int, sequences: [UInt64])
         /// The ground asked for the batch later; it is scheduled.
         case retryLater(at: Double)
+        /// The ground limits this device (`limited`); the batch is scheduled no earlier than its `retryAfter`.
+        case limited(at: Double)
         /// Sync cannot go on: `forbidden`, `unsupported-version`, or a batch malformed three times in a row.
         case fatal(AgentError)
     }
@@ -323,6 +325,13 @@ public struct SyncWindow: Sendable {
             batches[index].malformedRejections = 0
             batches[index].state = .due(at: now + delay)
             return .retryLater(at: now + delay)
+        case .limited:
+            // Back off as for `retry`, but never sooner than the ground said: a limit does not lift by resending.
+            let delay = max(jittered(batches[index].retryDelay), max(0, ack.retryAfter ?? 0))
+            batches[index].retryDelay = min(batches[index].retryDelay * 2, limits.maxBackoff)
+            batches[index].malformedRejections = 0
+            batches[index].state = .due(at: now + delay)
+            return .limited(at: now + delay)
         case .forbidden:
             return .fatal(
                 AgentError(

@@ -54,8 +54,10 @@ struct AckRoutes {
     static let warningInterval: Duration = .seconds(30)
 
     /// Whether to log a refused hello from `key` now (at most one per ``warningInterval`` and key).
-    mutating func shouldWarn(about key: String, now: ContinuousClock.Instant = .now) -> Bool {
-        if let last = lastWarning[key], now - last < Self.warningInterval { return false }
+    mutating func shouldWarn(
+        about key: String, interval: Duration = warningInterval, now: ContinuousClock.Instant = .now
+    ) -> Bool {
+        if let last = lastWarning[key], now - last < interval { return false }
         if lastWarning.count >= 10_000 { lastWarning = [:] }
         lastWarning[key] = now
         return true
@@ -176,6 +178,7 @@ extension AggregatorServer {
         /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets
         /// nothing stored also on a connection admitted before the revocation.
         var admitted = allowlist.byPublicKey
+        var limiter = DeviceLimiter(allowlist: allowlist)
         do {
             while !storeDone {
                 if accepting && stopRequested {
@@ -194,7 +197,7 @@ extension AggregatorServer {
                 }
                 if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets, routes: &routes) }
                 if readPull && ready[2].contains(.readable) {
-                    try readBatches(sockets, routes: &routes, admitted: admitted)
+                    try readBatches(sockets, routes: &routes, admitted: admitted, limiter: &limiter)
                 }
 
                 let now = ContinuousClock.now
@@ -211,7 +214,10 @@ extension AggregatorServer {
                     let stamp = Self.stamp(of: home.devicesFile)
                     if reload || stamp != allowlistStamp {
                         allowlistStamp = stamp
-                        if let list = reloadAllowlist() { admitted = list.byPublicKey }
+                        if let list = reloadAllowlist() {
+                            admitted = list.byPublicKey
+                            limiter.allowlist = list
+                        }
                     }
                 }
             }
@@ -354,7 +360,9 @@ extension AggregatorServer {
     }
 
     /// Reads and checks batches while the queue has room.
-    private func readBatches(_ sockets: NetworkLoop, routes: inout AckRoutes, admitted: [String: String]) throws {
+    private func readBatches(
+        _ sockets: NetworkLoop, routes: inout AckRoutes, admitted: [String: String], limiter: inout DeviceLimiter
+    ) throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
             let size = message.frames.reduce(0) { $0 + $1.count }
@@ -366,6 +374,15 @@ extension AggregatorServer {
             }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
             case .success(let batch):
+                let device = batch.header.device
+                if let verdict = limiter.admit(
+                    device: device, records: batch.records.map(\.record), now: .now,
+                    count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
+                    unstored: { (try? store.unstoredCount($0)) ?? $0.count })
+                {
+                    answerLimited(batch.header, verdict, routes: &routes, router: sockets.router)
+                    continue
+                }
                 queue.push(.batch(batch, bytes: size))
             case .failure(let rejection):
                 refuse(rejection, authenticated: authenticated, routes: &routes, router: sockets.router)
@@ -397,6 +414,27 @@ extension AggregatorServer {
         // Counted against the device that sent it: the key's device when known.
         if let owner = authenticated ?? device, !owner.isEmpty {
             queue.push(.rejection(device: owner, reason: rejection.description))
+        }
+    }
+
+    /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
+    /// per device, with how many since).
+    private func answerLimited(
+        _ header: BatchHeader, _ verdict: DeviceLimiter.Verdict, routes: inout AckRoutes, router: Socket
+    ) {
+        statistics.withLock { $0.limitedBatches += 1 }
+        let ack = Ack(
+            device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
+            retryAfter: verdict.retryAfter)
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: header.device, routes: &routes, router: router) }
+        queue.push(.limited(device: header.device, reason: verdict.reason))
+        if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
+            logger.warning(
+                "batch limited",
+                metadata: [
+                    "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
+                    "reason": "\(verdict.reason)", "retryAfter": "\(verdict.retryAfter)",
+                ])
         }
     }
 

@@ -72,6 +72,15 @@ extension AggregatorStore {
             // (docs/STORE.md, "Measured"). SQLite rewrites the table once here.
             try db.execute(sql: "ALTER TABLE scans DROP COLUMN record")
         }
+        migrator.registerMigration("device-limits") { db in
+            // Batches answered `limited` (a device past its records per second or per flight), per device.
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN limited INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE devices ADD COLUMN last_limited_at REAL;
+                    ALTER TABLE devices ADD COLUMN last_limited_reason TEXT;
+                    """)
+        }
         return migrator
     }
 
@@ -98,6 +107,12 @@ extension AggregatorStore {
         ON CONFLICT (device) DO UPDATE SET last_sync = max(coalesce(last_sync, excluded.last_sync), excluded.last_sync), batches = batches + 1,
             records = records + excluded.records, new_records = new_records + excluded.new_records,
             duplicates = duplicates + excluded.duplicates
+        """
+
+    static let deviceLimitedSQL = """
+        INSERT INTO devices (device, limited, last_limited_at, last_limited_reason) VALUES (?, 1, ?, ?)
+        ON CONFLICT (device) DO UPDATE SET limited = limited + 1, last_limited_at = excluded.last_limited_at,
+            last_limited_reason = excluded.last_limited_reason
         """
 
     static let deviceRejectSQL = """

@@ -12,6 +12,8 @@ public struct ServerStatistics: Hashable, Sendable {
     public var duplicateRecords = 0
     /// Batches refused (`rejected`, `forbidden`, `unsupported-version`).
     public var rejectedBatches = 0
+    /// Batches answered `limited`: their device was past its records per second or per flight.
+    public var limitedBatches = 0
     /// Batches answered `retry` because their transaction failed.
     public var retriedBatches = 0
     /// Store transactions committed.

@@ -442,4 +442,18 @@ struct SyncWindowTests {
         for id in window.batchesToSend(now: 3) { window.sent(batchID: id, now: 3) }
         #expect(window.batchesToSend(now: 3.1).isEmpty)
     }
+
+    @Test("limited: sent again no sooner than the ground's retryAfter, never set aside or rejected")
+    func limited() throws {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(timeout: 10), seed: 1)
+        let ids = Self.sendBatches(1, into: &window, now: 0)
+        let batch = try #require(window.batch(id: ids[0]))
+        var ack = Self.ack(batch, .limited)
+        ack.retryAfter = 7
+        #expect(window.apply(ack, now: 1) == .limited(at: 8))
+        #expect(window.batchesToSend(now: 7.9).isEmpty)
+        #expect(window.batchesToSend(now: 8) == ids)
+        #expect(window.setAside.isEmpty)
+        #expect(window.acknowledgedThrough == 0)
+    }
 }

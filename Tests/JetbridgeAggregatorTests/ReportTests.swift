@@ -108,7 +108,7 @@ struct ReportTests {
                 lastRejectAt: date(0), lastRejectReason: "line one\nline two, \"quoted\"")
         ])
         let lines = ReportRenderer().render(.devices(devices), as: .csv)
-        #expect(lines.hasSuffix(",0,0,0,0,1,\"line one\nline two, \"\"quoted\"\"\"\r\n"))
+        #expect(lines.hasSuffix(",0,0,0,0,1,\"line one\nline two, \"\"quoted\"\"\",0\r\n"))
     }
 
     @Test func htmlEscapesEverythingAndStaysSelfContained() throws {
@@ -157,7 +157,7 @@ struct ReportTests {
         ])
         #expect(
             ReportRenderer().render(.devices(report), as: .json)
-                == #"{"devices":[{"device":"cart-1","lastSync":"2026-11-20T18:40:00Z","batches":1,"records":2,"new":1,"duplicates":1,"rejects":0,"lastRejectAt":null,"lastRejectReason":null}]}"#
+                == #"{"devices":[{"device":"cart-1","lastSync":"2026-11-20T18:40:00Z","batches":1,"records":2,"new":1,"duplicates":1,"rejects":0,"lastRejectAt":null,"lastRejectReason":null,"limited":0}]}"#
                 + "\n")
     }
 }
