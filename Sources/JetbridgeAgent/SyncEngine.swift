@@ -236,6 +236,7 @@ final class SyncEngine: Sendable {
             /// When to open fresh sockets after the ground ended a handshake for good, and the next delay.
             var freshAt: Double?
             var freshDelay = Self.freshDelays.lowerBound
+            var linkWasUp = false
             do {
                 while true {
                     let t = now()
@@ -251,6 +252,18 @@ final class SyncEngine: Sendable {
                             freshDelay = min(freshDelay * 2, Self.freshDelays.upperBound)
                             link = engine.link.withLock { $0 }
                         }
+                    }
+                    if link.isUp {
+                        linkWasUp = true
+                    } else if linkWasUp {
+                        // The link went down: fresh sockets, so that nothing queued in the old data socket (batches
+                        // sent while the loss was not yet known) is delivered after the link returns, on top of the
+                        // one resend each waiting batch gets then.
+                        linkWasUp = false
+                        logger.debug("the link to the ground is down; opening fresh connections")
+                        sockets.close(linger: .zero)
+                        sockets = try connect(context)
+                        link = engine.link.withLock { $0 }
                     }
                     if link.isUp, link.ups != seenUps {
                         freshDelay = Self.freshDelays.lowerBound
