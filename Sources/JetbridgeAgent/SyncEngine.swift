@@ -211,9 +211,9 @@ final class SyncEngine: Sendable {
             try socket.set(.heartbeatInterval, .seconds(5))
             try socket.set(.heartbeatTimeout, .seconds(15))
             try socket.set(.reconnectInterval, .milliseconds(100))
-            // A link that returns is found within about a second: a connect attempt whose SYN was lost in a cut gives
+            // A link that returns is found within 1.5 s at most: a connect attempt whose SYN was lost in a cut gives
             // up after a second rather than waiting for the kernel's SYN retries (up to two minutes).
-            try socket.set(.reconnectIntervalMax, .seconds(1))
+            try socket.set(.reconnectIntervalMax, .milliseconds(500))
             try socket.set(.connectTimeout, .seconds(1))
             if case .curve(let keys, let serverKey) = options.security {
                 try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
