@@ -166,8 +166,8 @@ PROFILES = {
     "clean": ("clean link", None, 0.0, None, None),
     "loss5": ("5% loss each way", None, 0.0, "numgen random mod 100 < 5 drop", None),
     "slow": ("1 Mbit/s, 300 ms each way", "1mbit", 0.3, None, 125_000),
-    # 8 Mbit/s so the sync lasts long enough (about 3 s) to be cut in its middle, on an ack of half the records.
-    "cut30": ("8 Mbit/s, 30 s cut mid-sync", "8mbit", 0.0, None, 1_000_000),
+    # 16 Mbit/s so the sync lasts long enough (about 1.5 s) to be cut in its middle, on an ack of half the records.
+    "cut30": ("16 Mbit/s, 30 s cut mid-sync", "16mbit", 0.0, None, 2_000_000),
     "flap": ("1 Mbit/s, down 5 s / up 5 s", "1mbit", 0.0, None, 125_000),
 }
 
