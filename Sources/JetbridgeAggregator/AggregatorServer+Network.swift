@@ -38,6 +38,9 @@ struct AckRoutes {
     /// Bounds on held acks: beyond the first a device's oldest is dropped, beyond the second the new one.
     static let maxHeldPerDevice = 256
     static let maxHeld = 65_536
+    /// Most routes kept: in CURVE mode the allow list bounds them, in insecure mode (any hello names any device) this
+    /// does; a hello for a new device past it sets no route (its acks wait, then its device resends).
+    static let maxRoutes = 100_000
     /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).
     static let minimumSecretLength = 16
 
@@ -85,6 +88,7 @@ struct AckRoutes {
     /// Sets `device`'s route, learned from a connection with public key `key` (CURVE mode). - Returns: Whether it
     /// changed.
     mutating func learn(device: String, route: Data, key: String? = nil) -> Bool {
+        if routes[device] == nil, routes.count >= Self.maxRoutes { return false }
         routeKeys[device] = key
         if routes[device] == route { return false }
         if let previous = routes[device] { devicesByRoute[previous] = nil }

@@ -34,4 +34,15 @@ struct AckRoutesTests {
         #expect(routes.heldCount == AckRoutes.maxHeldPerDevice)
         #expect(routes.firstHeld(for: "cart-1")?.payload == Data("10".utf8))
     }
+
+    @Test func routesAreBoundedAlsoWhenEveryHelloIsBelieved() {
+        var routes = AckRoutes()
+        for index in 0..<(AckRoutes.maxRoutes + 100) {
+            _ = routes.learn(device: "d\(index)", route: Data("route-\(index)-0123456789".utf8))
+        }
+        #expect(routes.routes.count == AckRoutes.maxRoutes)
+        // A device that has a route keeps getting it updated.
+        let moved = routes.learn(device: "d0", route: Data("another-route-0123456789".utf8))
+        #expect(moved)
+    }
 }
