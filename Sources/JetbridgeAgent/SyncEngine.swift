@@ -142,13 +142,13 @@ final class SyncEngine: Sendable {
             var endpoint = options.dataEndpoint
             do {
                 let push = try context.socket(.push)
-                watch(try push.monitor(events: Self.linkEvents), channel: .data, sockets: generation)
+                try watch(push, channel: .data, sockets: generation)
                 try configure(push)
                 try push.set(.sendHighWaterMark, max(16, configuration.sync.window * 2))
                 try push.connect(options.dataEndpoint)
                 endpoint = options.ackEndpoint
                 let dealer = try context.socket(.dealer)
-                watch(try dealer.monitor(events: Self.linkEvents), channel: .acks, sockets: generation)
+                try watch(dealer, channel: .acks, sockets: generation)
                 try dealer.set(.routingID, routingID)
                 try configure(dealer)
                 try dealer.set(.sendHighWaterMark, 64)
@@ -169,7 +169,10 @@ final class SyncEngine: Sendable {
 
         /// Feeds one socket's events into ``LinkState``; turns handshake failures into words: without this, a refused
         /// key or a wrong server key looks like a ground that never answers.
-        func watch(_ events: AsyncStream<MonitorEvent>, channel: LinkState.Channel, sockets: Int) {
+        ///
+        /// The events are applied on the monitor's thread, not in a task: the link state must not wait for a busy
+        /// cooperative pool, since nothing is sent until it says the link is up.
+        func watch(_ socket: Socket, channel: LinkState.Channel, sockets: Int) throws(ZeroMQError) {
             let engine = self.engine
             let device = configuration.device
             var allow = "jetbridge-aggregator devices allow \(device) KEY"
@@ -180,10 +183,8 @@ final class SyncEngine: Sendable {
             let explain: @Sendable (HandshakeFailure) -> String = { [allow] failure in
                 Self.explain(failure, allow: allow, curve: curve)
             }
-            Task {
-                for await event in events {
-                    engine.link.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
-                }
+            try socket.monitor(events: Self.linkEvents) { event in
+                engine.link.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
             }
         }
 

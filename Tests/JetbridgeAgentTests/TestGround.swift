@@ -67,11 +67,8 @@ final class TestGround: Sendable {
         let pull = try context.socket(.pull)
         let router = try context.socket(.router)
         for socket in [pull, router] {
-            let events = try socket.monitor(events: .handshakeFailed)
-            Task { [refusals] in
-                for await case .handshakeFailed(_, .authentication) in events {
-                    refusals.add()
-                }
+            try socket.monitor(events: .handshakeFailed) { [refusals] event in
+                if case .handshakeFailed(_, .authentication) = event { refusals.add() }
             }
             try socket.set(.linger, .zero)
             try socket.set(.zapDomain, "jetbridge")
