@@ -115,9 +115,10 @@ final class Lines: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// Polls `condition` every 10 ms for up to `seconds`; fails the test if it never holds.
+/// Polls `condition` every 10 ms for up to `seconds` (a bound on a hang: the full suite can keep a task waiting for
+/// the cooperative pool for many seconds); fails the test if it never holds.
 func waitUntil(
-    seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool
+    seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool
 ) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
