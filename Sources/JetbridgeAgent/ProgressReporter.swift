@@ -122,7 +122,7 @@ public final class ProgressReporter: Sendable {
         let percent = progress.total > 0 ? progress.acknowledged * 100 / progress.total : 100
         return "sync: \(grouped(progress.acknowledged)) of \(grouped(progress.total)) records acknowledged "
             + "(\(percent)%), \(grouped(Int(rate.rounded()))) records/s, \(timeLeft(progress, rate: rate)), "
-            + "\(grouped(progress.inFlight)) in flight"
+            + (progress.problem ?? "\(grouped(progress.inFlight)) in flight")
     }
 
     static func timeLeft(_ progress: SyncProgress, rate: Double) -> String {
