@@ -372,13 +372,15 @@ final class SyncEngine: Sendable {
 
         /// Why nothing gets through, when the sockets know: a handshake failure in words, or endpoints where no
         /// connection could be made. `nil` while the link is up (or still connecting without a failed attempt).
-        static func problem(_ link: LinkState, options: SyncOptions) -> String? {
+        /// `retrying`: whether the sync goes on (the progress line, the warning) or is ending (the final outcome).
+        static func problem(_ link: LinkState, options: SyncOptions, retrying: Bool = true) -> String? {
             guard !link.isUp else { return nil }
-            if let failure = link.failure { return "\(failure); retrying" }
+            let suffix = retrying ? "; retrying" : ""
+            if let failure = link.failure { return "\(failure)\(suffix)" }
             let endpoints = [options.dataEndpoint, options.ackEndpoint].enumerated()
                 .filter { link.unreachable[$0.offset] }.map(\.element)
             guard !endpoints.isEmpty else { return nil }
-            return "cannot reach \(endpoints.joined(separator: " and ")); retrying"
+            return "cannot reach \(endpoints.joined(separator: " and "))\(suffix)"
         }
 
         /// Hands every batch that is due to the data socket, without blocking: at the high-water mark the rest wait
@@ -498,7 +500,7 @@ final class SyncEngine: Sendable {
                 acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
                 remaining: status?.unacknowledged)
             if case .failed = ending, queue == nil { outcome.remaining = nil }
-            outcome.problem = Self.problem(engine.link.withLock { $0 }, options: options)
+            outcome.problem = Self.problem(engine.link.withLock { $0 }, options: options, retrying: false)
             writeState(SyncState(finished: outcome))
             return outcome
         }

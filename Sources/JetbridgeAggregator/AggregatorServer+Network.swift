@@ -437,6 +437,7 @@ extension AggregatorServer {
         _ header: BatchHeader, _ verdict: DeviceLimiter.Verdict, routes: inout AckRoutes, router: Socket
     ) {
         statistics.withLock { $0.limitedBatches += 1 }
+        metrics.batch(device: header.device, status: Ack.Status.limited.rawValue)
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
             retryAfter: verdict.retryAfter)
@@ -467,6 +468,9 @@ extension AggregatorServer {
     private func refuseRevoked(_ message: ReceivedMessage, device: String, routes: inout AckRoutes, router: Socket) {
         statistics.withLock { $0.rejectedBatches += 1 }
         let header = IncomingBatch.name(of: message.frames)
+        metrics.batch(
+            device: device, status: Ack.Status.forbidden.rawValue, rejected: header?.count ?? 0,
+            reason: Self.revokedReason)
         if routes.shouldWarn(about: "revoked " + device) {
             logger.warning(
                 "batch refused: the connection's key is no longer allowed",

@@ -176,7 +176,8 @@ extension AggregatorServer {
         var metadata: Logger.Metadata = [
             "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",
             "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
-            "retried": "\(now.retriedBatches)", "transactions": "\(now.transactions)",
+            "retried": "\(now.retriedBatches)", "limited": "\(now.limitedBatches)",
+            "transactions": "\(now.transactions)",
             "unroutableAcks": "\(now.unroutableAcks)",
             "refusedHandshakes": "\(handshakes.snapshot.counts.filter { $0.key != "accepted" }.values.reduce(0, +))",
         ]

@@ -61,7 +61,7 @@ struct Devices: ParsableCommand {
 
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a device from the allow list (new connections are refused).")
+            abstract: "Remove a device from the allow list: at the reload, its new connections are refused and nothing more is stored from one already open.")
 
         @OptionGroup var global: GlobalOptions
 

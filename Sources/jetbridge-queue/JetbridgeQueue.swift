@@ -172,7 +172,17 @@ struct Ack: ParsableCommand {
     @Option(help: "Acknowledge every record up to this sequence.") var through: UInt64
 
     func run() throws {
-        try queue.open().acknowledge(through: through)
+        // Opening would create an empty queue where there is none; acknowledging into one is always a typo.
+        guard FileSystem.exists(queue.directory) else {
+            FileHandle.standardError.write(Data("Error: no queue at \(queue.directory)\n".utf8))
+            throw ExitCode(66)
+        }
+        do {
+            try queue.open().acknowledge(through: through)
+        } catch let error as FileQueueError where error.code == .invalidAcknowledgement {
+            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            throw exitDataError
+        }
     }
 }
 

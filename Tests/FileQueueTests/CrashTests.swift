@@ -164,3 +164,21 @@ import Testing
         #expect(records.allSatisfy { parsePayload($0.payload) != nil })
     }
 }
+
+/// `jetbridge-queue ack` is for recovery by hand: a typo must not create a queue or end in a raw error.
+@Suite struct QueueToolAckTests {
+    @Test func ackRefusesAMissingQueueAndASequencePastTheLastRecord() throws {
+        let directory = try TemporaryDirectory()
+        let missing = directory.queue.appendingPathComponent("no-such-queue")
+        let none = try runTool(["ack", missing.path, "--through", "1"])
+        #expect(none.status == 66)
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+        do {
+            let queue = try FileQueue(directory: directory.queue, configuration: FileQueue.Configuration())
+            try queue.append(contentsOf: (0..<3).map { payload($0) })
+        }
+        let past = try runTool(["ack", directory.queue.path, "--through", "9"])
+        #expect(past.status == 65)
+        #expect(try FileQueue.check(directory: directory.queue).status.acknowledgedThrough == 0)
+    }
+}

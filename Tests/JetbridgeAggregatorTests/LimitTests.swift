@@ -20,7 +20,7 @@ struct LimitTests {
     }
 
     @Test func pastItsRecordsPerFlightADeviceIsLimitedOnThatFlightOnly() async throws {
-        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"]) { $0.metrics = "127.0.0.1:0" }
         try await setLimits(["cart-1": .init(recordsPerFlight: 3)], in: fixture)
         let device = try await fixture.device("cart-1")
         defer { device.close() }
@@ -50,6 +50,11 @@ struct LimitTests {
         }
         let cart1 = try #require(try fixture.server.store.deviceReport().devices.first { $0.device == "cart-1" })
         #expect(cart1.rejects == 0)
+        // Counted in the metrics where the answer is decided, like every other status.
+        let (_, metrics) = try await MetricsTests.get(fixture.server, "/metrics")
+        #expect(
+            MetricsTests.sample(metrics, "jetbridge_batches_total", ["device": "cart-1", "status": "limited"]) == 1,
+            "\(metrics)")
         await fixture.stop()
     }
 

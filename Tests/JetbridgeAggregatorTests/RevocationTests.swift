@@ -9,7 +9,7 @@ import ZeroMQ
 @Suite("Server: revocation")
 struct RevocationTests {
     @Test func aDeviceThatStaysConnectedAcrossARevokeIsAnsweredForbiddenAndNothingIsStored() async throws {
-        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"]) { $0.metrics = "127.0.0.1:0" }
         let device = try await fixture.device("cart-1")
         defer { device.close() }
         let other = try await fixture.device("cart-2")
@@ -48,6 +48,11 @@ struct RevocationTests {
         let orders = try fixture.server.store.orders()
         #expect(orders.count == 2)
         #expect(!orders.contains { $0.id == uuid(2) })
+        // Counted as the forbidden batch it is (the hello is no batch).
+        let (_, metrics) = try await MetricsTests.get(fixture.server, "/metrics")
+        #expect(
+            MetricsTests.sample(metrics, "jetbridge_batches_total", ["device": "cart-1", "status": "forbidden"]) == 1,
+            "\(metrics)")
         await fixture.stop()
     }
 }
