@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import NIOPosix
+import PostgresNIO
+import Testing
+
+/// The PostgreSQL server the store tests use: `JETBRIDGE_TEST_POSTGRES` names a database on it
+/// (`postgres://user@host:port/database`; `.ci/run` and `Tests/postgres/start-throwaway.sh` start a throwaway one).
+///
+/// Without the variable the tests that need it are skipped with that reason, except in CI (`CI=true`), where they
+/// run and fail: a CI run never passes by skipping them.
+enum TestPostgres {
+    static let url = ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+    static let inCI = ProcessInfo.processInfo.environment["CI"] == "true"
+    /// Whether tests that need PostgreSQL run (and, in CI without a server, fail).
+    static let enabled = url != nil || inCI
+
+    /// A new, empty database on the test server for one test (so tests run in parallel), and how to drop it.
+    static func freshDatabase() throws -> FreshDatabase {
+        guard let url else {
+            throw TestPostgresError(
+                "CI=true but JETBRIDGE_TEST_POSTGRES is not set: .ci/run must start PostgreSQL "
+                    + "(Tests/postgres/start-throwaway.sh) so that the PostgreSQL store tests run")
+        }
+        let name = "jb_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try admin(url, "CREATE DATABASE \(name)")
+        var components = URLComponents(string: url)!
+        components.path = "/\(name)"
+        return FreshDatabase(url: components.string!, name: name, adminURL: url)
+    }
+
+    /// Runs one statement on the database `url` names, over its own connection.
+    static func admin(_ url: String, _ sql: String) throws {
+        let components = URLComponents(string: url)!
+        let configuration = PostgresConnection.Configuration(
+            host: components.host!, port: components.port ?? 5432, username: components.user!,
+            password: components.password ?? ProcessInfo.processInfo.environment["PGPASSWORD"],
+            database: String(components.path.dropFirst()), tls: .disable)
+        let connection = try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0,
+            logger: Logger(label: "test-admin")
+        ).wait()
+        defer { try? connection.close().wait() }
+        _ = try connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test-admin")).wait()
+    }
+}
+
+struct FreshDatabase {
+    let url: String
+    let name: String
+    let adminURL: String
+
+    func drop() { try? TestPostgres.admin(adminURL, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+}
+
+struct TestPostgresError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
