@@ -29,17 +29,33 @@ enum TestPostgres {
         return FreshDatabase(url: components.string!, name: name, adminURL: url)
     }
 
-    /// Runs one statement on the database `url` names, over its own connection.
-    static func admin(_ url: String, _ sql: String) throws {
+    /// A connection of its own to the database `url` names.
+    static func connect(_ url: String) throws -> PostgresConnection {
         let components = URLComponents(string: url)!
         let configuration = PostgresConnection.Configuration(
             host: components.host!, port: components.port ?? 5432, username: components.user!,
             password: components.password ?? ProcessInfo.processInfo.environment["PGPASSWORD"],
             database: String(components.path.dropFirst()), tls: .disable)
-        let connection = try PostgresConnection.connect(
+        return try PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0,
             logger: Logger(label: "test-admin")
         ).wait()
+    }
+
+    /// Sessions of `database` waiting for a lock.
+    static func lockWaiters(_ database: FreshDatabase) throws -> Int {
+        let connection = try connect(database.adminURL)
+        defer { try? connection.close().wait() }
+        let rows = try connection.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = \(database.name) AND wait_event_type = 'Lock'",
+            logger: Logger(label: "test-admin")
+        ).wait()
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    /// Runs one statement on the database `url` names, over its own connection.
+    static func admin(_ url: String, _ sql: String) throws {
+        let connection = try connect(url)
         defer { try? connection.close().wait() }
         _ = try connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test-admin")).wait()
     }

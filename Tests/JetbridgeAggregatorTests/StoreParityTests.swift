@@ -3,6 +3,7 @@ import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
+import PostgresNIO
 import Testing
 
 /// One store test suite for both engines: the same input applied to the SQLite store and to a PostgreSQL store must
@@ -224,4 +225,57 @@ final class Locked2<Value>: @unchecked Sendable {
     init(_ value: Value) { stored = value }
     var value: Value { lock.withLock { stored } }
     func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+}
+
+@Suite(
+    "PostgreSQL store: a deadlock is retried",
+    // Skipped without PostgreSQL, failing in CI without it (see TestPostgres).
+    .enabled(
+        if: TestPostgres.enabled,
+        "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
+)
+struct PostgresRetryTests {
+    /// Another session holds the device's statistics row and then inserts the scan the store has just inserted: a
+    /// real deadlock. PostgreSQL aborts the store's transaction (it waited first; the other session's
+    /// deadlock_timeout is raised), the store runs it again after the other commits, and finds the scan there.
+    @Test func aDeadlockedTransactionIsRunAgain() throws {
+        let database = try TestPostgres.freshDatabase()
+        defer { database.drop() }
+        let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+        defer { try? store.close() }
+        let other = try TestPostgres.connect(database.url)
+        defer { try? other.close().wait() }
+        let logger = Logger(label: "test")
+        func run(_ sql: String) throws { _ = try other.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait() }
+        try run("SET deadlock_timeout = '20s'")
+        try run("BEGIN")
+        try run("INSERT INTO devices (device, batches) VALUES ('ramp-1', 1)")
+
+        let outcome = Locked2<Result<BatchOutcome, any Error>?>(nil)
+        let incoming = batch("ramp-1", 1, [scan(1, tag: 1)])
+        let thread = Thread { outcome.mutate { $0 = Result { try store.apply([incoming], at: date(0))[0] } } }
+        thread.start()
+        // Wait until the store waits for the devices row (it has inserted the scan by then).
+        let deadline = Date().addingTimeInterval(30)
+        while try TestPostgres.lockWaiters(database) == 0 {
+            try #require(Date() < deadline, "the store never waited for the other session's row")
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let scanID = uuid(1).uuidString.lowercased()
+        try run(
+            """
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            VALUES ('\(scanID)', 'ZA101/2026-11-21', '\(uuid(1_000_001).uuidString.lowercased())', 0, 0, 'DZMU', 1,
+                'ramp-1')
+            """)
+        try run("COMMIT")
+        while outcome.value == nil {
+            try #require(Date() < deadline, "the store's apply did not return")
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let result = try #require(try outcome.value?.get())
+        #expect(result.new == 0 && result.duplicates == 1)
+        let device = try #require(try store.deviceReport().devices.first)
+        #expect(device.batches == 2 && device.duplicates == 1)
+    }
 }
