@@ -73,3 +73,12 @@ struct TestPostgresError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Runs `body` on a thread of its own and returns what it returns: the stores block on their engines, and Swift's
+/// cooperative pool (two threads here) must stay free for the async tests that run beside these.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
+    }
+}

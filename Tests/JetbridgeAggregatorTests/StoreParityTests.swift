@@ -70,119 +70,176 @@ struct StoreParityTests {
         return groups
     }
 
-    @Test func bothEnginesGiveTheSameOutcomesReadsReportsAndReceipts() throws {
-        let fixture = try Fixture()
-        defer { fixture.remove() }
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let sqlite: any StoreEngine = try fixture.open()
-        let postgres: any StoreEngine = try PostgresStore(url: database.url, logger: Logger(label: "test"))
-        defer { try? postgres.close() }
-
-        var refusals = 0
-        for (n, group) in Self.groups().enumerated() {
-            let now = date(Double(n))
-            let expected = try sqlite.apply(group, at: now)
-            let actual = try postgres.apply(group, at: now)
-            #expect(actual == expected, "group \(n)")
-            for outcome in expected where outcome.rejection != nil {
-                refusals += 1
-                for store in [sqlite, postgres] {
-                    try store.recordRejection(device: outcome.device, reason: outcome.rejection!.reason, at: now)
-                }
-            }
-        }
-        // The data set exercises what it claims to.
-        #expect(refusals >= 3)
-        #expect(try sqlite.deviceReport().devices.contains { $0.duplicates > 0 })
-        #expect(try sqlite.bags(flight: nil).contains { $0.ownerConflict })
-        #expect(try sqlite.orders(flight: nil).contains { $0.revision > 1 })
-
-        #expect(try postgres.orders(flight: nil) == sqlite.orders(flight: nil))
-        #expect(try postgres.bags(flight: nil) == sqlite.bags(flight: nil))
-        #expect(try postgres.deviceReport() == sqlite.deviceReport())
-        #expect(try postgres.lastCommit() == sqlite.lastCommit())
-        #expect(try postgres.dirtyReceiptCount() == sqlite.dirtyReceiptCount())
-        #expect(try postgres.flightReports(flight: nil) == sqlite.flightReports(flight: nil))
-        #expect(try postgres.itemReport(flight: nil) == sqlite.itemReport(flight: nil))
-        #expect(try postgres.luggageReport(flight: nil, status: []) == sqlite.luggageReport(flight: nil, status: []))
-        for flight in [flightA, flightB] {
-            #expect(try postgres.orders(flight: flight) == sqlite.orders(flight: flight))
-            #expect(try postgres.bags(flight: flight) == sqlite.bags(flight: flight))
-            #expect(try postgres.flightReports(flight: flight) == sqlite.flightReports(flight: flight))
-            #expect(try postgres.itemReport(flight: flight) == sqlite.itemReport(flight: flight))
-            #expect(
-                try postgres.luggageReport(flight: flight, status: [.missing, .inTransit])
-                    == sqlite.luggageReport(flight: flight, status: [.missing, .inTransit]))
-            let expected = try sqlite.receipts(flight: flight)
-            let actual = try postgres.receipts(flight: flight)
-            #expect(!expected.isEmpty)
-            #expect(actual.map { $0.textBytes() } == expected.map { $0.textBytes() })
-            #expect(actual.map { $0.jsonBytes() } == expected.map { $0.jsonBytes() })
-            for receipt in expected {
-                let one = try postgres.receipt(flight: flight, seat: receipt.seat)
-                #expect(one?.textBytes() == receipt.textBytes())
-            }
-        }
-        #expect(try postgres.receipt(flight: flightA, seat: Seat("99K")) == nil)
-        try sqlite.idleMaintenance()
-        try postgres.idleMaintenance()
-        try sqlite.close()
+    /// Everything one engine answers for the data set: each group's outcomes, then every read, report and receipt.
+    struct Snapshot: Equatable, Sendable {
+        var outcomes: [[BatchOutcome]] = []
+        var orders: [Order] = []
+        var bags: [BagState] = []
+        var devices = DeviceReport(devices: [])
+        var lastCommit: Date?
+        var dirtyReceipts = 0
+        var flights = FlightReports(flights: [])
+        var items = ItemReport(items: [])
+        var luggage = LuggageReport(bags: [])
+        var perFlight: [FlightSnapshot] = []
+        var unknownSeat = false
     }
 
-    @Test func theSameBatchFromTwoConnectionsAtOnceIsStoredOnceNewOnceDuplicateOnce() throws {
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let stores = try (0..<2).map { _ in try PostgresStore(url: database.url, logger: Logger(label: "test")) }
-        defer { for store in stores { try? store.close() } }
-        // Several rounds, each batch new: the two transactions overlap on the same rows.
-        for round in 0..<4 {
-            let shifted = (0..<150).map { n in
-                let id = 10_000 * (round + 1) + n
-                return n % 2 == 0 ? order(id, seat: "\(n % 30 + 1)A") : scan(id, tag: n % 20, point: .origin)
+    struct FlightSnapshot: Equatable, Sendable {
+        var orders: [Order]
+        var bags: [BagState]
+        var flights: FlightReports
+        var items: ItemReport
+        var luggage: LuggageReport
+        /// Receipts rendered as the receipt files are (text and JSON), and each seat's read on its own.
+        var receiptText: [[UInt8]]
+        var receiptJSON: [[UInt8]]
+        var seatBySeat: [[UInt8]?]
+    }
+
+    /// Applies the data set to `store` (recording each refused batch as `serve` does) and reads everything back.
+    static func snapshot(of store: any StoreEngine) throws -> Snapshot {
+        var result = Snapshot()
+        for (n, group) in groups().enumerated() {
+            let now = date(Double(n))
+            let outcomes = try store.apply(group, at: now)
+            result.outcomes.append(outcomes)
+            for outcome in outcomes {
+                guard let rejection = outcome.rejection else { continue }
+                try store.recordRejection(device: outcome.device, reason: rejection.reason, at: now)
             }
-            let incoming = batch("cart-1", UInt64(round * 150 + 1), shifted)
-            let outcomes = Locked2<[Int: BatchOutcome]>([:])
+        }
+        result.orders = try store.orders(flight: nil)
+        result.bags = try store.bags(flight: nil)
+        result.devices = try store.deviceReport()
+        result.lastCommit = try store.lastCommit()
+        result.dirtyReceipts = try store.dirtyReceiptCount()
+        result.flights = try store.flightReports(flight: nil)
+        result.items = try store.itemReport(flight: nil)
+        result.luggage = try store.luggageReport(flight: nil, status: [])
+        for flight in [flightA, flightB] {
+            let receipts = try store.receipts(flight: flight)
+            result.perFlight.append(
+                FlightSnapshot(
+                    orders: try store.orders(flight: flight), bags: try store.bags(flight: flight),
+                    flights: try store.flightReports(flight: flight), items: try store.itemReport(flight: flight),
+                    luggage: try store.luggageReport(flight: flight, status: [.missing, .inTransit]),
+                    receiptText: receipts.map { $0.textBytes() }, receiptJSON: receipts.map { $0.jsonBytes() },
+                    seatBySeat: try receipts.map { try store.receipt(flight: flight, seat: $0.seat)?.textBytes() }))
+        }
+        result.unknownSeat = try store.receipt(flight: flightA, seat: Seat("99K")) != nil
+        try store.idleMaintenance()
+        return result
+    }
+
+    // The stores block on their engines, so the work runs on a thread of its own (`onOwnThread`), never on the
+    // cooperative pool that the async tests beside these need; the checks run here on what it returns.
+    @Test func bothEnginesGiveTheSameOutcomesReadsReportsAndReceipts() async throws {
+        let (expected, actual) = try await onOwnThread {
+            let fixture = try Fixture()
+            defer { fixture.remove() }
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let sqlite = try fixture.open()
+            defer { try? sqlite.close() }
+            let postgres = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+            defer { try? postgres.close() }
+            return (try Self.snapshot(of: sqlite), try Self.snapshot(of: postgres))
+        }
+        // The data set exercises what it claims to.
+        #expect(expected.outcomes.joined().filter { $0.rejection != nil }.count >= 3)
+        #expect(expected.devices.devices.contains { $0.duplicates > 0 })
+        #expect(expected.bags.contains { $0.ownerConflict })
+        #expect(expected.orders.contains { $0.revision > 1 })
+        #expect(expected.perFlight.allSatisfy { !$0.receiptText.isEmpty })
+
+        for (n, (a, e)) in zip(actual.outcomes, expected.outcomes).enumerated() { #expect(a == e, "group \(n)") }
+        #expect(actual.outcomes.count == expected.outcomes.count)
+        #expect(actual.orders == expected.orders)
+        #expect(actual.bags == expected.bags)
+        #expect(actual.devices == expected.devices)
+        #expect(actual.lastCommit == expected.lastCommit)
+        #expect(actual.dirtyReceipts == expected.dirtyReceipts)
+        #expect(actual.flights == expected.flights)
+        #expect(actual.items == expected.items)
+        #expect(actual.luggage == expected.luggage)
+        for (a, e) in zip(actual.perFlight, expected.perFlight) {
+            #expect(a.orders == e.orders)
+            #expect(a.bags == e.bags)
+            #expect(a.flights == e.flights)
+            #expect(a.items == e.items)
+            #expect(a.luggage == e.luggage)
+            #expect(a.receiptText == e.receiptText)
+            #expect(a.receiptJSON == e.receiptJSON)
+            #expect(a.seatBySeat == e.seatBySeat)
+        }
+        #expect(!actual.unknownSeat && !expected.unknownSeat)
+        #expect(actual == expected)
+    }
+
+    @Test func theSameBatchFromTwoConnectionsAtOnceIsStoredOnceNewOnceDuplicateOnce() async throws {
+        let (rounds, orderCount, device) = try await onOwnThread {
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let stores = try (0..<2).map { _ in try PostgresStore(url: database.url, logger: Logger(label: "test")) }
+            defer { for store in stores { try? store.close() } }
+            var rounds: [[BatchOutcome]] = []
+            // Several rounds, each batch new: the two transactions overlap on the same rows.
+            for round in 0..<4 {
+                let shifted = (0..<150).map { n in
+                    let id = 10_000 * (round + 1) + n
+                    return n % 2 == 0 ? order(id, seat: "\(n % 30 + 1)A") : scan(id, tag: n % 20, point: .origin)
+                }
+                let incoming = batch("cart-1", UInt64(round * 150 + 1), shifted)
+                let outcomes = Locked2<[Int: BatchOutcome]>([:])
+                let failures = Locked2<[String]>([])
+                DispatchQueue.concurrentPerform(iterations: 2) { i in
+                    do {
+                        let outcome = try stores[i].apply([incoming], at: date(Double(round)))[0]
+                        outcomes.mutate { $0[i] = outcome }
+                    } catch {
+                        failures.mutate { $0.append("\(error)") }
+                    }
+                }
+                guard failures.value.isEmpty else { throw TestPostgresError("apply failed: \(failures.value)") }
+                rounds.append(outcomes.value.values.sorted { $0.new < $1.new })
+            }
+            return (rounds, try stores[0].orders(flight: nil).count, try stores[1].deviceReport().devices.first)
+        }
+        for both in rounds {
+            #expect(both.map(\.new) == [0, 150])
+            #expect(both.map(\.duplicates) == [150, 0])
+        }
+        #expect(orderCount == 4 * 75)
+        let statistics = try #require(device)
+        #expect(statistics.batches == 8)
+        #expect(statistics.new == 600 && statistics.duplicates == 600)
+    }
+
+    @Test func twoProcessesOpeningOneDatabaseMigrateItOnce() async throws {
+        let (failures, versions) = try await onOwnThread {
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let opened = Locked2<[PostgresStore]>([])
             let failures = Locked2<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: 2) { i in
+            DispatchQueue.concurrentPerform(iterations: 3) { _ in
                 do {
-                    let outcome = try stores[i].apply([incoming], at: date(Double(round)))[0]
-                    outcomes.mutate { $0[i] = outcome }
+                    let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+                    opened.mutate { $0.append(store) }
                 } catch {
                     failures.mutate { $0.append("\(error)") }
                 }
             }
-            #expect(failures.value.isEmpty)
-            let both = outcomes.value.values.sorted { $0.new < $1.new }
-            try #require(both.count == 2)
-            #expect(both.map(\.new) == [0, 150])
-            #expect(both.map(\.duplicates) == [150, 0])
-        }
-        #expect(try stores[0].orders(flight: nil).count == 4 * 75)
-        let device = try #require(try stores[1].deviceReport().devices.first)
-        #expect(device.batches == 8)
-        #expect(device.new == 600 && device.duplicates == 600)
-    }
-
-    @Test func twoProcessesOpeningOneDatabaseMigrateItOnce() throws {
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let opened = Locked2<[PostgresStore]>([])
-        let failures = Locked2<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 3) { _ in
-            do {
-                let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
-                opened.mutate { $0.append(store) }
-            } catch {
-                failures.mutate { $0.append("\(error)") }
+            var versions: [Int] = []
+            for store in opened.value {
+                try store.migrate()  // idempotent
+                versions.append(try store.schemaVersion())
+                try store.close()
             }
+            return (failures.value, versions)
         }
-        #expect(failures.value == [])
-        for store in opened.value {
-            #expect(try store.schemaVersion() == 1)
-            try store.migrate()  // idempotent
-            try store.close()
-        }
+        #expect(failures == [])
+        #expect(versions == [1, 1, 1])
     }
 }
 
@@ -238,44 +295,46 @@ struct PostgresRetryTests {
     /// Another session holds the device's statistics row and then inserts the scan the store has just inserted: a
     /// real deadlock. PostgreSQL aborts the store's transaction (it waited first; the other session's
     /// deadlock_timeout is raised), the store runs it again after the other commits, and finds the scan there.
-    @Test func aDeadlockedTransactionIsRunAgain() throws {
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
-        defer { try? store.close() }
-        let other = try TestPostgres.connect(database.url)
-        defer { try? other.close().wait() }
-        let logger = Logger(label: "test")
-        func run(_ sql: String) throws { _ = try other.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait() }
-        try run("SET deadlock_timeout = '20s'")
-        try run("BEGIN")
-        try run("INSERT INTO devices (device, batches) VALUES ('ramp-1', 1)")
+    @Test func aDeadlockedTransactionIsRunAgain() async throws {
+        let (result, device) = try await onOwnThread { () throws -> (BatchOutcome, DeviceStatistics?) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+            defer { try? store.close() }
+            let other = try TestPostgres.connect(database.url)
+            defer { try? other.close().wait() }
+            let logger = Logger(label: "test")
+            func run(_ sql: String) throws { _ = try other.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait() }
+            try run("SET deadlock_timeout = '20s'")
+            try run("BEGIN")
+            try run("INSERT INTO devices (device, batches) VALUES ('ramp-1', 1)")
 
-        let outcome = Locked2<Result<BatchOutcome, any Error>?>(nil)
-        let incoming = batch("ramp-1", 1, [scan(1, tag: 1)])
-        let thread = Thread { outcome.mutate { $0 = Result { try store.apply([incoming], at: date(0))[0] } } }
-        thread.start()
-        // Wait until the store waits for the devices row (it has inserted the scan by then).
-        let deadline = Date().addingTimeInterval(30)
-        while try TestPostgres.lockWaiters(database) == 0 {
-            try #require(Date() < deadline, "the store never waited for the other session's row")
-            Thread.sleep(forTimeInterval: 0.02)
+            let outcome = Locked2<Result<BatchOutcome, any Error>?>(nil)
+            let incoming = batch("ramp-1", 1, [scan(1, tag: 1)])
+            let thread = Thread { outcome.mutate { $0 = Result { try store.apply([incoming], at: date(0))[0] } } }
+            thread.start()
+            // Wait until the store waits for the devices row (it has inserted the scan by then).
+            let deadline = Date().addingTimeInterval(30)
+            while try TestPostgres.lockWaiters(database) == 0 {
+                guard Date() < deadline else { throw TestPostgresError("the store never waited for the other row") }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            let scanID = uuid(1).uuidString.lowercased()
+            try run(
+                """
+                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                VALUES ('\(scanID)', 'ZA101/2026-11-21', '\(uuid(1_000_001).uuidString.lowercased())', 0, 0, 'DZMU', 1,
+                    'ramp-1')
+                """)
+            try run("COMMIT")
+            while outcome.value == nil {
+                guard Date() < deadline else { throw TestPostgresError("the store's apply did not return") }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return (try outcome.value!.get(), try store.deviceReport().devices.first)
         }
-        let scanID = uuid(1).uuidString.lowercased()
-        try run(
-            """
-            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-            VALUES ('\(scanID)', 'ZA101/2026-11-21', '\(uuid(1_000_001).uuidString.lowercased())', 0, 0, 'DZMU', 1,
-                'ramp-1')
-            """)
-        try run("COMMIT")
-        while outcome.value == nil {
-            try #require(Date() < deadline, "the store's apply did not return")
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        let result = try #require(try outcome.value?.get())
         #expect(result.new == 0 && result.duplicates == 1)
-        let device = try #require(try store.deviceReport().devices.first)
-        #expect(device.batches == 2 && device.duplicates == 1)
+        let statistics = try #require(device)
+        #expect(statistics.batches == 2 && statistics.duplicates == 1)
     }
 }
