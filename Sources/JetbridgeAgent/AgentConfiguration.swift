@@ -59,7 +59,7 @@ public struct AgentConfiguration: Sendable, Hashable {
             self.ackTimeoutSeconds = ackTimeoutSeconds
         }
 
-        public static let defaults = Sync(batchRecords: 1000, batchBytes: 1 << 20, window: 8, ackTimeoutSeconds: 10)
+        public static let defaults = Sync(batchRecords: 1000, batchBytes: 1 << 20, window: 8, ackTimeoutSeconds: 30)
     }
 
     /// Flag values that override the file.

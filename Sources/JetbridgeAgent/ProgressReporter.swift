@@ -120,9 +120,10 @@ public final class ProgressReporter: Sendable {
     /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,200 records/s, 4 s left, 800 in flight`
     static func line(_ progress: SyncProgress, rate: Double) -> String {
         let percent = progress.total > 0 ? progress.acknowledged * 100 / progress.total : 100
-        return "sync: \(grouped(progress.acknowledged)) of \(grouped(progress.total)) records acknowledged "
+        let records = progress.total == 1 ? "record" : "records"
+        return "sync: \(grouped(progress.acknowledged)) of \(grouped(progress.total)) \(records) acknowledged "
             + "(\(percent)%), \(grouped(Int(rate.rounded()))) records/s, \(timeLeft(progress, rate: rate)), "
-            + "\(grouped(progress.inFlight)) in flight"
+            + (progress.problem ?? "\(grouped(progress.inFlight)) in flight")
     }
 
     static func timeLeft(_ progress: SyncProgress, rate: Double) -> String {

@@ -18,13 +18,8 @@ final class SyncEngine: Sendable {
     private let logger: Logger
     private let progress: (@Sendable (SyncProgress) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
-    /// What the ack socket's monitor last said about the handshake, read by the loop to explain silence.
-    private let handshake = Mutex<HandshakeState>(HandshakeState())
-
-    struct HandshakeState {
-        var failure: String?
-        var failures = 0
-    }
+    /// What the sockets' monitors say about the link, read by the loop to pace sends and explain silence.
+    private let link = Mutex<LinkState>(LinkState())
 
     init(
         configuration: AgentConfiguration, options: SyncOptions, logger: Logger,
@@ -75,6 +70,8 @@ final class SyncEngine: Sendable {
         var ackedInQueue: UInt64 = 0
         var initialLast: UInt64 = 0
         var total = 0
+        /// The ack DEALER's routing id, the same for every socket of this run (the ground's route stays valid).
+        let routingID = SyncEngine.newAckRoutingID()
 
         init(engine: SyncEngine) {
             self.engine = engine
@@ -102,42 +99,61 @@ final class SyncEngine: Sendable {
                 return finish(.failed(AgentError(error)), queue: nil)
             }
             let context: ZeroMQContext
-            let push: Socket
-            let dealer: Socket
             do {
                 context = try ZeroMQContext()
             } catch {
                 return finish(.failed(AgentError(.failure, "cannot create a ZeroMQ context: \(error)")), queue: queue)
             }
+            var sockets: Sockets
             do {
-                (push, dealer) = try connect(context)
+                sockets = try connect(context)
             } catch {
                 return finish(.failed(error), queue: queue)
             }
-            let ending = loop(queue: queue, push: push, dealer: dealer)
-            try? dealer.close(linger: .zero)
-            try? push.close(linger: options.closingLinger)
+            let ending = loop(queue: queue, context: context, sockets: &sockets)
+            sockets.close(linger: options.closingLinger)
             context.terminate()
             return finish(ending, queue: queue)
         }
 
-        /// Creates and connects both sockets with every option set explicitly (docs/PROTOCOL.md, Sockets).
-        func connect(_ context: ZeroMQContext) throws(AgentError) -> (push: Socket, dealer: Socket) {
+        /// The two sockets of one connection to the ground.
+        struct Sockets {
+            let push: Socket
+            let dealer: Socket
+
+            func close(linger: Duration) {
+                try? dealer.close(linger: .zero)
+                try? push.close(linger: linger)
+            }
+        }
+
+        /// Creates and connects both sockets with every option set explicitly (docs/PROTOCOL.md, Sockets), each with
+        /// a monitor that feeds ``LinkState``. Called again for a fresh connection after the ground ended a handshake
+        /// for good (libzmq does not reconnect by itself after a refused key).
+        func connect(_ context: ZeroMQContext) throws(AgentError) -> Sockets {
+            let generation = engine.link.withLock { state in
+                state.sockets += 1
+                state.up = [false, false]
+                state.unreachable = [false, false]
+                state.needsFreshSockets = false
+                return state.sockets
+            }
             var endpoint = options.dataEndpoint
             do {
                 let push = try context.socket(.push)
+                try watch(push, channel: .data, sockets: generation)
                 try configure(push)
                 try push.set(.sendHighWaterMark, max(16, configuration.sync.window * 2))
                 try push.connect(options.dataEndpoint)
                 endpoint = options.ackEndpoint
                 let dealer = try context.socket(.dealer)
-                watchHandshakes(try dealer.monitor(events: [.handshakeFailed, .handshakeSucceeded]))
-                try dealer.set(.routingID, SyncEngine.newAckRoutingID())
+                try watch(dealer, channel: .acks, sockets: generation)
+                try dealer.set(.routingID, routingID)
                 try configure(dealer)
                 try dealer.set(.sendHighWaterMark, 64)
                 try dealer.set(.receiveHighWaterMark, max(1000, configuration.sync.window * 4))
                 try dealer.connect(options.ackEndpoint)
-                return (push, dealer)
+                return Sockets(push: push, dealer: dealer)
             } catch {
                 let usage = error.code == .invalidArgument || error.code == .protocolNotSupported
                 throw AgentError(
@@ -146,37 +162,46 @@ final class SyncEngine: Sendable {
             }
         }
 
-        /// Turns handshake failures into words: without this, a refused key or a wrong server key looks like a
-        /// ground that never answers.
-        func watchHandshakes(_ events: AsyncStream<MonitorEvent>) {
+        static let linkEvents: MonitorEvents = [
+            .connected, .connectRetried, .disconnected, .closed, .handshakeFailed, .handshakeSucceeded,
+        ]
+
+        /// Feeds one socket's events into ``LinkState``; turns handshake failures into words: without this, a refused
+        /// key or a wrong server key looks like a ground that never answers.
+        ///
+        /// The events are applied on the monitor's thread, not in a task: the link state must not wait for a busy
+        /// cooperative pool, since nothing is sent until it says the link is up.
+        func watch(_ socket: Socket, channel: LinkState.Channel, sockets: Int) throws(ZeroMQError) {
             let engine = self.engine
             let device = configuration.device
             var allow = "jetbridge-aggregator devices allow \(device) KEY"
             if case .curve(let keys, _) = options.security {
                 allow = DeviceKeys.allowCommand(device: device, publicKeyZ85: keys.publicKeyZ85)
             }
-            Task { [allow] in
-                for await event in events {
-                    let reason: String?
-                    switch event {
-                    case .handshakeSucceeded:
-                        reason = nil
-                    case .handshakeFailed(_, .authentication(let status)):
-                        reason =
-                            "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `\(allow)`"
-                    case .handshakeFailed(_, .protocolError(let code)):
-                        reason =
-                            "the CURVE handshake with the ground failed (protocol error 0x\(String(code, radix: 16))): check ground.serverPublicKey or --server-key, and that both sides use CURVE (or both --insecure)"
-                    case .handshakeFailed(_, .noDetail(let code)):
-                        reason = "the handshake with the ground failed: \(code)"
-                    default:
-                        continue
-                    }
-                    engine.handshake.withLock { state in
-                        state.failure = reason
-                        if reason != nil { state.failures += 1 }
-                    }
-                }
+            let curve = if case .curve = options.security { true } else { false }
+            let explain: @Sendable (HandshakeFailure) -> String = { [allow] failure in
+                Self.explain(failure, allow: allow, curve: curve)
+            }
+            try socket.monitor(events: Self.linkEvents) { event in
+                engine.link.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
+            }
+        }
+
+        /// A handshake failure in words, with what to do about it.
+        static func explain(_ failure: HandshakeFailure, allow: String, curve: Bool) -> String {
+            switch failure {
+            case .authentication(let status):
+                return
+                    "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `\(allow)`"
+            case .protocolError(let code):
+                return
+                    "the handshake with the ground failed (ZMTP protocol error 0x\(String(code, radix: 16))): check that both sides use CURVE (or both --insecure) and that ground.serverPublicKey is the ground's key"
+            case .noDetail(let code):
+                // A CURVE server that cannot decrypt our HELLO (it was encrypted for another server key) closes the
+                // connection without a word: the client sees only the connection end in the middle of the handshake.
+                guard curve else { return "the handshake with the ground failed: \(code)" }
+                return
+                    "the ground's key does not match ground.serverPublicKey (or --server-key): the ground closed the connection during the CURVE handshake (\(code)); copy keys/server.pub from the ground"
             }
         }
 
@@ -186,13 +211,16 @@ final class SyncEngine: Sendable {
             try socket.set(.heartbeatInterval, .seconds(5))
             try socket.set(.heartbeatTimeout, .seconds(15))
             try socket.set(.reconnectInterval, .milliseconds(100))
-            try socket.set(.reconnectIntervalMax, .seconds(5))
+            // A link that returns is found within 1.5 s at most: a connect attempt whose SYN was lost in a cut gives
+            // up after a second rather than waiting for the kernel's SYN retries (up to two minutes).
+            try socket.set(.reconnectIntervalMax, .milliseconds(500))
+            try socket.set(.connectTimeout, .seconds(1))
             if case .curve(let keys, let serverKey) = options.security {
                 try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
             }
         }
 
-        mutating func loop(queue: FileQueue, push: Socket, dealer: Socket) -> SyncOutcome.Ending {
+        mutating func loop(queue: FileQueue, context: ZeroMQContext, sockets: inout Sockets) -> SyncOutcome.Ending {
             var window = SyncWindow(
                 acknowledgedThrough: ackedInQueue, limits: SyncWindow.Limits(configuration.sync),
                 setAside: SetAside.sequences(in: configuration.home).filter { $0 > ackedInQueue })
@@ -202,12 +230,57 @@ final class SyncEngine: Sendable {
             var lastHello = -Double.infinity
             var lastProgress = -Double.infinity
             var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
-            var lastHandshakeWarning = -Double.infinity
+            var lastProblem: (text: String, at: Double)?
+            /// Link-ups already acted on.
+            var seenUps = 0
+            /// When to open fresh sockets after the ground ended a handshake for good, and the next delay.
+            var freshAt: Double?
+            var freshDelay = Self.freshDelays.lowerBound
+            var linkWasUp = false
             do {
-                sendHello(dealer)
-                lastHello = now()
                 while true {
                     let t = now()
+                    var link = engine.link.withLock { $0 }
+                    if link.needsFreshSockets {
+                        if freshAt == nil { freshAt = t + freshDelay }
+                        if let at = freshAt, t >= at {
+                            // A new handshake, so an allowance made on the ground meanwhile is picked up.
+                            logger.debug("opening fresh connections to the ground after: \(link.failure ?? "-")")
+                            sockets.close(linger: .zero)
+                            sockets = try connect(context)
+                            freshAt = nil
+                            freshDelay = min(freshDelay * 2, Self.freshDelays.upperBound)
+                            link = engine.link.withLock { $0 }
+                        }
+                    }
+                    if link.isUp {
+                        linkWasUp = true
+                    } else if linkWasUp {
+                        // The link went down: fresh sockets, so that nothing queued in the old data socket (batches
+                        // sent while the loss was not yet known) is delivered after the link returns, on top of the
+                        // one resend each waiting batch gets then.
+                        linkWasUp = false
+                        logger.debug("the link to the ground is down; opening fresh connections")
+                        sockets.close(linger: .zero)
+                        sockets = try connect(context)
+                        link = engine.link.withLock { $0 }
+                    }
+                    if link.isUp, link.ups != seenUps {
+                        freshDelay = Self.freshDelays.lowerBound
+                        if seenUps > 0 {
+                            // What was sent before the link went down is either stored (its ack lost) or lost:
+                            // each such batch goes once more, now, rather than after a backed-off timeout.
+                            let again = window.linkRestored(now: t)
+                            logger.info("the link to the ground is back; sending \(again) unacknowledged batches once more")
+                        } else if lastProblem != nil {
+                            logger.info("connected to the ground")
+                        }
+                        seenUps = link.ups
+                        lastProblem = nil
+                        // Announce the ack route on every new connection, before any batch.
+                        sendHello(sockets.dealer)
+                        lastHello = t
+                    }
                     if stopping == nil {
                         if engine.stopRequested.load(ordering: .relaxed) {
                             stopping = (.stopped, t + options.stopGrace)
@@ -235,12 +308,16 @@ final class SyncEngine: Sendable {
                                 read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t
                             )
                         }
-                        try send(window: &window, push: push, now: t)
-                        if let since = window.oldestWaitingSince, t - since >= options.helloInterval,
-                            t - lastHello >= options.helloInterval
-                        {
-                            sendHello(dealer)
-                            lastHello = t
+                        // While the link is down nothing is handed to the socket: it would only pile up there and
+                        // arrive as duplicates once the link returns.
+                        if link.isUp {
+                            try send(window: &window, push: sockets.push, now: t)
+                            if let since = window.oldestWaitingSince, t - since >= options.helloInterval,
+                                t - lastHello >= options.helloInterval
+                            {
+                                sendHello(sockets.dealer)
+                                lastHello = t
+                            }
                         }
                     }
                     if stopping == nil, options.untilDrained, reachedEnd, window.isIdle {
@@ -252,8 +329,8 @@ final class SyncEngine: Sendable {
                         return stopping.ending
                     }
                     let wait: Duration = window.isIdle ? .milliseconds(100) : .milliseconds(20)
-                    if try !poll([PollItem(dealer, .readable)], timeout: wait)[0].isEmpty {
-                        while let frames = try dealer.receiveMultipart(options: .dontWait) {
+                    if try !poll([PollItem(sockets.dealer, .readable)], timeout: wait)[0].isEmpty {
+                        while let frames = try sockets.dealer.receiveMultipart(options: .dontWait) {
                             if let failure = try handle(frames, device: device, window: &window, queue: queue) {
                                 try persist(window, queue: queue)
                                 return .failed(failure)
@@ -262,15 +339,16 @@ final class SyncEngine: Sendable {
                     }
                     try persist(window, queue: queue)
                     let after = now()
+                    let problem = Self.problem(engine.link.withLock { $0 }, options: options)
                     if after - lastProgress >= 0.1 {
                         lastProgress = after
-                        engine.progress?(progress(window, at: after))
+                        var progress = progress(window, at: after)
+                        progress.problem = problem
+                        engine.progress?(progress)
                     }
-                    if after - lastHandshakeWarning >= 30,
-                        let failure = engine.handshake.withLock({ $0.failure })
-                    {
-                        lastHandshakeWarning = after
-                        logger.warning("\(failure); retrying")
+                    if let problem, problem != lastProblem?.text || after - lastProblem!.at >= 30 {
+                        lastProblem = (problem, after)
+                        logger.warning("\(problem)")
                     }
                     if after - lastState >= options.stateInterval {
                         lastState = after
@@ -287,6 +365,20 @@ final class SyncEngine: Sendable {
                 try? persist(window, queue: queue)
                 return .failed(AgentError(.failure, "sync failed: \(error)"))
             }
+        }
+
+        /// Seconds before fresh sockets replace ones whose handshake the ground ended for good; doubled per attempt.
+        static let freshDelays = 0.5...5.0
+
+        /// Why nothing gets through, when the sockets know: a handshake failure in words, or endpoints where no
+        /// connection could be made. `nil` while the link is up (or still connecting without a failed attempt).
+        static func problem(_ link: LinkState, options: SyncOptions) -> String? {
+            guard !link.isUp else { return nil }
+            if let failure = link.failure { return "\(failure); retrying" }
+            let endpoints = [options.dataEndpoint, options.ackEndpoint].enumerated()
+                .filter { link.unreachable[$0.offset] }.map(\.element)
+            guard !endpoints.isEmpty else { return nil }
+            return "cannot reach \(endpoints.joined(separator: " and ")); retrying"
         }
 
         /// Hands every batch that is due to the data socket, without blocking: at the high-water mark the rest wait
@@ -333,6 +425,18 @@ final class SyncEngine: Sendable {
             }
             let label = "\(device) #\(ack.first)…\(ack.last)"
             switch window.apply(ack, now: now()) {
+            case .ignored where ack.first == 0 && ack.last == 0 && ack.status == .forbidden:
+                // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
+                return AgentError(
+                    .dataError,
+                    "the ground refused this device (forbidden): \(ack.reason ?? "no reason given"); check the allow list on the ground"
+                )
+            case .ignored where ack.first == 0 && ack.last == 0:
+                // Batch 0…0: the ground could not read a message of ours as a batch at all (docs/PROTOCOL.md).
+                statistics.ignoredAcks += 1
+                logger.warning(
+                    "the ground could not read a message from this device as a batch (\(ack.status.rawValue)): \(ack.reason ?? "no reason given")"
+                )
             case .ignored:
                 statistics.ignoredAcks += 1
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
@@ -358,6 +462,11 @@ final class SyncEngine: Sendable {
                         ofBatch: batchID,
                         with: records.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: now())
                 }
+            case .limited(let at):
+                statistics.limited += 1
+                logger.warning(
+                    "the ground limits this device (\(ack.reason ?? "no reason given")); \(label) again in \(Int((at - now()).rounded(.up))) s"
+                )
             case .retryLater(let at):
                 logger.info(
                     "the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")
@@ -389,7 +498,7 @@ final class SyncEngine: Sendable {
                 acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
                 remaining: status?.unacknowledged)
             if case .failed = ending, queue == nil { outcome.remaining = nil }
-            outcome.problem = engine.handshake.withLock { $0.failure }
+            outcome.problem = Self.problem(engine.link.withLock { $0 }, options: options)
             writeState(SyncState(finished: outcome))
             return outcome
         }

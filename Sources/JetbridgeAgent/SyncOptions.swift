@@ -69,6 +69,8 @@ public struct SyncStatistics: Sendable, Hashable, Codable {
     public var skipped = 0
     /// Acks that named no batch in flight (late or repeated answers).
     public var ignoredAcks = 0
+    /// `limited` answers: the ground held this device to one of its limits.
+    public var limited = 0
     /// Seconds from start to end.
     public var elapsed: Double = 0
 
@@ -85,12 +87,15 @@ public struct SyncProgress: Sendable, Hashable {
     public var inFlight: Int
     /// Seconds since start.
     public var elapsed: Double
+    /// Why nothing gets through right now (`cannot reach tcp://…; retrying`, a refused key), or `nil`.
+    public var problem: String?
 
-    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double) {
+    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double, problem: String? = nil) {
         self.acknowledged = acknowledged
         self.total = total
         self.inFlight = inFlight
         self.elapsed = elapsed
+        self.problem = problem
     }
 }
 

@@ -15,8 +15,10 @@ public struct SyncWindow: Sendable {
         public var batchBytes: Int
         /// Most unfinished batches before no more are cut.
         public var window: Int
-        /// Seconds to wait for the first ack; doubled on every resend up to ``maxBackoff``.
+        /// Seconds to wait for an ack before any round trip is measured; then the measured one decides.
         public var ackTimeout: Double
+        /// The shortest ack timeout the measured round trip may give.
+        public var minTimeout: Double
         /// The longest wait between two sends of one batch.
         public var maxBackoff: Double
         /// Seconds before the first resend after a `retry` ack; doubled on every further `retry`.
@@ -28,12 +30,14 @@ public struct SyncWindow: Sendable {
 
         public init(
             batchRecords: Int, batchBytes: Int, window: Int, ackTimeout: Double, maxBackoff: Double = 60,
-            retryDelay: Double? = nil, jitter: Double = 0.2, maxMalformedRejections: Int = 3
+            retryDelay: Double? = nil, jitter: Double = 0.2, maxMalformedRejections: Int = 3,
+            minTimeout: Double? = nil
         ) {
             self.batchRecords = batchRecords
             self.batchBytes = batchBytes
             self.window = window
             self.ackTimeout = ackTimeout
+            self.minTimeout = minTimeout ?? min(1, ackTimeout)
             self.maxBackoff = maxBackoff
             self.retryDelay = retryDelay ?? min(1, ackTimeout)
             self.jitter = jitter
@@ -80,8 +84,9 @@ public struct SyncWindow: Sendable {
         public fileprivate(set) var state: State
         /// How many times it was handed to the socket.
         public fileprivate(set) var sends = 0
-        fileprivate var timeout: Double
         fileprivate var retryDelay: Double
+        /// Batches sent after this one's last send and stored since: three mean this one was lost on the way.
+        fileprivate var storedAfter = 0
         fileprivate var malformedRejections = 0
 
         /// The name on the wire: the first and last sequence it carries.
@@ -102,6 +107,8 @@ public struct SyncWindow: Sendable {
         case rebuild(batchID: Int, sequences: [UInt64])
         /// The ground asked for the batch later; it is scheduled.
         case retryLater(at: Double)
+        /// The ground limits this device (`limited`); the batch is scheduled no earlier than its `retryAfter`.
+        case limited(at: Double)
         /// Sync cannot go on: `forbidden`, `unsupported-version`, or a batch malformed three times in a row.
         case fatal(AgentError)
     }
@@ -117,6 +124,11 @@ public struct SyncWindow: Sendable {
     public private(set) var setAside: Set<UInt64>
     private var nextID = 0
     private var random: SplitMix64
+    /// The round trip as TCP measures it (RFC 6298): smoothed, and its mean deviation; `nil` before the first sample.
+    public private(set) var smoothedRoundTrip: Double?
+    public private(set) var roundTripVariation: Double = 0
+    /// Timeouts in a row without progress: each doubles the wait, up to ``Limits/maxBackoff``.
+    public private(set) var backoffs = 0
 
     /// Starts after the queue's acknowledged position.
     /// - Parameters:
@@ -169,29 +181,104 @@ public struct SyncWindow: Sendable {
         batches.append(
             Batch(
                 id: id, records: records, through: through, state: records.isEmpty ? .done : .due(at: now),
-                timeout: limits.ackTimeout, retryDelay: limits.retryDelay))
+                retryDelay: limits.retryDelay))
         advance()
         return records.isEmpty ? nil : id
     }
 
-    /// The batches to hand to the socket now: new ones, ones the ground asked for again, and ones whose ack is late.
+    /// The ack timeout the measured round trip gives (RFC 6298: SRTT + 4 × RTTVAR), before backoff, within
+    /// ``Limits/minTimeout`` … ``Limits/maxBackoff``; ``Limits/ackTimeout`` until a round trip is measured.
+    public var timeout: Double {
+        guard let srtt = smoothedRoundTrip else { return limits.ackTimeout }
+        return min(max(srtt + max(0.01, 4 * roundTripVariation), limits.minTimeout), limits.maxBackoff)
+    }
+
+    /// The timeout with the current backoff applied.
+    public var backedOffTimeout: Double {
+        min(timeout * Double(1 << min(backoffs, 20)), max(limits.maxBackoff, timeout))
+    }
+
+    /// The batches to hand to the socket now: new ones, ones the ground asked for again, the oldest whose ack is late
+    /// (one at a time: while the link or the ground is silent, one batch probes it, with a doubling wait, rather than
+    /// the whole window going again), and any that three later batches overtook (lost on the way; sent again at
+    /// once, like TCP's fast retransmit).
     public func batchesToSend(now: Double) -> [Int] {
-        batches.compactMap { batch in
+        var late = false
+        return batches.compactMap { batch in
             switch batch.state {
-            case .due(let at) where at <= now: batch.id
-            case .waiting(_, let deadline) where deadline <= now: batch.id
-            default: nil
+            case .due(let at) where at <= now:
+                return batch.id
+            case .waiting(_, let deadline) where deadline <= now && !late:
+                late = true
+                return batch.id
+            case .waiting where batch.storedAfter >= 3:
+                return batch.id
+            default:
+                return nil
             }
         }
     }
 
-    /// Records that a batch was handed to the socket; its ack is due within the (growing, jittered) timeout.
+    /// Records that a batch was handed to the socket; its ack is due within the (backed-off, jittered) timeout.
+    ///
+    /// The wait is measured from the send only as a bound: every ack that stores a batch restarts the wait of all the
+    /// batches still waiting (see ``apply(_:now:)``), so a batch queued behind others on a slow link is not resent
+    /// while the ones ahead of it are still being answered.
     public mutating func sent(batchID: Int, now: Double) {
         guard let index = batches.firstIndex(where: { $0.id == batchID }), !batches[index].isDone else { return }
-        let wait = jittered(batches[index].timeout)
-        batches[index].state = .waiting(sentAt: now, deadline: now + wait)
+        if case .waiting(_, let deadline) = batches[index].state, deadline <= now {
+            // A timeout: wait twice as long before the next one, for this batch and every other still waiting.
+            backoffs += 1
+            let wait = backedOffTimeout
+            for other in batches.indices where other != index {
+                if case .waiting(let sentAt, let deadline) = batches[other].state, deadline < now + wait {
+                    batches[other].state = .waiting(sentAt: sentAt, deadline: now + jittered(wait))
+                }
+            }
+        }
+        batches[index].state = .waiting(sentAt: now, deadline: now + jittered(backedOffTimeout))
         batches[index].sends += 1
-        batches[index].timeout = min(batches[index].timeout * 2, limits.maxBackoff)
+        batches[index].storedAfter = 0
+    }
+
+    /// Takes one round-trip sample (RFC 6298, 2.2–2.3).
+    private mutating func sample(_ roundTrip: Double) {
+        guard let srtt = smoothedRoundTrip else {
+            smoothedRoundTrip = roundTrip
+            roundTripVariation = roundTrip / 2
+            return
+        }
+        roundTripVariation = 0.75 * roundTripVariation + 0.25 * abs(srtt - roundTrip)
+        smoothedRoundTrip = 0.875 * srtt + 0.125 * roundTrip
+    }
+
+    /// A batch was stored: a round-trip sample if it was sent once (Karn: the ack of a resent batch may answer any of
+    /// its sends), the backoff ends, and every batch still waiting gets a full timeout from now.
+    private mutating func progress(storedBatchSentAt sentAt: Double?, sends: Int, now: Double) {
+        if let sentAt, sends == 1 { sample(now - sentAt) }
+        backoffs = 0
+        for index in batches.indices {
+            guard case .waiting(let waitingSince, _) = batches[index].state else { continue }
+            if let sentAt, waitingSince < sentAt { batches[index].storedAfter += 1 }
+            batches[index].state = .waiting(sentAt: waitingSince, deadline: now + jittered(timeout))
+        }
+    }
+
+    /// The link to the ground came back after it was down: every batch still waiting for its ack is due once more,
+    /// now. Each was either stored (its ack lost with the connection) or lost on the way; sending it once is what it
+    /// takes, and waiting out a timeout that backed off while the link was down would only leave the device behind.
+    /// - Parameter now: The current time.
+    /// - Returns: How many batches are due again.
+    @discardableResult
+    public mutating func linkRestored(now: Double) -> Int {
+        var again = 0
+        for index in batches.indices {
+            guard case .waiting = batches[index].state else { continue }
+            batches[index].state = .due(at: now)
+            again += 1
+        }
+        backoffs = 0
+        return again
     }
 
     /// Applies an ack from the ground.
@@ -207,7 +294,10 @@ public struct SyncWindow: Sendable {
         switch ack.status {
         case .stored:
             let count = batches[index].records.count
+            var sentAt: Double?
+            if case .waiting(let at, _) = batches[index].state { sentAt = at }
             batches[index].state = .done
+            progress(storedBatchSentAt: sentAt, sends: batches[index].sends, now: now)
             advance()
             let new = max(0, ack.new ?? count)
             return .stored(records: count, new: new, duplicates: max(0, ack.duplicates ?? (count - new)))
@@ -235,11 +325,18 @@ public struct SyncWindow: Sendable {
             batches[index].malformedRejections = 0
             batches[index].state = .due(at: now + delay)
             return .retryLater(at: now + delay)
+        case .limited:
+            // Back off as for `retry`, but never sooner than the ground said: a limit does not lift by resending.
+            let delay = max(jittered(batches[index].retryDelay), max(0, ack.retryAfter ?? 0))
+            batches[index].retryDelay = min(batches[index].retryDelay * 2, limits.maxBackoff)
+            batches[index].malformedRejections = 0
+            batches[index].state = .due(at: now + delay)
+            return .limited(at: now + delay)
         case .forbidden:
             return .fatal(
                 AgentError(
                     .dataError,
-                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is registered to another device id; check \"device\" in the configuration and the allow list on the ground"
+                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is revoked or registered to another device id; check \"device\" in the configuration and the allow list on the ground"
                 ))
         case .unsupportedVersion:
             let supported = ack.supported.map { " (it speaks \($0.map(String.init).joined(separator: ", ")))" } ?? ""
@@ -296,7 +393,7 @@ public struct SyncWindow: Sendable {
         defer { nextID += 1 }
         return Batch(
             id: nextID, records: records, through: through, state: records.isEmpty ? .done : .due(at: now),
-            timeout: limits.ackTimeout, retryDelay: limits.retryDelay)
+            retryDelay: limits.retryDelay)
     }
 
     /// Drops finished batches from the front and moves the acknowledged position with them.

@@ -23,9 +23,10 @@ struct NetworkLoop: @unchecked Sendable {
 /// older than that rule, whose routing id is its device id: still served, with a warning, because nothing better can
 /// be done for it.
 ///
-/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held for a few seconds
-/// rather than dropped, and sent when the route works again: the first batches of a new connection are often
-/// committed before its hello arrives.
+/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held rather than dropped,
+/// and sent when the route works again: the first batches of a new connection are often committed before its hello
+/// arrives, and a device whose link was cut reconnects with the same routing id. It is held long enough to outlast a
+/// cut link and the device's reconnect (60 s), bounded per device and in all, and counted.
 struct AckRoutes {
     /// An ack waiting for its device's route.
     struct Held {
@@ -33,16 +34,22 @@ struct AckRoutes {
         let since: ContinuousClock.Instant
     }
 
-    /// How long an ack waits for a route; after that the device has resent the batch anyway.
-    static let heldLifetime: Duration = .seconds(5)
+    /// How long an ack waits for a route: longer than a cut link usually lasts (the agent resends every batch
+    /// still waiting once its link returns, so an ack that outlived this is only a duplicate saved).
+    static let heldLifetime: Duration = .seconds(60)
     /// Bounds on held acks: beyond the first a device's oldest is dropped, beyond the second the new one.
     static let maxHeldPerDevice = 256
     static let maxHeld = 65_536
+    /// Most routes kept: in CURVE mode the allow list bounds them, in insecure mode (any hello names any device) this
+    /// does; a hello for a new device past it sets no route (its acks wait, then its device resends).
+    static let maxRoutes = 100_000
     /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).
     static let minimumSecretLength = 16
 
     private(set) var routes: [String: Data] = [:]
     private var devicesByRoute: [Data: String] = [:]
+    /// The public key of the connection each route was learned from (CURVE mode).
+    private(set) var routeKeys: [String: String] = [:]
     private(set) var held: [String: [Held]] = [:]
     private(set) var heldCount = 0
     /// Devices already warned about, so each is named once per run.
@@ -52,8 +59,10 @@ struct AckRoutes {
     static let warningInterval: Duration = .seconds(30)
 
     /// Whether to log a refused hello from `key` now (at most one per ``warningInterval`` and key).
-    mutating func shouldWarn(about key: String, now: ContinuousClock.Instant = .now) -> Bool {
-        if let last = lastWarning[key], now - last < Self.warningInterval { return false }
+    mutating func shouldWarn(
+        about key: String, interval: Duration = warningInterval, now: ContinuousClock.Instant = .now
+    ) -> Bool {
+        if let last = lastWarning[key], now - last < interval { return false }
         if lastWarning.count >= 10_000 { lastWarning = [:] }
         lastWarning[key] = now
         return true
@@ -78,8 +87,11 @@ struct AckRoutes {
     /// The route for `device`'s acks, if a hello set one.
     func route(for device: String) -> Data? { routes[device] }
 
-    /// Sets `device`'s route. - Returns: Whether it changed.
-    mutating func learn(device: String, route: Data) -> Bool {
+    /// Sets `device`'s route, learned from a connection with public key `key` (CURVE mode). - Returns: Whether it
+    /// changed.
+    mutating func learn(device: String, route: Data, key: String? = nil) -> Bool {
+        if routes[device] == nil, routes.count >= Self.maxRoutes { return false }
+        routeKeys[device] = key
         if routes[device] == route { return false }
         if let previous = routes[device] { devicesByRoute[previous] = nil }
         // A routing id names one connection: whoever had it before has lost it (insecure mode only: in CURVE mode
@@ -96,6 +108,7 @@ struct AckRoutes {
         guard let device = devicesByRoute[route], device != key else { return nil }
         devicesByRoute[route] = nil
         routes[device] = nil
+        routeKeys[device] = nil
         return device
     }
 
@@ -169,6 +182,10 @@ extension AggregatorServer {
         var routes = AckRoutes()
         var lastHeldCheck = ContinuousClock.now
         var reportedHeld = 0
+        /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets
+        /// nothing stored also on a connection admitted before the revocation.
+        var admitted = allowlist.byPublicKey
+        var limiter = DeviceLimiter(allowlist: allowlist)
         do {
             while !storeDone {
                 if accepting && stopRequested {
@@ -182,9 +199,13 @@ extension AggregatorServer {
                 if readPull { items.append(PollItem(sockets.pull, .readable)) }
                 let ready = try poll(items, timeout: .milliseconds(100))
                 // Hellos first: a route that arrived with the acks it is needed for is used at once.
-                if ready[1].contains(.readable) { try readHellos(sockets.router, routes: &routes) }
+                if ready[1].contains(.readable) {
+                    try readHellos(sockets.router, routes: &routes, admitted: admitted)
+                }
                 if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets, routes: &routes) }
-                if readPull && ready[2].contains(.readable) { try readBatches(sockets, routes: &routes) }
+                if readPull && ready[2].contains(.readable) {
+                    try readBatches(sockets, routes: &routes, admitted: admitted, limiter: &limiter)
+                }
 
                 let now = ContinuousClock.now
                 if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
@@ -204,7 +225,10 @@ extension AggregatorServer {
                     let stamp = Self.stamp(of: home.devicesFile)
                     if reload || stamp != allowlistStamp {
                         allowlistStamp = stamp
-                        reloadAllowlist()
+                        if let list = reloadAllowlist() {
+                            admitted = list.byPublicKey
+                            limiter.allowlist = list
+                        }
                     }
                 }
             }
@@ -253,6 +277,7 @@ extension AggregatorServer {
             return
         }
         let dropped = routes.hold(payload, for: device, now: .now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
         if dropped > 0 {
             statistics.withLock { $0.unroutableAcks += dropped }
             logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
@@ -278,6 +303,7 @@ extension AggregatorServer {
     private func retryHeld(_ routes: inout AckRoutes, router: Socket, now: ContinuousClock.Instant) {
         for device in Array(routes.held.keys) { flushHeld(for: device, routes: &routes, router: router) }
         let expired = routes.expire(now: now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
         if expired > 0 {
             statistics.withLock { $0.unroutableAcks += expired }
             logger.debug("\(expired) acks dropped after waiting for a route; their devices will resend")
@@ -286,7 +312,7 @@ extension AggregatorServer {
 
     /// Reads hellos and learns routes from them (see ``AckRoutes``). In CURVE mode a hello counts only when its
     /// device is the connection's key, and any message on a route shows who holds it now.
-    private func readHellos(_ router: Socket, routes: inout AckRoutes) throws {
+    private func readHellos(_ router: Socket, routes: inout AckRoutes, admitted: [String: String]) throws {
         for _ in 0..<1_000 {
             guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
             guard let route = message.frames.first, !route.isEmpty else { continue }
@@ -305,6 +331,16 @@ extension AggregatorServer {
                 continue
             }
             let kind = AckRoutes.kind(of: route, device: hello.device)
+            if let key, !Self.stillAllowed(message, admitted: admitted) {
+                // Revoked since the connection was admitted: no route, and the answer goes to this connection only.
+                let ack = Ack(
+                    device: key, first: 0, last: 0, status: .forbidden, reason: Self.revokedReason)
+                if let payload = try? WireCoding.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                if routes.shouldWarn(about: key) {
+                    logger.warning("refused a hello: the connection's key is no longer allowed", metadata: ["device": "\(key)"])
+                }
+                continue
+            }
             if let key {
                 guard hello.device == key else {
                     guard routes.shouldWarn(about: key) else { continue }
@@ -322,7 +358,7 @@ extension AggregatorServer {
                 }
             }
             statistics.withLock { $0.hellos += 1 }
-            if routes.learn(device: hello.device, route: route) {
+            if routes.learn(device: hello.device, route: route, key: message.publicKey) {
                 logger.debug("ack route learned", metadata: ["device": "\(InertText.escape(hello.device))"])
             }
             if key != nil, kind == .legacy, routes.warnedLegacy.insert(hello.device).inserted {
@@ -335,14 +371,29 @@ extension AggregatorServer {
     }
 
     /// Reads and checks batches while the queue has room.
-    private func readBatches(_ sockets: NetworkLoop, routes: inout AckRoutes) throws {
+    private func readBatches(
+        _ sockets: NetworkLoop, routes: inout AckRoutes, admitted: [String: String], limiter: inout DeviceLimiter
+    ) throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
             let size = message.frames.reduce(0) { $0 + $1.count }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let authenticated: String? = insecure ? nil : (message.userID ?? "")
+            if let authenticated, !authenticated.isEmpty, !Self.stillAllowed(message, admitted: admitted) {
+                refuseRevoked(message, device: authenticated, routes: &routes, router: sockets.router)
+                continue
+            }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
             case .success(let batch):
+                let device = batch.header.device
+                if let verdict = limiter.admit(
+                    device: device, records: batch.records.map(\.record), now: .now,
+                    count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
+                    unstored: { (try? store.unstoredCount($0)) ?? $0.count })
+                {
+                    answerLimited(batch.header, verdict, routes: &routes, router: sockets.router)
+                    continue
+                }
                 queue.push(.batch(batch, bytes: size))
             case .failure(let rejection):
                 refuse(rejection, authenticated: authenticated, routes: &routes, router: sockets.router)
@@ -367,9 +418,10 @@ extension AggregatorServer {
                 "index": "\(rejection.index)", "reason": "\(rejection.reason)",
             ])
         // The ack goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
-        // the header's device's on trust otherwise.
-        if let ack = rejection.ack, let owner = authenticated ?? device, !owner.isEmpty,
-            let payload = try? WireCoding.encode(ack)
+        // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
+        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
+        if let owner = authenticated ?? device, !owner.isEmpty,
+            let payload = try? WireCoding.encode(rejection.ack ?? Self.unnamedAnswer(rejection, device: owner))
         {
             sendAck(payload, to: owner, routes: &routes, router: router)
         }
@@ -379,16 +431,73 @@ extension AggregatorServer {
         }
     }
 
-    private func reloadAllowlist() {
-        guard let zap else { return }
+    /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
+    /// per device, with how many since).
+    private func answerLimited(
+        _ header: BatchHeader, _ verdict: DeviceLimiter.Verdict, routes: inout AckRoutes, router: Socket
+    ) {
+        statistics.withLock { $0.limitedBatches += 1 }
+        let ack = Ack(
+            device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
+            retryAfter: verdict.retryAfter)
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: header.device, routes: &routes, router: router) }
+        queue.push(.limited(device: header.device, reason: verdict.reason))
+        if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
+            logger.warning(
+                "batch limited",
+                metadata: [
+                    "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
+                    "reason": "\(verdict.reason)", "retryAfter": "\(verdict.retryAfter)",
+                ])
+        }
+    }
+
+    static let revokedReason =
+        "this device's key is no longer allowed on the ground (revoked after the connection was made); nothing is stored"
+
+    /// Whether the key a message's connection was admitted with is still allowed, for the same device.
+    static func stillAllowed(_ message: ReceivedMessage, admitted: [String: String]) -> Bool {
+        guard let key = message.publicKey, let userID = message.userID else { return false }
+        return admitted[key] == userID
+    }
+
+    /// Answers a batch from a revoked key `forbidden` and stores nothing of it. The answer goes to the device's route
+    /// only if that route was learned from the same (revoked) key: a device re-allowed with a new key must not
+    /// receive the stolen key's answers.
+    private func refuseRevoked(_ message: ReceivedMessage, device: String, routes: inout AckRoutes, router: Socket) {
+        statistics.withLock { $0.rejectedBatches += 1 }
+        let header = IncomingBatch.name(of: message.frames)
+        if routes.shouldWarn(about: "revoked " + device) {
+            logger.warning(
+                "batch refused: the connection's key is no longer allowed",
+                metadata: ["device": "\(device)", "batch": "\(header.map { "#\($0.first)…\($0.last)" } ?? "?")"])
+        }
+        guard routes.routeKeys[device] == message.publicKey else { return }
+        let ack = Ack(
+            device: header?.device ?? device, first: header?.first ?? 0, last: header?.last ?? 0, status: .forbidden,
+            reason: Self.revokedReason)
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device, routes: &routes, router: router) }
+    }
+
+    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
+    static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
+        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
+    }
+
+    /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).
+    private func reloadAllowlist() -> DeviceAllowlist? {
+        guard let zap else { return nil }
         do {
             let list = try DeviceAllowlist.load(from: home.devicesFile)
             zap.replaceAllowlist(list.byPublicKey)
+            statistics.withLock { $0.allowlistReloads += 1 }
             logger.info(
-                "allow list reloaded; applies to new connections",
+                "allow list reloaded; applies to new connections and to every message from now on",
                 metadata: ["devices": "\(list.devices.count)", "file": "\(home.devicesFile.path)"])
+            return list
         } catch {
             logger.error("allow list not reloaded; keeping the previous one", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 

@@ -80,6 +80,11 @@ extension AggregatorServer {
                     logger.warning(
                         "could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
                 }
+            case .limited(let device, let reason):
+                do { try store.recordLimited(device: device, reason: reason) } catch {
+                    logger.warning(
+                        "could not count a limited batch", metadata: ["device": "\(device)", "error": "\(error)"])
+                }
             }
         }
         guard !batches.isEmpty else { return }

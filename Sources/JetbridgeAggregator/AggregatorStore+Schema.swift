@@ -94,6 +94,15 @@ extension AggregatorStore {
                 try insert.execute(arguments: [row[0] as String, order.currency])
             }
         }
+        migrator.registerMigration("device-limits") { db in
+            // Batches answered `limited` (a device past its records per second or per flight), per device.
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN limited INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE devices ADD COLUMN last_limited_at REAL;
+                    ALTER TABLE devices ADD COLUMN last_limited_reason TEXT;
+                    """)
+        }
         return migrator
     }
 
@@ -127,6 +136,12 @@ extension AggregatorStore {
         ON CONFLICT (device) DO UPDATE SET last_sync = max(coalesce(last_sync, excluded.last_sync), excluded.last_sync), batches = batches + 1,
             records = records + excluded.records, new_records = new_records + excluded.new_records,
             duplicates = duplicates + excluded.duplicates
+        """
+
+    static let deviceLimitedSQL = """
+        INSERT INTO devices (device, limited, last_limited_at, last_limited_reason) VALUES (?, 1, ?, ?)
+        ON CONFLICT (device) DO UPDATE SET limited = limited + 1, last_limited_at = excluded.last_limited_at,
+            last_limited_reason = excluded.last_limited_reason
         """
 
     static let deviceRejectSQL = """

@@ -286,6 +286,47 @@ public final class AggregatorStore: Sendable {
         }
     }
 
+    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
+    ///
+    /// - Throws: `DatabaseError`.
+    public func recordLimited(device: String, reason: String, at now: Date = Date()) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: Self.deviceLimitedSQL, arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500))])
+        }
+    }
+
+    /// How many records (orders and scans) `device` has stored on `flight`.
+    ///
+    /// - Throws: `DatabaseError`.
+    public func recordCount(device: String, flight: String) throws -> Int {
+        try pool.read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT COUNT(*) FROM orders WHERE flight = ?1 AND device = ?2)
+                         + (SELECT COUNT(*) FROM scans WHERE flight = ?1 AND device = ?2)
+                    """, arguments: [flight, device]) ?? 0
+        }
+    }
+
+    /// How many of `records` the store does not have yet, by id (an order stored at any revision counts as stored).
+    ///
+    /// - Throws: `DatabaseError`.
+    func unstoredCount(_ records: [JetbridgeModel.Record]) throws -> Int {
+        try pool.read { db in
+            var count = 0
+            for record in records {
+                let table = if case .order = record { "orders" } else { "scans" }
+                let id = withUnsafeBytes(of: record.id.uuid) { Data($0) }
+                if try Int.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE id = ?", arguments: [id]) == nil {
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+
     /// Copies the WAL into the database without waiting for readers (SQLite's PASSIVE checkpoint); call it when
     /// no batches are waiting, so the WAL stays short without costing a commit on the hot path.
     ///

@@ -8,6 +8,8 @@ enum StoreWork: Sendable {
     case batch(IncomingBatch, bytes: Int)
     /// A refused batch to count against its device.
     case rejection(device: String, reason: String)
+    /// A batch answered `limited`, to count against its device.
+    case limited(device: String, reason: String)
 }
 
 /// The bounded hand-off from the network thread to the store thread.

@@ -3,13 +3,22 @@ import JetbridgeModel
 import ZeroMQ
 
 /// The devices the aggregator admits: device id → CURVE public key (Z85), kept in `<home>/devices.json` as
-/// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change.
+/// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change; optionally with
+/// `"limits":{"cart-1":{"recordsPerFlight":…,"recordsPerSecond":…}, "*":{…}}` (docs/AGGREGATOR.md, Limits).
 public struct DeviceAllowlist: Hashable, Sendable {
     /// Device id → public key (Z85).
     public private(set) var devices: [String: String]
+    /// Limits per device id, `*` for every device without its own; what is not set is ``DeviceLimits/defaults``.
+    public var limits: [String: DeviceLimits.Override]
 
-    public init(devices: [String: String] = [:]) {
+    public init(devices: [String: String] = [:], limits: [String: DeviceLimits.Override] = [:]) {
         self.devices = devices
+        self.limits = limits
+    }
+
+    /// The limits that hold for `device`: its own settings, then `*`'s, then the defaults.
+    public func limits(for device: String) -> DeviceLimits {
+        DeviceLimits.defaults.applying(limits["*"]).applying(limits[device])
     }
 
     /// The ZAP handler's view: public key → device id.
@@ -48,6 +57,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
 
     private struct File: Codable {
         var devices: [String: String]
+        var limits: [String: DeviceLimits.Override]?
     }
 
     /// Reads the allow list; a missing file is an empty list.
@@ -58,6 +68,11 @@ public struct DeviceAllowlist: Hashable, Sendable {
             let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: url))
             var list = DeviceAllowlist()
             for (device, key) in file.devices { try list.allow(device: device, publicKey: key) }
+            for (device, limits) in file.limits ?? [:] {
+                if device != "*" { try check(device: device) }
+                try limits.check(device: device)
+            }
+            list.limits = file.limits ?? [:]
             return list
         } catch let error as AggregatorError {
             throw AggregatorError(.badConfiguration, "\(url.path): \(error.message)")
@@ -71,7 +86,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
     public func save(to url: URL) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        var data = try encoder.encode(File(devices: devices))
+        var data = try encoder.encode(File(devices: devices, limits: limits.isEmpty ? nil : limits))
         data.append(0x0A)
         try AtomicFile.write(data, to: url, mode: 0o644)
     }

@@ -46,7 +46,9 @@ final class MetricsServer: Sendable {
             channel = try bootstrap.bind(host: host, port: port).wait()
         } catch {
             try? group.syncShutdownGracefully()
-            throw AggregatorError(.unavailable, "cannot bind the metrics endpoint \(endpoint): \(error)")
+            // NIO's IOError describes the call (`bind(descriptor:ptr:bytes:)`); the operator needs the reason.
+            let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
+            throw AggregatorError(.unavailable, "cannot bind the metrics endpoint \(endpoint): \(reason)")
         }
         let bound = channel.localAddress?.port ?? port
         self.endpoint = host.contains(":") ? "[\(host)]:\(bound)" : "\(host):\(bound)"

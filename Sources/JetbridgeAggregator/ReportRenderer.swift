@@ -97,7 +97,7 @@ public struct ReportRenderer: Sendable {
                                 ("batches", .int($0.batches)), ("records", .int($0.records)), ("new", .int($0.new)),
                                 ("duplicates", .int($0.duplicates)), ("rejects", .int($0.rejects)),
                                 ("lastRejectAt", .optional($0.lastRejectAt)),
-                                ("lastRejectReason", .optional($0.lastRejectReason)),
+                                ("lastRejectReason", .optional($0.lastRejectReason)), ("limited", .int($0.limited)),
                             ])
                         })
                 )

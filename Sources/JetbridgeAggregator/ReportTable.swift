@@ -227,11 +227,12 @@ extension ReportTable {
                 Self.column("batches", "Batches", numeric: true), Self.column("records", "Records", numeric: true),
                 Self.column("new", "New", numeric: true), Self.column("duplicates", "Duplicates", numeric: true),
                 Self.column("rejects", "Rejects", numeric: true), Self.column("lastRejectReason", "Last reject"),
+                Self.column("limited", "Limited", numeric: true),
             ],
             rows: report.devices.map {
                 [
                     .text($0.device), .date($0.lastSync), .int($0.batches), .int($0.records), .int($0.new),
-                    .int($0.duplicates), .int($0.rejects), .text($0.lastRejectReason ?? ""),
+                    .int($0.duplicates), .int($0.rejects), .text($0.lastRejectReason ?? ""), .int($0.limited),
                 ]
             },
             charts: [

@@ -142,10 +142,12 @@ public struct DeviceStatistics: Hashable, Sendable {
     public var rejects: Int
     public var lastRejectAt: Date?
     public var lastRejectReason: String?
+    /// Batches answered `limited` (past the device's records per second or per flight).
+    public var limited: Int
 
     public init(
         device: String, lastSync: Date?, batches: Int, records: Int, new: Int, duplicates: Int, rejects: Int,
-        lastRejectAt: Date?, lastRejectReason: String?
+        lastRejectAt: Date?, lastRejectReason: String?, limited: Int = 0
     ) {
         self.device = device
         self.lastSync = lastSync
@@ -156,6 +158,7 @@ public struct DeviceStatistics: Hashable, Sendable {
         self.rejects = rejects
         self.lastRejectAt = lastRejectAt
         self.lastRejectReason = lastRejectReason
+        self.limited = limited
     }
 }
 
@@ -256,7 +259,7 @@ extension AggregatorStore {
                 db,
                 sql: """
                     SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
-                        last_reject_reason
+                        last_reject_reason, limited
                     FROM devices ORDER BY device
                     """)
             return DeviceReport(
@@ -265,7 +268,7 @@ extension AggregatorStore {
                         device: row[0], lastSync: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
                         batches: row[2], records: row[3], new: row[4], duplicates: row[5], rejects: row[6],
                         lastRejectAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
-                        lastRejectReason: row[8])
+                        lastRejectReason: row[8], limited: row[9])
                 })
         }
     }

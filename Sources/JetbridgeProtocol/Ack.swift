@@ -12,6 +12,9 @@ public struct Ack: Codable, Hashable, Sendable {
         case forbidden
         /// The ground does not speak this protocol version.
         case unsupportedVersion = "unsupported-version"
+        /// Past one of the device's limits (records per second, records per flight); nothing of it was stored. Send
+        /// it again after `retryAfter` seconds at the earliest.
+        case limited
 
         /// Statuses a later protocol version may add are treated as `retry`, as the version rule says.
         public init(from decoder: any Decoder) throws {
@@ -35,10 +38,13 @@ public struct Ack: Codable, Hashable, Sendable {
     public var reason: String?
     /// The versions the ground speaks (`unsupported-version` only).
     public var supported: [Int]?
+    /// Seconds to wait before sending the batch again (`limited` only).
+    public var retryAfter: Double?
 
     public init(
         v: Int = WireProtocol.version, device: String, first: UInt64, last: UInt64, status: Status,
-        new: Int? = nil, duplicates: Int? = nil, index: Int? = nil, reason: String? = nil, supported: [Int]? = nil
+        new: Int? = nil, duplicates: Int? = nil, index: Int? = nil, reason: String? = nil, supported: [Int]? = nil,
+        retryAfter: Double? = nil
     ) {
         self.v = v
         self.device = device
@@ -50,6 +56,7 @@ public struct Ack: Codable, Hashable, Sendable {
         self.index = index
         self.reason = reason
         self.supported = supported
+        self.retryAfter = retryAfter
     }
 
     /// The ack for a batch that was committed.
@@ -67,7 +74,7 @@ public struct Ack: Codable, Hashable, Sendable {
     public static let example = Ack.stored(.example, new: 1, duplicates: 0)
 
     enum CodingKeys: String, CodingKey {
-        case v, device, first, last, status, new, duplicates, index, reason, supported
+        case v, device, first, last, status, new, duplicates, index, reason, supported, retryAfter
     }
 
     /// Writes only the keys that are present, in the documented order.
@@ -83,5 +90,6 @@ public struct Ack: Codable, Hashable, Sendable {
         try container.encodeIfPresent(index, forKey: .index)
         try container.encodeIfPresent(reason, forKey: .reason)
         try container.encodeIfPresent(supported, forKey: .supported)
+        try container.encodeIfPresent(retryAfter, forKey: .retryAfter)
     }
 }

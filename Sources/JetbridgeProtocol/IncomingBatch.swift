@@ -55,6 +55,13 @@ public struct IncomingBatch: Sendable {
         }
     }
 
+    /// The batch a message names, when its frame 1 reads as a header (nothing else is checked): to answer a message
+    /// that is refused before it is decoded.
+    public static func name(of frames: [Data]) -> BatchHeader? {
+        guard let first = frames.first else { return nil }
+        do { return try decodeHeader(first) } catch { return error.header }
+    }
+
     /// Everything but the records: frames, header, device, size and checksum.
     static func checkFrames(_ frames: [Data], authenticatedDevice: String?) -> Result<BatchHeader, BatchRejection> {
         guard frames.count == 2 else {
@@ -192,7 +199,10 @@ public struct IncomingBatch: Sendable {
             throw .malformed(nil, "frame 1 is not a batch header: \(error)")
         }
         guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
-            throw .malformed(nil, "the header's device id '\(JetbridgeModel.Validation.visible(header.device.prefix(64)))' is not a valid device id")
+            // With the header, so the answer names the batch (docs/PROTOCOL.md: every batch gets an answer).
+            throw .malformed(
+                header,
+                "the header's device id '\(JetbridgeModel.Validation.visible(header.device.prefix(64)))' is not a valid device id")
         }
         guard header.first <= header.last else {
             throw .malformed(header, "the header's first (\(header.first)) is after its last (\(header.last))")

@@ -246,49 +246,12 @@ public struct MessagePackReader {
     public mutating func read(_ type: UUID.Type, codingPath: @autoclosure () -> [any CodingKey] = [])
         throws(DecodingError) -> UUID
     {
-        try run(codingPath) { reader, offset throws(ReadFailure) in
-            let (start, length) = try reader.stringRange(at: offset, as: UUID.self)
-            guard let uuid = Self.uuid(reader.bytes(start, length)) else {
-                throw .corrupted("Invalid UUID string at offset \(offset)")
-            }
-            return (uuid, start + length)
-        }
+        try run(codingPath) { reader, offset throws(ReadFailure) in try reader.uuidAndEnd(at: offset) }
     }
 
     /// The UUID spelt by `text` in canonical form (8-4-4-4-12 hex digits, either case), or nil.
     public static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
-        guard text.count == 36, let base = text.baseAddress else { return nil }
-        guard base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"), base[18] == UInt8(ascii: "-"),
-            base[23] == UInt8(ascii: "-")
-        else { return nil }
-        // 32 digits into two words; any invalid digit sets a high bit in `invalid`.
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        var invalid: UInt8 = 0
-        @inline(__always) func digits(_ from: Int, _ to: Int, into word: inout UInt64) {
-            for i in from..<to {
-                let value = hexValue(base[i])
-                invalid |= value
-                word = word << 4 | UInt64(value & 0x0f)
-            }
-        }
-        digits(0, 8, into: &high)
-        digits(9, 13, into: &high)
-        digits(14, 18, into: &high)
-        digits(19, 23, into: &low)
-        digits(24, 36, into: &low)
-        guard invalid & 0xf0 == 0 else { return nil }
-        let words = (high.bigEndian, low.bigEndian)
-        return withUnsafeBytes(of: words) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-    }
-
-    /// A hex digit's value, or 0xff; selects rather than branches, since digits and letters come in random order.
-    @inline(__always)
-    static func hexValue(_ c: UInt8) -> UInt8 {
-        let digit = c &- UInt8(ascii: "0")
-        let letter = (c | 0x20) &- UInt8(ascii: "a")
-        let letterValue = letter < 6 ? letter &+ 10 : 0xff
-        return digit < 10 ? digit : letterValue
+        ByteReader.uuid(text)
     }
 
     // MARK: Scalars
@@ -414,8 +377,7 @@ extension ByteReader {
     /// compare them (string bytes; integers by value).
     func checkUniqueKeys(inMapAt mapOffset: Int) throws(ReadFailure) {
         let (total, first) = try mapHeader(at: mapOffset, as: [String: Any].self)
-        // (start, length) of string keys; (value, -1) of integer keys.
-        var keys: [(key: Int, length: Int)] = []
+        var keys: [KeyIndex.Entry] = []
         keys.reserveCapacity(Swift.min(total, (count - first) / 2))
         var position = first
         for _ in 0..<total {
@@ -423,42 +385,17 @@ extension ByteReader {
             switch byte {
             case 0xa0...0xbf, 0xd9, 0xda, 0xdb:
                 let (start, length) = try stringRange(at: position)
-                keys.append((start, length))
                 position = start + length
+                keys.append(KeyIndex.Entry(key: start, length: length, value: position))
             default:
                 let (value, end) = try integer(Int.self, at: position)
-                keys.append((value, -1))
                 position = end
+                keys.append(KeyIndex.Entry(key: value, length: -1, value: position))
             }
             position = try skip(at: position, levels: Int.max)
         }
-        func same(_ a: (key: Int, length: Int), _ b: (key: Int, length: Int)) -> Bool {
-            guard a.length == b.length else { return false }
-            if a.length < 0 { return a.key == b.key }
-            return Self.equal(base + a.key, base + b.key, a.length)
-        }
-        func duplicate(_ entry: (key: Int, length: Int)) -> ReadFailure {
-            let name =
-                entry.length < 0
-                ? String(entry.key) : "\"\(String(decoding: bytes(entry.key, entry.length), as: UTF8.self))\""
-            return .corrupted("Duplicate key \(name) in the map at offset \(mapOffset)")
-        }
-        if keys.count <= 16 {
-            for i in keys.indices {
-                for j in (i + 1)..<keys.count where same(keys[i], keys[j]) {
-                    throw duplicate(keys[i])
-                }
-            }
-            return
-        }
-        // Large maps: sort and compare neighbours, so hostile input cannot make this quadratic.
-        keys.sort { a, b in
-            if a.length != b.length { return a.length < b.length }
-            if a.length < 0 { return a.key < b.key }
-            return memcmp(base + a.key, base + b.key, a.length) < 0
-        }
-        for i in 1..<keys.count where same(keys[i - 1], keys[i]) {
-            throw duplicate(keys[i])
+        try keys.withUnsafeBufferPointer { keys throws(ReadFailure) in
+            try KeyIndex.checkDuplicates(self, keys, mapOffset: mapOffset)
         }
     }
 }

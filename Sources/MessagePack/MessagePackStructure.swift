@@ -10,10 +10,7 @@ public enum MessagePackStructure {
     /// - Returns: 1, 3 or 5 bytes.
     public static func arrayHeader(count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= 0xffff_ffff, "A MessagePack array holds at most 2³²−1 elements")
-        var writer = ByteWriter(capacity: 5)
-        defer { writer.deallocate() }
-        try! writer.writeArrayHeader(count)
-        return writer.bytes
+        return header { try! $0.writeArrayHeader(count) }
     }
 
     /// The header of a map of `count` key-value pairs, in its smallest form.
@@ -21,9 +18,14 @@ public enum MessagePackStructure {
     /// - Returns: 1, 3 or 5 bytes.
     public static func mapHeader(count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= 0xffff_ffff, "A MessagePack map holds at most 2³²−1 pairs")
+        return header { try! $0.writeMapHeader(count) }
+    }
+
+    /// What `write` puts into a 5-byte buffer, the most a header takes.
+    private static func header(_ write: (inout ByteWriter) -> Void) -> [UInt8] {
         var writer = ByteWriter(capacity: 5)
         defer { writer.deallocate() }
-        try! writer.writeMapHeader(count)
+        write(&writer)
         return writer.bytes
     }
 

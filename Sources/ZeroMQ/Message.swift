@@ -134,6 +134,9 @@ public struct Message: ~Copyable {
 
     /// The sender's IP address (`Peer-Address` metadata), for TCP connections.
     public var peerAddress: String? { metadata("Peer-Address") }
+
+    /// The sender's CURVE public key (Z85), a property our ``ZAPHandler`` adds to every connection it admits.
+    public var publicKey: String? { metadata(ZAPHandler.publicKeyProperty) }
 }
 
 /// Keeps a caller's deallocation closure alive until libzmq's free callback runs.

@@ -120,6 +120,23 @@ extension Socket {
     /// - Returns: The events, in order.
     /// - Throws: `ZeroMQError` if the monitor cannot be started (e.g. the context is shut down).
     public func monitor(events: MonitorEvents = .all) throws(ZeroMQError) -> AsyncStream<MonitorEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        try monitor(events: events, onEvent: { continuation.yield($0) }, onEnd: { continuation.finish() })
+        return stream
+    }
+
+    /// Calls `onEvent` with this socket's events on the monitor's own thread, as they happen: for a caller that must
+    /// see them even while Swift's cooperative pool is busy. Same rules as ``monitor(events:)``.
+    /// - Parameters:
+    ///   - events: Which events to report.
+    ///   - onEvent: Called for each event, in order, on the reader thread; must not block.
+    ///   - onEnd: Called once when the socket is closed or the context shut down.
+    /// - Throws: `ZeroMQError` if the monitor cannot be started.
+    public func monitor(
+        events: MonitorEvents, onEvent: @escaping @Sendable (MonitorEvent) -> Void,
+        onEnd: @escaping @Sendable () -> Void = {}
+    ) throws(ZeroMQError) {
         let handle = try liveHandle("monitor")
         let endpoint = "inproc://zeromq.monitor.\(UUID().uuidString)"
         // The stop event tells the reader thread the monitored socket is gone, so it always asks for it.
@@ -132,21 +149,17 @@ extension Socket {
             _ = zmq_socket_monitor(handle, nil, 0)
             throw error
         }
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(1024))
         startThread("zmq-monitor") {
-            Socket.readMonitorEvents(from: reader, into: continuation)
+            Socket.readMonitorEvents(from: reader, onEvent: onEvent, onEnd: onEnd)
         }
-        return stream
     }
 
     private static func readMonitorEvents(
-        from reader: Socket,
-        into continuation: AsyncStream<MonitorEvent>.Continuation
+        from reader: Socket, onEvent: (MonitorEvent) -> Void, onEnd: () -> Void
     ) {
         defer {
             try? reader.close(linger: .zero)
-            continuation.finish()
+            onEnd()
         }
         while true {
             guard let frames = try? reader.receiveMultipart(), frames.count == 2, frames[0].count == 6 else { return }
@@ -154,8 +167,7 @@ extension Socket {
             let event = UInt16(header[0]) | UInt16(header[1]) << 8
             let value = UInt32(header[2]) | UInt32(header[3]) << 8 | UInt32(header[4]) << 16 | UInt32(header[5]) << 24
             if Int32(event) == ZMQ_EVENT_MONITOR_STOPPED { return }
-            continuation.yield(
-                MonitorEvent(event: event, value: value, endpoint: String(decoding: frames[1], as: UTF8.self)))
+            onEvent(MonitorEvent(event: event, value: value, endpoint: String(decoding: frames[1], as: UTF8.self)))
         }
     }
 }

@@ -8,15 +8,19 @@ public struct ReceivedMessage: Sendable, Hashable {
     public var userID: String?
     /// The sender's IP address (`Peer-Address`), for TCP connections.
     public var peerAddress: String?
+    /// The sender's CURVE public key (Z85) as a ``ZAPHandler`` admitted it, or `nil` without one.
+    public var publicKey: String?
 
     /// Creates a received message.
     /// - Parameters:
     ///   - frames: The frames, in order.
     ///   - userID: The ZAP identity of the sender.
     ///   - peerAddress: The sender's address.
-    public init(frames: [Data], userID: String? = nil, peerAddress: String? = nil) {
+    ///   - publicKey: The sender's CURVE public key as the ZAP handler admitted it.
+    public init(frames: [Data], userID: String? = nil, peerAddress: String? = nil, publicKey: String? = nil) {
         self.frames = frames
         self.userID = userID
         self.peerAddress = peerAddress
+        self.publicKey = publicKey
     }
 }

@@ -55,7 +55,8 @@ extension Socket {
     /// - Throws: `ZeroMQError`; `isTerminated` after context shutdown.
     public func receiveWithMetadata(options: ReceiveOptions = []) throws(ZeroMQError) -> ReceivedMessage? {
         guard let first = try receiveMessage(options: options) else { return nil }
-        var received = ReceivedMessage(frames: [], userID: first.userID, peerAddress: first.peerAddress)
+        var received = ReceivedMessage(
+            frames: [], userID: first.userID, peerAddress: first.peerAddress, publicKey: first.publicKey)
         var more = first.hasMore
         received.frames.append(first.takeData())
         while more {
@@ -64,6 +65,7 @@ extension Socket {
             more = next.hasMore
             if received.userID == nil { received.userID = next.userID }
             if received.peerAddress == nil { received.peerAddress = next.peerAddress }
+            if received.publicKey == nil { received.publicKey = next.publicKey }
             received.frames.append(next.takeData())
         }
         return received

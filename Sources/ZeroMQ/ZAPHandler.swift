@@ -16,6 +16,9 @@ import SystemSupport
 public final class ZAPHandler: Sendable {
     /// The endpoint libzmq sends ZAP requests to.
     public static let endpoint = "inproc://zeromq.zap.01"
+    /// The connection property (ZAP metadata) that carries an admitted client's public key (Z85), so a server can
+    /// tell, message by message, whether the key that was admitted is still allowed (revocation).
+    public static let publicKeyProperty = "X-Public-Key"
 
     /// One authentication decision, for logs and metrics.
     public struct Decision: Sendable, Hashable {
@@ -167,8 +170,19 @@ public final class ZAPHandler: Sendable {
             )
         }
         return (
-            [version, requestID, Data("200".utf8), Data("OK".utf8), Data(identity.utf8), Data()],
+            [version, requestID, Data("200".utf8), Data("OK".utf8), Data(identity.utf8), Self.metadata(key: key)],
             decision(.accepted, key: key, identity: identity)
         )
+    }
+
+    /// ZMTP metadata with one property: name length (1 byte), name, value length (4 bytes, big-endian), value.
+    static func metadata(key: String) -> Data {
+        let name = Data(publicKeyProperty.utf8)
+        let value = Data(key.utf8)
+        var frame = Data([UInt8(name.count)])
+        frame.append(name)
+        withUnsafeBytes(of: UInt32(value.count).bigEndian) { frame.append(contentsOf: $0) }
+        frame.append(value)
+        return frame
     }
 }

@@ -106,7 +106,8 @@ struct SyncCommand: AsyncParsableCommand {
         reporter.finish()
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
+            // Sorted: Foundation on Linux writes a Codable struct's keys in no fixed order, and scripts diff output.
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
             print(String(decoding: try encoder.encode(outcome.summaryObject), as: UTF8.self))
         } else {
             print(outcome.summary)

@@ -3,7 +3,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeOperations
-public import Logging
+import Logging
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
 @main
@@ -11,9 +11,9 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jetbridge-aggregator",
         abstract: "Receive device batches over ZeroMQ, store them once, write receipts and reports.",
-        usage: "jetbridge-aggregator [--config <file>] [--home <dir>] <subcommand>",
+        usage: "jetbridge-aggregator [--config <file>] [--home <dir>] [--log-level <level>] [--log-format <format>] <subcommand>",
         discussion: """
-            --config and --home may come before or after the subcommand. Home: --home, else $JETBRIDGE_HOME, else \
+            --config, --home, --log-level and --log-format may come before or after the subcommand. Home: --home, else $JETBRIDGE_HOME, else \
             .jetbridge/aggregator. Configuration: --config FILE, else <home>/aggregator.json if present, else \
             built-in defaults (see docs/AGGREGATOR.md).
 
@@ -34,6 +34,9 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {
+        // Everything the ground writes (store, receipts, allow list, reports) is private to its account, like the
+        // agent's files (DESIGN: captured data is private): 0600 files, 0700 directories, whatever the caller's umask.
+        umask(0o077)
         let arguments = movingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         suggestSubcommand(arguments)
         do {

@@ -70,7 +70,9 @@ struct Report: ParsableCommand {
         if let output {
             try AggregatorTools.write(text, to: URL(fileURLWithPath: output))
         } else {
-            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+            // Unicode scalars, not Characters: CSV ends in CR LF, which Swift counts as one Character, so
+            // `hasSuffix("\n")` is false for it and a blank line would follow (an empty record in RFC 4180).
+            print(text, terminator: text.unicodeScalars.last == "\n" ? "" : "\n")
         }
     }
 }

@@ -25,7 +25,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("metrics"),
-        help: "Serve /metrics (Prometheus), /healthz and /readyz over HTTP at HOST:PORT, e.g. 127.0.0.1:9560 (default: off).")
+        help: ArgumentHelp(
+            "Serve /metrics (Prometheus), /healthz and /readyz over HTTP, e.g. 127.0.0.1:9560 (default: off).",
+            valueName: "host:port"))
     var metrics: String?
 
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
@@ -35,6 +37,14 @@ struct Serve: AsyncParsableCommand {
         for (flag, endpoint) in [("--data", dataEndpoint), ("--acks", acksEndpoint)] {
             if let endpoint, let problem = WireProtocol.endpointProblem(endpoint) {
                 throw ValidationError("\(flag): \(problem)")
+            }
+        }
+        // A malformed flag value is a usage error (64), as for --data and --acks; in aggregator.json it is 65.
+        if let metrics {
+            var probe = AggregatorConfiguration()
+            probe.metrics = metrics
+            do { try probe.validate() } catch let error as AggregatorError {
+                throw ValidationError("--metrics: \(error.message.replacingOccurrences(of: "configuration key 'metrics': ", with: ""))")
             }
         }
     }

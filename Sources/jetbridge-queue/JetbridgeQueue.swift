@@ -15,8 +15,10 @@ struct JetbridgeQueue: ParsableCommand {
         commandName: "jetbridge-queue",
         abstract: "Inspect and check a Jetbridge file queue.",
         discussion: """
+            fsck, status and dump never change the queue; append and ack open it (which repairs it). ack discards \
+            records: it is for tests and recovery by hand, never for a device whose records the ground has not stored.
+
             Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
-            fsck, status and dump never change the queue; append and ack open it (which repairs it).
             """,
         version: JetbridgeVersion.line(for: "jetbridge-queue"),
         subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]
@@ -44,7 +46,7 @@ struct Fsck: ParsableCommand {
             }
             let status = report.status
             print(
-                "\(status.segments) segments, \(status.records) records, \(status.quarantined) quarantined, "
+                "\(status.segments) segment\(status.segments == 1 ? "" : "s"), \(status.records) record\(status.records == 1 ? "" : "s"), \(status.quarantined) quarantined, "
                     + (report.isClean ? "clean" : "\(report.problems.filter(\.kind.isDamage).count) damaged"))
         }
         if !report.isClean { throw exitDataError }
@@ -69,7 +71,7 @@ struct Status: ParsableCommand {
             records         \(status.records) (sequences \(range))
             unacknowledged  \(status.unacknowledged)
             acknowledged    through \(status.acknowledgedThrough)
-            bytes           \(status.bytes) in \(status.segments) segments
+            bytes           \(status.bytes) in \(status.segments) segment\(status.segments == 1 ? "" : "s")
             quarantined     \(status.quarantined)
             unrepaired      \(status.unrepaired)
             """)
@@ -160,7 +162,11 @@ struct Append: ParsableCommand {
 
 struct Ack: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Acknowledge records through a sequence; deletes fully acknowledged segments.")
+        abstract: "Acknowledge records through a sequence; deletes fully acknowledged segments.",
+        discussion: """
+            Records acknowledged here are gone from the queue and will never be synced: use it only for tests or to \
+            recover by hand records you know the ground has stored.
+            """)
 
     @OptionGroup var queue: QueueOptions
     @Option(help: "Acknowledge every record up to this sequence.") var through: UInt64

@@ -43,6 +43,14 @@ struct ProgressReporterTests {
         #expect(drawn.last.map { $0.count <= 39 } == true)
     }
 
+    /// The piped line too: "0 of 1 record", not "0 of 1 records" (docs/AGENT.md promises the singular for one).
+    @Test func pipedLineCountsInTheRightNumber() {
+        let one = ProgressReporter.line(SyncProgress(acknowledged: 0, total: 1, inFlight: 1, elapsed: 1), rate: 0)
+        #expect(one.hasPrefix("sync: 0 of 1 record acknowledged "), "\(one)")
+        let two = ProgressReporter.line(SyncProgress(acknowledged: 1, total: 2, inFlight: 1, elapsed: 1), rate: 1)
+        #expect(two.hasPrefix("sync: 1 of 2 records acknowledged "), "\(two)")
+    }
+
     @Test func summaryCountsInTheRightNumber() {
         var statistics = SyncStatistics()
         statistics.recordsSent = 1

@@ -130,6 +130,20 @@ struct SyncSocketTests {
         }
     }
 
+    @Test("limited: the agent counts it, waits, and sends the batch again; everything is delivered")
+    func limitedThenStored() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(30)
+        let ground = try TestGround { _, delivery in delivery == 1 ? .ack(.limited) : .store }
+        defer { ground.stop() }
+        let outcome = try await sandbox.sync(ground, configuration: try sandbox.configuration(ackTimeout: 0.2))
+        #expect(outcome.exitCode == 0, "\(outcome.result)")
+        #expect(outcome.statistics.limited == 3)
+        #expect(outcome.statistics.setAside == 0)
+        #expect(ground.delivered.withLock { $0.records.count } == 30)
+    }
+
     @Test("a device key the ground does not know gets nothing through")
     func unknownKey() async throws {
         let sandbox = try SyncSandbox()

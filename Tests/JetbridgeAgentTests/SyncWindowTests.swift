@@ -84,7 +84,8 @@ struct SyncWindowTests {
 
     @Test("jitter keeps every wait within ±20 %")
     func jitter() throws {
-        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(timeout: 10, jitter: 0.2), seed: 42)
+        var window = SyncWindow(
+            acknowledgedThrough: 0, limits: Self.limits(window: 256, timeout: 10, jitter: 0.2), seed: 42)
         var seen: Set<Double> = []
         for sequence in UInt64(1)...200 {
             let result8 = window.add(read: Self.records(sequence...sequence), now: 0)
@@ -93,8 +94,6 @@ struct SyncWindowTests {
             guard case .waiting(_, let deadline) = try #require(window.batch(id: id)).state else { return }
             #expect((8.0...12.0).contains(deadline))
             seen.insert(deadline)
-            let batch = try #require(window.batch(id: id))
-            _ = window.apply(Self.ack(batch, .stored), now: 0)
         }
         #expect(seen.count > 150)
     }
@@ -298,5 +297,163 @@ struct SyncWindowTests {
         }
         #expect(window.acknowledgedThrough == count)
         #expect(window.isIdle)
+    }
+
+    // MARK: The ack timeout follows the round trip (issue 17)
+
+    /// Cuts and sends `count` one-record batches at `now`; returns their ids.
+    static func sendBatches(_ count: Int, into window: inout SyncWindow, now: Double) -> [Int] {
+        (0..<count).map { _ in
+            let sequence = window.nextSequence
+            let id = window.add(read: records(sequence...sequence), now: now)!
+            window.sent(batchID: id, now: now)
+            return id
+        }
+    }
+
+    static func store(_ id: Int, in window: inout SyncWindow, now: Double) {
+        guard let batch = window.batch(id: id) else { return }
+        _ = window.apply(ack(batch, .stored), now: now)
+    }
+
+    @Test("the timeout is SRTT + 4 × RTTVAR from the measured round trips, within its bounds")
+    func roundTripTimeout() {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(window: 64, timeout: 10), seed: 1)
+        #expect(window.timeout == 10)  // nothing measured yet
+        let a = Self.sendBatches(1, into: &window, now: 0)
+        Self.store(a[0], in: &window, now: 2)
+        // First sample R = 2: SRTT = 2, RTTVAR = 1 → 2 + 4.
+        #expect(window.smoothedRoundTrip == 2)
+        #expect(window.roundTripVariation == 1)
+        #expect(window.timeout == 6)
+        let b = Self.sendBatches(1, into: &window, now: 10)
+        Self.store(b[0], in: &window, now: 11)
+        // R = 1: RTTVAR = 0.75 + 0.25 = 1, SRTT = 1.75 + 0.125 = 1.875.
+        #expect(window.smoothedRoundTrip == 1.875)
+        #expect(window.roundTripVariation == 1)
+        // Many fast round trips: the floor (1 s) holds.
+        for step in 0..<50 {
+            let ids = Self.sendBatches(1, into: &window, now: 20 + Double(step))
+            Self.store(ids[0], in: &window, now: 20.001 + Double(step))
+        }
+        #expect(window.timeout == 1)
+        // Many slow ones: the ceiling (60 s) holds.
+        for step in 0..<50 {
+            let ids = Self.sendBatches(1, into: &window, now: 100 + 200 * Double(step))
+            Self.store(ids[0], in: &window, now: 100 + 200 * Double(step) + 150)
+        }
+        #expect(window.timeout == 60)
+    }
+
+    @Test("Karn's rule: the ack of a resent batch gives no round-trip sample")
+    func karn() {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(timeout: 2), seed: 1)
+        let ids = Self.sendBatches(1, into: &window, now: 0)
+        #expect(window.batchesToSend(now: 2) == ids)
+        window.sent(batchID: ids[0], now: 2)
+        #expect(window.backoffs == 1)
+        Self.store(ids[0], in: &window, now: 2.01)
+        #expect(window.smoothedRoundTrip == nil)
+        #expect(window.backoffs == 0)
+        #expect(window.timeout == 2)
+    }
+
+    @Test("silence: one batch at a time probes, each wait twice the last; the others are not resent")
+    func oneProbeAtATime() {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(window: 8, timeout: 1), seed: 1)
+        let ids = Self.sendBatches(8, into: &window, now: 0)
+        var probes: [(Double, Int)] = []
+        var now = 0.0
+        while now < 40 {
+            now += 0.05
+            for id in window.batchesToSend(now: now) {
+                probes.append((now, id))
+                window.sent(batchID: id, now: now)
+            }
+        }
+        // At about 1, 3, 7, 15, 31 s: five sends in 40 s instead of 8 × 5.
+        #expect(probes.count == 5, "\(probes)")
+        #expect(Set(probes.map(\.1)).count == 1)
+        #expect(probes.first?.1 == ids[0])
+    }
+
+    @Test("a slow link: batches queued behind others are not resent while acks keep coming (< 5 % spurious)")
+    func queuedBehindOthers() {
+        // 1 Mbit/s, 300 ms each way, 200 KB batches: 1.6 s on the wire each, a window of 8 sent at once, so the last
+        // one's ack comes 13 s after its send — longer than the configured 10 s.
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(window: 8, timeout: 10, jitter: 0.2), seed: 7)
+        let serialisation = 1.6
+        let roundTrip = 0.6
+        var sends = 0
+        var resends = 0
+        var wire: [(arrives: Double, id: Int)] = []  // acks on their way back
+        var linkFreeAt = 0.0
+        var now = 0.0
+        var stored = 0
+        while stored < 100, now < 1000 {
+            while window.hasRoom, window.nextSequence <= 100 {
+                let sequence = window.nextSequence
+                window.add(read: Self.records(sequence...sequence), now: now)
+            }
+            for id in window.batchesToSend(now: now) {
+                if window.batch(id: id)!.sends > 0 { resends += 1 }
+                sends += 1
+                window.sent(batchID: id, now: now)
+                linkFreeAt = max(linkFreeAt, now) + serialisation
+                wire.append((linkFreeAt + roundTrip, id))
+            }
+            for arrived in wire.filter({ $0.arrives <= now }) {
+                if let batch = window.batch(id: arrived.id), !batch.isDone {
+                    if case .stored = window.apply(Self.ack(batch, .stored), now: now) { stored += 1 }
+                }
+            }
+            wire.removeAll { $0.arrives <= now }
+            now += 0.05
+        }
+        #expect(stored == 100)
+        #expect(Double(resends) < 0.05 * Double(sends), "\(resends) resends of \(sends) sends")
+    }
+
+    @Test("a batch overtaken by three stored batches is sent again at once")
+    func fastResend() {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(window: 8, timeout: 10), seed: 1)
+        let first = Self.sendBatches(1, into: &window, now: 0)
+        let later = Self.sendBatches(3, into: &window, now: 0.1)
+        Self.store(later[0], in: &window, now: 0.5)
+        Self.store(later[1], in: &window, now: 0.6)
+        #expect(window.batchesToSend(now: 0.7).isEmpty)
+        Self.store(later[2], in: &window, now: 0.7)
+        #expect(window.batchesToSend(now: 0.7) == first)
+        window.sent(batchID: first[0], now: 0.7)
+        #expect(window.batchesToSend(now: 0.8).isEmpty)
+        #expect(window.backoffs == 0)
+    }
+
+    @Test("the link returns: every batch still waiting is due once, at once, and the backoff ends")
+    func linkRestored() {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(window: 8, timeout: 1), seed: 1)
+        let ids = Self.sendBatches(4, into: &window, now: 0)
+        Self.store(ids[1], in: &window, now: 0.5)
+        for id in window.batchesToSend(now: 2) { window.sent(batchID: id, now: 2) }
+        #expect(window.backoffs == 1)
+        #expect(window.linkRestored(now: 3) == 3)
+        #expect(window.backoffs == 0)
+        #expect(window.batchesToSend(now: 3) == [ids[0], ids[2], ids[3]])
+        for id in window.batchesToSend(now: 3) { window.sent(batchID: id, now: 3) }
+        #expect(window.batchesToSend(now: 3.1).isEmpty)
+    }
+
+    @Test("limited: sent again no sooner than the ground's retryAfter, never set aside or rejected")
+    func limited() throws {
+        var window = SyncWindow(acknowledgedThrough: 0, limits: Self.limits(timeout: 10), seed: 1)
+        let ids = Self.sendBatches(1, into: &window, now: 0)
+        let batch = try #require(window.batch(id: ids[0]))
+        var ack = Self.ack(batch, .limited)
+        ack.retryAfter = 7
+        #expect(window.apply(ack, now: 1) == .limited(at: 8))
+        #expect(window.batchesToSend(now: 7.9).isEmpty)
+        #expect(window.batchesToSend(now: 8) == ids)
+        #expect(window.setAside.isEmpty)
+        #expect(window.acknowledgedThrough == 0)
     }
 }

@@ -39,31 +39,45 @@ final class TestGround: Sendable {
     let dataEndpoint: String
     let ackEndpoint: String
     let delivered = Mutex(Delivered())
+    /// Handshakes the ZAP handler refused, on either socket.
+    let refusals = Counter()
     private let stopFlag = Atomic<Bool>(false)
     private let finished = Mutex(false)
     private let zap: ZAPHandler
     /// Decides per delivery; the count starts at 1.
     let decide: @Sendable (_ batch: IncomingBatch, _ delivery: Int) -> Answer
 
-    init(device: String = "cart-1", decide: @escaping @Sendable (IncomingBatch, Int) -> Answer = { _, _ in .store })
-        throws
-    {
+    let device: String
+
+    /// - Parameters:
+    ///   - device: The device id the device key is allowed as.
+    ///   - allowed: Whether the device key is on the allow list from the start (see ``allowDevice()``).
+    ///   - decide: What to answer per delivery.
+    ///   - replacing: A ground stopped earlier whose place (endpoints and keys) this one takes: a ground restarted.
+    init(
+        device: String = "cart-1", allowed: Bool = true, replacing previous: TestGround? = nil,
+        decide: @escaping @Sendable (IncomingBatch, Int) -> Answer = { _, _ in .store }
+    ) throws {
         self.decide = decide
+        self.device = device
         context = try ZeroMQContext()
-        serverKeys = try CurveKeyPair.generate()
-        deviceKeys = try CurveKeyPair.generate()
-        zap = try ZAPHandler(context: context, allowlist: [deviceKeys.publicKeyZ85: device])
+        serverKeys = try previous?.serverKeys ?? CurveKeyPair.generate()
+        deviceKeys = try previous?.deviceKeys ?? CurveKeyPair.generate()
+        zap = try ZAPHandler(context: context, allowlist: allowed ? [deviceKeys.publicKeyZ85: device] : [:])
         let pull = try context.socket(.pull)
         let router = try context.socket(.router)
         for socket in [pull, router] {
+            try socket.monitor(events: .handshakeFailed) { [refusals] event in
+                if case .handshakeFailed(_, .authentication) = event { refusals.add() }
+            }
             try socket.set(.linger, .zero)
             try socket.set(.zapDomain, "jetbridge")
             try socket.makeCurveServer(keys: serverKeys)
         }
         try router.set(.routerMandatory, true)
         try router.set(.routerHandover, true)
-        try pull.bind("tcp://127.0.0.1:*")
-        try router.bind("tcp://127.0.0.1:*")
+        try pull.bind(previous?.dataEndpoint ?? "tcp://127.0.0.1:*")
+        try router.bind(previous?.ackEndpoint ?? "tcp://127.0.0.1:*")
         dataEndpoint = try pull.lastEndpoint
         ackEndpoint = try router.lastEndpoint
         let thread = Thread { [self] in
@@ -71,6 +85,11 @@ final class TestGround: Sendable {
         }
         thread.name = "test-ground"
         thread.start()
+    }
+
+    /// Puts the device key on the allow list (new handshakes only, as the aggregator's reload does).
+    func allowDevice() {
+        zap.allow(publicKeyZ85: deviceKeys.publicKeyZ85, identity: device)
     }
 
     func stop() {
@@ -150,6 +169,13 @@ final class TestGround: Sendable {
         // No route yet, or unroutable (the device is not connected): the device resends and the resend is deduplicated.
         try? router.send([route, frame], options: .dontWait)
     }
+}
+
+/// A count shared between threads.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// A temporary agent home with a queue of real scan records.

@@ -145,6 +145,11 @@ struct AggregatorCLITests {
             home + ["report", "flights", "--format", "json", "--output", file.path], in: fixture.directory)
         #expect(written.status == 0 && written.stdout.isEmpty)
         #expect(try String(contentsOf: file, encoding: .utf8) == json.stdout)
+        // What the ground writes is private to its account (umask 077), whatever the caller's umask.
+        #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int == 0o600)
+        // CSV ends in CR LF, once: no blank line (an empty record) after it on standard output.
+        let csv = try Self.run(home + ["report", "flights", "--format", "csv"], in: fixture.directory)
+        #expect(csv.status == 0 && csv.stdout.hasSuffix("\r\n") && !csv.stdout.hasSuffix("\r\n\n"))
         let table = try Self.run(home + ["report", "devices"], in: fixture.directory)
         #expect(table.status == 0 && table.stdout.contains("cart-1"))
         // Issue 10: `--flight` was silently ignored by the devices report; now refused.

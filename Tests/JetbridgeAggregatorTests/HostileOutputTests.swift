@@ -73,7 +73,7 @@ struct HostileOutputTests {
                 device: "cart-1", lastSync: nil, batches: 0, records: 0, new: 0, duplicates: 0, rejects: 1,
                 lastRejectAt: nil, lastRejectReason: "=cmd|' /C calc'!A0")
         ])
-        #expect(ReportRenderer().render(.devices(devices), as: .csv).hasSuffix(",0,1,'=cmd|' /C calc'!A0\r\n"))
+        #expect(ReportRenderer().render(.devices(devices), as: .csv).hasSuffix(",0,1,'=cmd|' /C calc'!A0,0\r\n"))
     }
 
     static let hostileName = "Pea\u{1B}[2J\u{07}nuts\u{202E}00.2\u{200B}\r\n\u{2028}"

@@ -121,6 +121,16 @@ struct OperationsTests {
         }
     }
 
+    @Test func aMalformedMetricsFlagIsAUsageError() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = ["--home", fixture.directory.appendingPathComponent("h").path]
+        // As for --data and --acks: a bad flag value is 64 (docs/EXIT-CODES.md); the same value in aggregator.json 65.
+        let bad = try Self.tool("jetbridge-aggregator", home + ["serve", "--metrics", "nonsense"], in: fixture.directory)
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(bad.stderr.contains("--metrics: the metrics endpoint 'nonsense' is not HOST:PORT"), "\(bad.stderr)")
+    }
+
     @Test func badLogSettingsAreUsageErrorsInBothToolsFromFlagsAndEnvironment() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }

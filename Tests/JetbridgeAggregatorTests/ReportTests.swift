@@ -110,7 +110,7 @@ struct ReportTests {
         ])
         let lines = ReportRenderer().render(.devices(devices), as: .csv)
         // Quoted for the comma and quotes; the line feed inside is shown inert (issue 16), not written raw.
-        #expect(lines.hasSuffix(",0,0,0,0,1,\"line one\\u{A}line two, \"\"quoted\"\"\"\r\n"))
+        #expect(lines.hasSuffix(",0,0,0,0,1,\"line one\\u{A}line two, \"\"quoted\"\"\",0\r\n"))
     }
 
     @Test func htmlEscapesEverythingAndStaysSelfContained() throws {
@@ -159,7 +159,7 @@ struct ReportTests {
         ])
         #expect(
             ReportRenderer().render(.devices(report), as: .json)
-                == #"{"devices":[{"device":"cart-1","lastSync":"2026-11-20T18:40:00Z","batches":1,"records":2,"new":1,"duplicates":1,"rejects":0,"lastRejectAt":null,"lastRejectReason":null}]}"#
+                == #"{"devices":[{"device":"cart-1","lastSync":"2026-11-20T18:40:00Z","batches":1,"records":2,"new":1,"duplicates":1,"rejects":0,"lastRejectAt":null,"lastRejectReason":null,"limited":0}]}"#
                 + "\n")
     }
 }

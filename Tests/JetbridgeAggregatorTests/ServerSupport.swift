@@ -69,7 +69,8 @@ final class TestDevice {
     var pushEvents: AsyncStream<MonitorEvent>?
 
     init(
-        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, monitorPush: Bool = false
+        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, monitorPush: Bool = false,
+        onPushEvent: (@Sendable (MonitorEvent) -> Void)? = nil
     ) throws {
         self.id = id
         context = try ZeroMQContext()
@@ -81,6 +82,10 @@ final class TestDevice {
         }
         if monitorPush {
             pushEvents = try push.monitor(events: [.handshakeFailed, .handshakeSucceeded, .disconnected])
+        }
+        if let onPushEvent {
+            // Called on the monitor's own thread: events are seen even while the cooperative pool is busy.
+            try push.monitor(events: [.handshakeFailed, .handshakeSucceeded], onEvent: onPushEvent)
         }
         try dealer.set(.routingID, Data(id.utf8))
         try dealer.connect(server.acksEndpoint)

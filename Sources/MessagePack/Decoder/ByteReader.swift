@@ -495,33 +495,32 @@ struct ByteReader {
     // MARK: Containers
 
     func arrayHeader(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (count: Int, first: Int) {
-        let byte = try byte(at: offset)
-        switch byte {
-        case 0x90...0x9f: return (Int(byte & 0x0f), offset + 1)
-        case 0xdc:
-            try need(offset + 1, 2, "array16 header")
-            return (Int(u16(offset + 1)), offset + 3)
-        case 0xdd:
-            try need(offset + 1, 4, "array32 header")
-            return (Int(u32(offset + 1)), offset + 5)
-        default:
-            throw mismatch(type, at: offset, byte)
-        }
+        try containerHeader(at: offset, fixBase: 0x90, wide: 0xdc, "array", as: type)
     }
 
     func mapHeader(at offset: Int, as type: Any.Type) throws(ReadFailure) -> (count: Int, first: Int) {
+        try containerHeader(at: offset, fixBase: 0x80, wide: 0xde, "map", as: type)
+    }
+
+    /// An array's or a map's header, which MessagePack lays out alike: a fix form (`fixBase` + a count below 16),
+    /// the 16-bit form at `wide`, the 32-bit form at `wide + 1`.
+    @inline(__always)
+    private func containerHeader(
+        at offset: Int, fixBase: UInt8, wide: UInt8, _ kind: StaticString, as type: Any.Type
+    ) throws(ReadFailure) -> (count: Int, first: Int) {
         let byte = try byte(at: offset)
-        switch byte {
-        case 0x80...0x8f: return (Int(byte & 0x0f), offset + 1)
-        case 0xde:
-            try need(offset + 1, 2, "map16 header")
-            return (Int(u16(offset + 1)), offset + 3)
-        case 0xdf:
-            try need(offset + 1, 4, "map32 header")
-            return (Int(u32(offset + 1)), offset + 5)
-        default:
-            throw mismatch(type, at: offset, byte)
+        if byte & 0xf0 == fixBase {
+            return (Int(byte & 0x0f), offset + 1)
         }
+        if byte == wide {
+            try need(offset + 1, 2, "\(kind)16 header")
+            return (Int(u16(offset + 1)), offset + 3)
+        }
+        if byte == wide + 1 {
+            try need(offset + 1, 4, "\(kind)32 header")
+            return (Int(u32(offset + 1)), offset + 5)
+        }
+        throw mismatch(type, at: offset, byte)
     }
 
     func tooDeep(at offset: Int) -> ReadFailure {
@@ -692,5 +691,59 @@ struct ByteReader {
         default:
             throw .corrupted("Invalid byte 0xc1 at offset \(offset): it is never used in MessagePack")
         }
+    }
+}
+
+// MARK: UUIDs
+
+extension ByteReader {
+    /// A UUID from its 36-character text in either case, without building a `String`.
+    func uuid(at offset: Int) throws(ReadFailure) -> UUID {
+        try uuidAndEnd(at: offset).0
+    }
+
+    /// A UUID as `uuid(at:)` reads it, and where its string ends.
+    func uuidAndEnd(at offset: Int) throws(ReadFailure) -> (UUID, Int) {
+        let (start, length) = try stringRange(at: offset, as: UUID.self)
+        guard let uuid = Self.uuid(bytes(start, length)) else {
+            throw .corrupted("Invalid UUID string at offset \(offset)")
+        }
+        return (uuid, start + length)
+    }
+
+    /// The UUID spelt by `text` in canonical form (8-4-4-4-12 hex digits, either case), or nil.
+    static func uuid(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard text.count == 36, let base = text.baseAddress else { return nil }
+        guard base[8] == UInt8(ascii: "-"), base[13] == UInt8(ascii: "-"), base[18] == UInt8(ascii: "-"),
+            base[23] == UInt8(ascii: "-")
+        else { return nil }
+        // 32 digits into two words; any invalid digit sets a high bit in `invalid`.
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var invalid: UInt8 = 0
+        @inline(__always) func digits(_ from: Int, _ to: Int, into word: inout UInt64) {
+            for i in from..<to {
+                let value = hexValue(base[i])
+                invalid |= value
+                word = word << 4 | UInt64(value & 0x0f)
+            }
+        }
+        digits(0, 8, into: &high)
+        digits(9, 13, into: &high)
+        digits(14, 18, into: &high)
+        digits(19, 23, into: &low)
+        digits(24, 36, into: &low)
+        guard invalid & 0xf0 == 0 else { return nil }
+        let words = (high.bigEndian, low.bigEndian)
+        return withUnsafeBytes(of: words) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+
+    /// A hex digit's value, or 0xff; selects rather than branches, since digits and letters come in random order.
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> UInt8 {
+        let digit = c &- UInt8(ascii: "0")
+        let letter = (c | 0x20) &- UInt8(ascii: "a")
+        let letterValue = letter < 6 ? letter &+ 10 : 0xff
+        return digit < 10 ? digit : letterValue
     }
 }

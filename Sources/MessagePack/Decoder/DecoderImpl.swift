@@ -17,7 +17,7 @@ private let decoderThreadKey: pthread_key_t = {
 /// Containers remember byte offsets, not the decoder's state, so a failed attempt at one kind of container leaves the
 /// decoder ready for the next. Each thread keeps one between calls (see `acquire`), because decoding many small
 /// records one by one would otherwise rebuild its caches for every record.
-final class DecoderImpl: Decoder {
+final class DecoderImpl: Decoder, CodingPathStack {
     @exclusivity(unchecked) var reader: ByteReader
     @exclusivity(unchecked) var options: MessagePackDecoder
     @exclusivity(unchecked) var usesDefaultKeys = true
@@ -112,24 +112,7 @@ final class DecoderImpl: Decoder {
         inUse = false
     }
 
-    var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
-
     var userInfo: [CodingUserInfoKey: Any] { options.userInfo.mapValues { $0 as Any } }
-
-    func path(depth: Int, parentKey: (any CodingKey)?) -> [any CodingKey] {
-        guard let parentKey else { return Array(keys.prefix(depth)) }
-        return Array(keys.prefix(depth - 1)) + [parentKey]
-    }
-
-    @inline(__always)
-    func restore(parentKey: (any CodingKey)?, depth: Int) {
-        guard let parentKey else { return }
-        if keys.count >= depth {
-            keys[depth - 1] = parentKey
-        } else {
-            keys.append(parentKey)
-        }
-    }
 
     // MARK: Ends
 
@@ -217,11 +200,7 @@ final class DecoderImpl: Decoder {
     func decodeNested<T: Decodable>(_ type: T.Type, at offset: Int, depth nestedDepth: Int, key: any CodingKey) throws
         -> T
     {
-        if keys.count >= nestedDepth {
-            keys[nestedDepth - 1] = key
-        } else {
-            keys.append(key)
-        }
+        setKey(key, depth: nestedDepth)
         let savedDepth = depth
         depth = nestedDepth
         defer { depth = savedDepth }
@@ -331,54 +310,5 @@ final class DecoderImpl: Decoder {
     /// For `MessagePackTimestamp.init(from:)` called with this decoder.
     func decodeTimestampHere() throws -> MessagePackTimestamp {
         try read { () throws(ReadFailure) in try reader.timestamp(at: position).0 }
-    }
-}
-
-extension ByteReader {
-    /// A UUID from its 36-character text in either case, without building a `String`.
-    func uuid(at offset: Int) throws(ReadFailure) -> UUID {
-        try uuidAndEnd(at: offset).0
-    }
-
-    /// A UUID as `uuid(at:)` reads it, and where its string ends.
-    func uuidAndEnd(at offset: Int) throws(ReadFailure) -> (UUID, Int) {
-        let (start, length) = try stringRange(at: offset, as: UUID.self)
-        // The error is built only on failure: interpolating its message for every UUID cost ~500 instructions.
-        func invalid() -> ReadFailure { .corrupted("Invalid UUID string at offset \(offset)") }
-        guard length == 36 else { throw invalid() }
-        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var failed = false
-        withUnsafeMutableBytes(of: &uuid) { out in
-            var position = start
-            for i in 0..<16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 {
-                    if base[position] != UInt8(ascii: "-") {
-                        failed = true
-                        return
-                    }
-                    position += 1
-                }
-                let high = Self.hexValue(base[position])
-                let low = Self.hexValue(base[position + 1])
-                if high > 15 || low > 15 {
-                    failed = true
-                    return
-                }
-                out[i] = high << 4 | low
-                position += 2
-            }
-        }
-        if failed { throw invalid() }
-        return (UUID(uuid: uuid), start + 36)
-    }
-
-    @inline(__always)
-    static func hexValue(_ c: UInt8) -> UInt8 {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
-        default: return 0xff
-        }
     }
 }

@@ -57,6 +57,21 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
         }
     }
 
+    /// Reads the next element with `body`, which returns the value and where it ends.
+    @inline(__always)
+    private mutating func read<Value>(
+        _ type: Value.Type, _ body: (ByteReader, Int) throws(ReadFailure) -> (Value, Int)
+    ) throws -> Value {
+        try checkNotAtEnd(type)
+        do {
+            let (value, end) = try body(impl.reader, cursor)
+            advance(to: end)
+            return value
+        } catch {
+            throw failure(error)
+        }
+    }
+
     mutating func decodeNil() throws -> Bool {
         try checkNotAtEnd(Any?.self)
         let byte: UInt8
@@ -71,157 +86,59 @@ struct UnkeyedDecoder: UnkeyedDecodingContainer {
     }
 
     mutating func decode(_ type: Int.Type) throws -> Int {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(Int.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(Int.self, at: offset) }
     }
 
     mutating func decode(_ type: Int8.Type) throws -> Int8 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(Int8.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(Int8.self, at: offset) }
     }
 
     mutating func decode(_ type: Int16.Type) throws -> Int16 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(Int16.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(Int16.self, at: offset) }
     }
 
     mutating func decode(_ type: Int32.Type) throws -> Int32 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(Int32.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(Int32.self, at: offset) }
     }
 
     mutating func decode(_ type: Int64.Type) throws -> Int64 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(Int64.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(Int64.self, at: offset) }
     }
 
     mutating func decode(_ type: UInt.Type) throws -> UInt {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(UInt.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(UInt.self, at: offset) }
     }
 
     mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(UInt8.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(UInt8.self, at: offset) }
     }
 
     mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(UInt16.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(UInt16.self, at: offset) }
     }
 
     mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(UInt32.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(UInt32.self, at: offset) }
     }
 
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.integer(UInt64.self, at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.integer(UInt64.self, at: offset) }
     }
 
     mutating func decode(_ type: Bool.Type) throws -> Bool {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.bool(at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.bool(at: offset) }
     }
 
     mutating func decode(_ type: String.Type) throws -> String {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.string(at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.string(at: offset) }
     }
 
     mutating func decode(_ type: Double.Type) throws -> Double {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.double(at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.double(at: offset) }
     }
 
     mutating func decode(_ type: Float.Type) throws -> Float {
-        try checkNotAtEnd(type)
-        do {
-            let (value, end) = try impl.reader.float(at: cursor)
-            advance(to: end)
-            return value
-        } catch {
-            throw failure(error)
-        }
+        try read(type) { reader, offset throws(ReadFailure) in try reader.float(at: offset) }
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {

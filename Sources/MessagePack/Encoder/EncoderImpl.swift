@@ -9,7 +9,7 @@ import Foundation
 /// `MessagePackEncoder` makes one per call as a handle that owns the output buffer; the encoding itself runs on a
 /// worker that each thread keeps between calls (`encodeTopLevel`), so that encoding record by record reuses its
 /// stacks and keyed containers instead of making them again for every record.
-final class EncoderImpl: Encoder {
+final class EncoderImpl: Encoder, CodingPathStack {
     struct Frame {
         var header: Int
         var count: Int
@@ -82,25 +82,7 @@ final class EncoderImpl: Encoder {
         return probe.probedKeyType
     }()
 
-    var codingPath: [any CodingKey] { Array(keys.prefix(depth)) }
-
     var userInfo: [CodingUserInfoKey: Any] { options.userInfo.mapValues { $0 as Any } }
-
-    func path(depth: Int, parentKey: (any CodingKey)?) -> [any CodingKey] {
-        guard let parentKey else { return Array(keys.prefix(depth)) }
-        return Array(keys.prefix(depth - 1)) + [parentKey]
-    }
-
-    /// Keeps `keys[depth - 1]` right for a container that may be used after a sibling changed it.
-    @inline(__always)
-    func restore(parentKey: (any CodingKey)?, depth: Int) {
-        guard let parentKey else { return }
-        if keys.count >= depth {
-            keys[depth - 1] = parentKey
-        } else {
-            keys.append(parentKey)
-        }
-    }
 
     // MARK: Top level
 
@@ -302,10 +284,15 @@ final class EncoderImpl: Encoder {
         }
     }
 
-    func deadContainer<Key: CodingKey>(_ error: any Error, keyedBy: Key.Type) -> KeyedEncodingContainer<Key> {
+    /// Keeps the first error of a container call that cannot throw, for `encode` to throw when the value is done.
+    func deferError(_ error: any Error) {
         if deferredError == nil {
             deferredError = error
         }
+    }
+
+    func deadContainer<Key: CodingKey>(_ error: any Error, keyedBy: Key.Type) -> KeyedEncodingContainer<Key> {
+        deferError(error)
         return KeyedEncodingContainer(
             KeyedEncoder<Key>(impl: self, frame: Self.deadFrameID, depth: depth, parentKey: nil))
     }
@@ -379,9 +366,7 @@ final class EncoderImpl: Encoder {
             if let frame = openFrame(at: valueStart), !frame.isMap {
                 return UnkeyedEncoder(impl: self, frame: frame.id, depth: depth, parentKey: nil, count: frame.count)
             }
-            if deferredError == nil {
-                deferredError = misuse("An unkeyed container")
-            }
+            deferError(misuse("An unkeyed container"))
             return UnkeyedEncoder(impl: self, frame: Self.deadFrameID, depth: depth, parentKey: nil, count: 0)
         }
         let id = openFrame(isMap: false)
@@ -412,11 +397,7 @@ final class EncoderImpl: Encoder {
 
     /// Encodes a value one level below the container at `depth - 1`, under `key`.
     func encodeNested<T: Encodable>(_ value: T, depth nestedDepth: Int, key: any CodingKey) throws {
-        if keys.count >= nestedDepth {
-            keys[nestedDepth - 1] = key
-        } else {
-            keys.append(key)
-        }
+        setKey(key, depth: nestedDepth)
         let savedDepth = depth
         depth = nestedDepth
         defer { depth = savedDepth }

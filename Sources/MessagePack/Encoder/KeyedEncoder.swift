@@ -126,9 +126,7 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         do {
             try begin(key)
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
             return UnkeyedEncoder(
                 impl: impl, frame: EncoderImpl.deadFrameID, depth: depth + 1, parentKey: key, count: 0)
         }
@@ -148,9 +146,7 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
         do {
             try begin(key)
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
         }
         // An empty map until the super encoder writes its value over it, as JSONEncoder leaves `{}` when unused.
         impl.writer.writeByte(0x80)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One value written in place.
-struct SingleValueEncoder: SingleValueEncodingContainer {
+struct SingleValueEncoder: SingleValueEncodingContainer, ScalarEncodingContainer {
     let impl: EncoderImpl
     let depth: Int
     /// Where this value starts; writing is allowed only while nothing has been written there.
@@ -10,7 +10,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
     var codingPath: [any CodingKey] { Array(impl.keys.prefix(depth)) }
 
     @inline(__always)
-    func check() throws {
+    func begin() throws {
         guard impl.writer.count == start else {
             throw EncodingError.invalidValue(
                 start,
@@ -20,127 +20,11 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
         }
     }
 
-    mutating func encodeNil() throws {
-        try check()
-        impl.writer.writeNil()
-    }
-
-    mutating func encode(_ value: Int) throws {
-        try check()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int8) throws {
-        try check()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int16) throws {
-        try check()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int32) throws {
-        try check()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int64) throws {
-        try check()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: UInt) throws {
-        try check()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt8) throws {
-        try check()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt16) throws {
-        try check()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt32) throws {
-        try check()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt64) throws {
-        try check()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: Bool) throws {
-        try check()
-        impl.writer.writeBool(value)
-    }
-
-    mutating func encode(_ value: Float) throws {
-        try check()
-        impl.writer.writeFloat(value)
-    }
-
-    mutating func encode(_ value: Double) throws {
-        try check()
-        impl.writer.writeDouble(value)
-    }
-
-    mutating func encode(_ value: String) throws {
-        try check()
-        try impl.writer.writeString(value)
-    }
-
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try check()
+        try begin()
         try impl.encodeValue(value)
         if impl.writer.count == start {
             impl.writer.writeByte(0x80)
         }
-    }
-}
-
-/// The encoder a `superEncoder()` hands out: it writes its one value where the container left room for it.
-final class SubEncoder: Encoder {
-    let impl: EncoderImpl
-    let path: [any CodingKey]
-    let start: Int
-
-    init(impl: EncoderImpl, path: [any CodingKey], start: Int) {
-        self.impl = impl
-        self.path = path
-        self.start = start
-    }
-
-    var codingPath: [any CodingKey] { path }
-    var userInfo: [CodingUserInfoKey: Any] { impl.userInfo }
-
-    private func prepare() {
-        // Replace the placeholder empty map, unless something was written after it (then the container refuses).
-        if impl.writer.count == start + 1 {
-            impl.writer.truncate(to: start)
-        }
-        impl.keys = path
-        impl.depth = path.count
-        impl.valueStart = start
-    }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        prepare()
-        return impl.container(keyedBy: type)
-    }
-
-    func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        prepare()
-        return impl.unkeyedContainer()
-    }
-
-    func singleValueContainer() -> any SingleValueEncodingContainer {
-        prepare()
-        return impl.singleValueContainer()
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// An array being written.
-struct UnkeyedEncoder: UnkeyedEncodingContainer {
+struct UnkeyedEncoder: UnkeyedEncodingContainer, ScalarEncodingContainer {
     let impl: EncoderImpl
     let frame: Int
     let depth: Int
@@ -30,81 +30,6 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         }
     }
 
-    mutating func encodeNil() throws {
-        try begin()
-        impl.writer.writeNil()
-    }
-
-    mutating func encode(_ value: Int) throws {
-        try begin()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int8) throws {
-        try begin()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int16) throws {
-        try begin()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int32) throws {
-        try begin()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: Int64) throws {
-        try begin()
-        impl.writer.writeInt(Int64(value))
-    }
-
-    mutating func encode(_ value: UInt) throws {
-        try begin()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt8) throws {
-        try begin()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt16) throws {
-        try begin()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt32) throws {
-        try begin()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: UInt64) throws {
-        try begin()
-        impl.writer.writeUInt(UInt64(value))
-    }
-
-    mutating func encode(_ value: Bool) throws {
-        try begin()
-        impl.writer.writeBool(value)
-    }
-
-    mutating func encode(_ value: Float) throws {
-        try begin()
-        impl.writer.writeFloat(value)
-    }
-
-    mutating func encode(_ value: Double) throws {
-        try begin()
-        impl.writer.writeDouble(value)
-    }
-
-    mutating func encode(_ value: String) throws {
-        try begin()
-        try impl.writer.writeString(value)
-    }
-
     mutating func encode<T: Encodable>(_ value: T) throws {
         try begin()
         try impl.encodeNested(value, depth: depth + 1, key: IndexKey(index: count - 1))
@@ -127,9 +52,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         do {
             try begin()
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
             return UnkeyedEncoder(
                 impl: impl, frame: EncoderImpl.deadFrameID, depth: depth + 1, parentKey: IndexKey(index: count),
                 count: 0)
@@ -142,9 +65,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
         do {
             try begin()
         } catch {
-            if impl.deferredError == nil {
-                impl.deferredError = error
-            }
+            impl.deferError(error)
         }
         impl.writer.writeByte(0x80)
         return SubEncoder(impl: impl, path: codingPath + [IndexKey(index: count - 1)], start: impl.writer.count - 1)

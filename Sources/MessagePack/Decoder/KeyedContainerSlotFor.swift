@@ -1,0 +1,11 @@
+import Foundation
+
+/// A `KeyedContainerSlot` holding the container itself, whose type names `Key`.
+final class KeyedContainerSlotFor<Key: CodingKey>: KeyedContainerSlot {
+    let container: KeyedDecodingContainer<Key>
+
+    init(container: KeyedDecodingContainer<Key>, index: KeyIndex) {
+        self.container = container
+        super.init(keyType: ObjectIdentifier(Key.self), index: index)
+    }
+}

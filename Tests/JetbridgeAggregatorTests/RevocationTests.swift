@@ -1,0 +1,53 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeModel
+import JetbridgeProtocol
+import Testing
+import ZeroMQ
+
+/// Revocation is immediate (issue 14): a connection admitted before `devices revoke` gets nothing stored after it.
+@Suite("Server: revocation")
+struct RevocationTests {
+    @Test func aDeviceThatStaysConnectedAcrossARevokeIsAnsweredForbiddenAndNothingIsStored() async throws {
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        let other = try await fixture.device("cart-2")
+        defer { other.close() }
+        let first = try outgoing("cart-1", 1, [order(1)])
+        try device.send(first)
+        #expect(try device.ack()?.status == .stored)
+
+        // `devices revoke cart-1`, then the reload the file watch (or SIGHUP) triggers.
+        var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
+        let revoked = list.revoke(device: "cart-1")
+        #expect(revoked)
+        try list.save(to: fixture.home.devicesFile)
+        let reloads = fixture.server.currentStatistics.allowlistReloads
+        fixture.server.requestReload()
+        try await waitUntil("the allow list is reloaded") {
+            fixture.server.currentStatistics.allowlistReloads > reloads
+        }
+
+        // The same connection, still up: answered forbidden, stored nowhere.
+        let second = try outgoing("cart-1", 2, [order(2)])
+        try device.send(second)
+        let ack = try #require(try device.ack())
+        #expect(ack.status == .forbidden)
+        #expect(ack.first == 2 && ack.last == 2)
+        #expect(ack.reason?.contains("no longer allowed") == true, "\(ack.reason ?? "no reason")")
+        // A hello on it is refused too, and answered.
+        try device.dealer.send(WireCoding.encode(Hello(device: "cart-1")))
+        let helloAnswer = try #require(try device.ack())
+        #expect(helloAnswer.status == .forbidden)
+        #expect(helloAnswer.first == 0 && helloAnswer.last == 0)
+
+        // Another device is served throughout.
+        try other.send(try outgoing("cart-2", 1, [order(3)]))
+        #expect(try other.ack()?.status == .stored)
+        let orders = try fixture.server.store.orders()
+        #expect(orders.count == 2)
+        #expect(!orders.contains { $0.id == uuid(2) })
+        await fixture.stop()
+    }
+}
