@@ -83,6 +83,8 @@ struct StoreParityTests {
         var luggage = LuggageReport(bags: [])
         var perFlight: [FlightSnapshot] = []
         var unknownSeat = false
+        var recordCounts: [Int] = []
+        var unstored: [Int] = []
     }
 
     struct FlightSnapshot: Equatable, Sendable {
@@ -108,6 +110,17 @@ struct StoreParityTests {
                 guard let rejection = outcome.rejection else { continue }
                 try store.recordRejection(device: outcome.device, reason: rejection.reason, at: now)
             }
+            // As serve does for a batch past a device's limit.
+            if n % 7 == 3 { try store.recordLimited(device: "ramp-\(n % 3)", reason: "past 100 records/s", at: now) }
+        }
+        for device in ["cart-0", "cart-1", "cart-2", "ramp-0", "ramp-1", "ramp-2", "nobody"] {
+            for flight in [flightA, flightB] {
+                result.recordCounts.append(try store.recordCount(device: device, flight: flight.rawValue))
+            }
+        }
+        let probe = randomRecords(seed: 11, count: 900) + randomRecords(seed: 12, count: 300)
+        for start in stride(from: 0, to: probe.count, by: 100) {
+            result.unstored.append(try store.unstoredCount(of: Array(probe[start..<min(start + 100, probe.count)])))
         }
         result.orders = try store.orders(flight: nil)
         result.bags = try store.bags(flight: nil)
@@ -174,6 +187,10 @@ struct StoreParityTests {
             #expect(a.seatBySeat == e.seatBySeat)
         }
         #expect(!actual.unknownSeat && !expected.unknownSeat)
+        #expect(expected.devices.devices.contains { $0.limited > 0 })
+        #expect(expected.recordCounts.contains { $0 > 0 } && expected.unstored.contains { $0 > 0 })
+        #expect(actual.recordCounts == expected.recordCounts)
+        #expect(actual.unstored == expected.unstored)
         #expect(actual == expected)
     }
 
@@ -239,7 +256,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [1, 1, 1])
+        #expect(versions == [2, 2, 2])
     }
 }
 

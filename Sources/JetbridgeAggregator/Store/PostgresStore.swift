@@ -94,7 +94,14 @@ public final class PostgresStore: StoreEngine {
             WHEN (OLD.flight IS DISTINCT FROM NEW.flight OR OLD.seat IS DISTINCT FROM NEW.seat)
             EXECUTE FUNCTION jetbridge_order_moved()
             """,
-        ]
+        ],
+        [
+            // Batches answered `limited` (a device past its records per second or per flight), per device; SQLite's v4.
+            """
+            ALTER TABLE devices ADD COLUMN limited bigint NOT NULL DEFAULT 0,
+                ADD COLUMN last_limited_at double precision, ADD COLUMN last_limited_reason text
+            """
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate
@@ -416,7 +423,51 @@ public final class PostgresStore: StoreEngine {
         }
     }
 
+    public func recordLimited(device: String, reason: String, at now: Date) throws {
+        let shown = String(reason.prefix(500))
+        let seconds = now.timeIntervalSince1970
+        try locked {
+            try transaction {
+                try run(
+                    """
+                    INSERT INTO devices (device, limited, last_limited_at, last_limited_reason)
+                    VALUES (\(device), 1, \(seconds), \(shown))
+                    ON CONFLICT (device) DO UPDATE SET limited = devices.limited + 1,
+                        last_limited_at = excluded.last_limited_at, last_limited_reason = excluded.last_limited_reason
+                    """)
+                return ((), true)
+            }
+        }
+    }
+
     // MARK: Reading
+
+    public func recordCount(device: String, flight: String) throws -> Int {
+        try locked {
+            try run(
+                """
+                SELECT (SELECT count(*) FROM orders WHERE flight = \(flight) AND device = \(device))
+                    + (SELECT count(*) FROM scans WHERE flight = \(flight) AND device = \(device))
+                """
+            ).first?.decode(Int.self) ?? 0
+        }
+    }
+
+    public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int {
+        try locked {
+            var count = 0
+            for record in records {
+                let rows =
+                    if case .order = record {
+                        try run("SELECT 1 FROM orders WHERE id = \(record.id)")
+                    } else {
+                        try run("SELECT 1 FROM scans WHERE id = \(record.id)")
+                    }
+                if rows.first == nil { count += 1 }
+            }
+            return count
+        }
+    }
 
     public func lastCommit() throws -> Date? {
         try locked {
@@ -510,17 +561,18 @@ public final class PostgresStore: StoreEngine {
             let rows = try run(
                 """
                 SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
-                    last_reject_reason
+                    last_reject_reason, limited
                 FROM devices ORDER BY device
                 """)
             return DeviceReport(
                 devices: try rows.map { row in
-                    let (device, lastSync, batches, records, new, duplicates, rejects, rejectAt, reason) =
-                        try row.decode((String, Double?, Int, Int, Int, Int, Int, Double?, String?).self)
+                    let (device, lastSync, batches, records, new, duplicates, rejects, rejectAt, reason, limited) =
+                        try row.decode((String, Double?, Int, Int, Int, Int, Int, Double?, String?, Int).self)
                     return DeviceStatistics(
                         device: device, lastSync: lastSync.map(Date.init(timeIntervalSince1970:)), batches: batches,
                         records: records, new: new, duplicates: duplicates, rejects: rejects,
-                        lastRejectAt: rejectAt.map(Date.init(timeIntervalSince1970:)), lastRejectReason: reason)
+                        lastRejectAt: rejectAt.map(Date.init(timeIntervalSince1970:)), lastRejectReason: reason,
+                        limited: limited)
                 })
         }
     }

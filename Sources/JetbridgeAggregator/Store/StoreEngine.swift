@@ -24,6 +24,15 @@ public protocol StoreEngine: AnyObject, Sendable {
     /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
     func recordRejection(device: String, reason: String, at now: Date) throws
 
+    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
+    func recordLimited(device: String, reason: String, at now: Date) throws
+
+    /// How many records (orders and scans) `device` has stored on `flight`, for the per-flight limit.
+    func recordCount(device: String, flight: String) throws -> Int
+
+    /// How many of `records` the store does not have yet, by id (an order stored at any revision counts as stored).
+    func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int
+
     /// When a batch was last stored, or `nil` before the first.
     func lastCommit() throws -> Date?
 
@@ -63,4 +72,6 @@ public protocol StoreEngine: AnyObject, Sendable {
 
 extension AggregatorStore: StoreEngine {
     public func idleMaintenance() throws { try checkpoint() }
+
+    public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int { try unstoredCount(records) }
 }
