@@ -1,0 +1,103 @@
+public import Foundation
+
+/// Where a PostgreSQL store is: `postgres://user[:password]@host[:port]/database` (also `postgresql://`), or a
+/// Unix socket with `?host=/socket/dir` (and no host before the path).
+///
+/// The password comes from the URL, else the `PGPASSWORD` environment variable, else the file named by
+/// `?password_file=PATH` (its first line). It is never part of ``description``, logs or errors: those show
+/// ``redacted``.
+public struct PostgresLocation: Sendable, CustomStringConvertible {
+    public var user: String
+    var password: String?
+    public var host: String?
+    public var port: Int
+    public var socketDirectory: String?
+    public var database: String
+
+    /// Parses a store URL.
+    ///
+    /// - Parameters:
+    ///   - url: The URL.
+    ///   - environment: Where `PGPASSWORD` is looked up.
+    /// - Throws: ``PostgresStoreError`` saying what is wrong with the URL (shown without its password).
+    public init(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        guard let components = URLComponents(string: url),
+            let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
+        else {
+            throw PostgresStoreError(
+                "store URL '\(Self.redact(url))' is not a postgres://user@host:port/database URL")
+        }
+        let shown = Self.redact(url)
+        guard let user = components.user, !user.isEmpty else {
+            throw PostgresStoreError("store URL '\(shown)' names no user (postgres://USER@host:port/database)")
+        }
+        let database = String(components.path.drop { $0 == "/" })
+        guard !database.isEmpty, !database.contains("/") else {
+            throw PostgresStoreError("store URL '\(shown)' names no database (postgres://user@host:port/DATABASE)")
+        }
+        let query = Dictionary(
+            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        self.user = user.removingPercentEncoding ?? user
+        self.database = database.removingPercentEncoding ?? database
+        host = components.host.flatMap { $0.isEmpty ? nil : $0 }
+        port = components.port ?? 5432
+        socketDirectory = query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        guard host != nil || socketDirectory != nil else {
+            throw PostgresStoreError("store URL '\(shown)' names no host (nor ?host=/socket/directory)")
+        }
+        if let password = components.password {
+            self.password = password.removingPercentEncoding ?? password
+        } else if let password = environment["PGPASSWORD"] {
+            self.password = password
+        } else if let file = query["password_file"] {
+            do {
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                self.password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+            } catch {
+                throw PostgresStoreError("cannot read the password file '\(file)' of store '\(shown)': \(error)")
+            }
+        }
+    }
+
+    /// The URL without its password, for messages.
+    public var redacted: String {
+        var text = "postgres://\(user)@"
+        if let host { text += "\(host):\(port)" }
+        text += "/\(database)"
+        if let socketDirectory { text += "?host=\(socketDirectory)" }
+        return text
+    }
+
+    public var description: String { redacted }
+
+    /// `url` with any password replaced by `***`, for a URL that did not parse.
+    static func redact(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else {
+            // Cut everything between "://" and "@" after a colon: user:password@.
+            guard let scheme = url.range(of: "://"), let at = url.range(of: "@", range: scheme.upperBound..<url.endIndex),
+                let colon = url.range(of: ":", range: scheme.upperBound..<at.lowerBound)
+            else { return url }
+            return String(url[..<colon.upperBound]) + "***" + String(url[at.lowerBound...])
+        }
+        if components.password != nil { components.password = "***" }
+        if let items = components.queryItems {
+            components.queryItems = items.map { $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0 }
+        }
+        return components.string ?? "(store URL)"
+    }
+}
+
+/// A PostgreSQL store failure: what failed and where (the store's URL without its password), and the server's
+/// SQLSTATE when it answered with an error.
+public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    /// The server's SQLSTATE (such as `40001`), when the server refused a statement.
+    public var sqlState: String?
+
+    public init(_ message: String, sqlState: String? = nil) {
+        self.message = message
+        self.sqlState = sqlState
+    }
+
+    public var description: String { message }
+}
