@@ -4,6 +4,10 @@ import Logging
 import ZeroMQ
 import SystemSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The socket the store thread owns: a PUSH to the network thread's inproc PULL.
 struct StoreLoop: @unchecked Sendable {
     let acks: Socket
@@ -22,6 +26,10 @@ extension AggregatorServer {
         var lastStats = ContinuousClock.now
         var lastInsecureWarning = ContinuousClock.now
         var previous = ServerStatistics()
+        // A full disk fails every checkpoint and every retried group: logged once, then a count every 30 s.
+        var checkpointFailures = RepeatedFailure()
+        var transactionFailures = RepeatedFailure()
+        var lastProbe = ContinuousClock.now
         while let taken = queue.take(
             maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
             delay: delay, idle: idle)
@@ -36,14 +44,35 @@ extension AggregatorServer {
             }
             if !taken.work.isEmpty {
                 lastWork = now
-                process(taken.work, acks: loop.acks)
+                process(taken.work, acks: loop.acks, failures: &transactionFailures)
                 uncheckpointed = true
             } else if uncheckpointed && now - lastWork >= .seconds(configuration.checkpointIdleSeconds) {
                 do {
                     try store.checkpoint()
                     uncheckpointed = false
+                    if let failures = checkpointFailures.succeeded() {
+                        logger.notice("checkpoint succeeded again", metadata: ["failures": "\(failures)"])
+                    }
                 } catch {
-                    logger.warning("checkpoint failed", metadata: ["error": "\(error)"])
+                    let failure = describeStoreFailure(error, path: storePath)
+                    switch checkpointFailures.failed(failure) {
+                    case .log:
+                        logger.warning(
+                            "checkpoint failed; retried every idle second", metadata: ["error": "\(failure)"])
+                    case .summary(let count):
+                        logger.warning(
+                            "checkpoint still failing",
+                            metadata: ["error": "\(failure)", "timesSinceLastLine": "\(count)"])
+                    case .quiet: break
+                    }
+                }
+            }
+            if taken.work.isEmpty && now - lastProbe >= .seconds(1) && storeProblem.withLock({ $0 != nil }) {
+                // Unready after a failed transaction and no batch to try: ready again once a write fits.
+                lastProbe = now
+                if probeStoreDirectory() {
+                    storeProblem.withLock { $0 = nil }
+                    logger.debug("the store's directory is writable again", metadata: ["store": "\(storePath)"])
                 }
             }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
@@ -67,7 +96,7 @@ extension AggregatorServer {
     static let bulkGroupBatches = 4
 
     /// One group: rejections counted, batches stored in ONE transaction, then one ack per batch.
-    private func process(_ work: [StoreWork], acks: Socket) {
+    private func process(_ work: [StoreWork], acks: Socket, failures: inout RepeatedFailure) {
         var batches: [IncomingBatch] = []
         var records = 0
         for item in work {
@@ -94,6 +123,9 @@ extension AggregatorServer {
             let elapsed = ContinuousClock.now - started
             metrics.committed(in: elapsed)
             storeProblem.withLock { $0 = nil }
+            if let failed = failures.succeeded() {
+                logger.notice("store transactions succeed again", metadata: ["failedTransactions": "\(failed)"])
+            }
             var new = 0
             var refused = 0
             var refusedRecords = 0
@@ -129,16 +161,39 @@ extension AggregatorServer {
             // Nothing of any batch in the transaction was stored: each device sends its batch again later.
             let reason = "the aggregator could not store the batch now; send it again later"
             metrics.committed(in: ContinuousClock.now - started, succeeded: false)
-            storeProblem.withLock { $0 = "the last store transaction failed: \(error)" }
+            let failure = describeStoreFailure(error, path: storePath)
+            storeProblem.withLock { $0 = "the last store transaction failed: \(failure)" }
             for batch in batches {
                 ack(.retry(batch.header, reason: reason), on: acks)
                 metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
             }
             statistics.withLock { $0.retriedBatches += batches.count }
-            logger.error(
-                "transaction failed; its batches were answered retry",
-                metadata: ["batches": "\(batches.count)", "records": "\(records)", "error": "\(error)"])
+            switch failures.failed(failure) {
+            case .log:
+                logger.error(
+                    "transaction failed; its batches were answered retry",
+                    metadata: ["batches": "\(batches.count)", "records": "\(records)", "error": "\(failure)"])
+            case .summary(let count):
+                logger.error(
+                    "transactions still failing; their batches were answered retry",
+                    metadata: ["error": "\(failure)", "transactionsSinceLastLine": "\(count)"])
+            case .quiet: break
+            }
         }
+    }
+
+    /// The store's path, for messages.
+    var storePath: String { home.resolve(configuration.store).path }
+
+    /// Whether 64 KiB can be written and synced next to the store (a full disk cannot); the probe file is removed.
+    private func probeStoreDirectory() -> Bool {
+        let probe = (storePath as NSString).deletingLastPathComponent + "/.space-probe"
+        defer { unlink(probe) }
+        let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bytes = [UInt8](repeating: 0, count: 64 << 10)
+        return write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
     }
 
     /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing

@@ -93,6 +93,8 @@ final class ReceiptWorker: @unchecked Sendable {
 
     private func run() {
         var notBefore = Date.distantPast
+        // A full disk fails every refresh: logged once, then a count every 30 s.
+        var failures = RepeatedFailure()
         while true {
             condition.lock()
             while !stopping {
@@ -126,11 +128,26 @@ final class ReceiptWorker: @unchecked Sendable {
                             return firstGroup || !isStopping
                         })
                     if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(written)"]) }
+                    if let failed = failures.succeeded() {
+                        logger.notice("receipts refreshed again", metadata: ["failedRefreshes": "\(failed)"])
+                    }
                 } catch {
-                    // The marks stay in the store, so the next refresh (or the next start) repairs it.
-                    logger.error(
-                        "receipts could not be refreshed; they will be retried",
-                        metadata: ["error": "\(error)", "directory": "\(writer.directory.path)"])
+                    // The marks stay in the store; retried after the interval without waiting for another commit.
+                    condition.lock()
+                    pending = true
+                    condition.unlock()
+                    let failure = describeStoreFailure(error, path: writer.directory.path)
+                    switch failures.failed(failure) {
+                    case .log:
+                        logger.error(
+                            "receipts could not be refreshed; they will be retried",
+                            metadata: ["error": "\(failure)", "directory": "\(writer.directory.path)"])
+                    case .summary(let count):
+                        logger.error(
+                            "receipts still cannot be refreshed; retrying",
+                            metadata: ["error": "\(failure)", "refreshesSinceLastLine": "\(count)"])
+                    case .quiet: break
+                    }
                 }
             }
             if last { return }

@@ -74,9 +74,12 @@ struct PipelineTests {
         let acks: String
         let serverKey: String
 
-        init() throws {
+        /// - Parameter prepareGround: called with the ground's directory before anything is written there (a test
+        ///   mounts a small file system on it).
+        init(prepareGround: (URL) throws -> Void = { _ in }) throws {
             sandbox = try AgentSandbox()
             ground = sandbox.directory.appendingPathComponent("ground")
+            try prepareGround(ground)
             data = "ipc://" + sandbox.directory.appendingPathComponent("data.ipc").path
             acks = "ipc://" + sandbox.directory.appendingPathComponent("acks.ipc").path
             let keys = try AgentSandbox.run(
