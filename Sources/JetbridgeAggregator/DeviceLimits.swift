@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import JetbridgeModel
 
 /// What one device may send (issue 14): enough for any real flight, small enough that a stolen key cannot flood the
