@@ -52,6 +52,8 @@ public final class AggregatorServer: Service, Sendable {
     let storeProblem = Locked<String?>(nil)
     /// Acks the network thread holds for want of a route.
     let acksHeld = Locked(0)
+    /// The bounds on ack routes and held acks (``AckRoutes``).
+    let ackBounds: AckRoutes.Bounds
     let startedAt = Date()
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
@@ -75,8 +77,17 @@ public final class AggregatorServer: Service, Sendable {
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
     ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store, `.unavailable` when
     ///   another `serve` holds the home's lock (``HomeLock``).
-    public init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
+    public convenience init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
+        try self.init(home: home, configuration: configuration, logger: logger, ackBounds: AckRoutes.Bounds())
+    }
+
+    /// As ``init(home:configuration:logger:)``, with other bounds on ack routes and held acks (tests, which flood
+    /// past them).
+    init(
+        home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds
+    ) throws {
         try configuration.validate()
+        self.ackBounds = ackBounds
         self.home = home
         self.configuration = configuration
         self.logger = logger
