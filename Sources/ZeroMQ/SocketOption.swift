@@ -73,6 +73,8 @@ extension SocketOption where Value == Int {
     public static var sendHighWaterMark: Self { int(ZMQ_SNDHWM, "send high-water mark") }
     /// `ZMQ_RCVHWM`: how many incoming messages may queue per peer (0: unlimited; default 1000).
     public static var receiveHighWaterMark: Self { int(ZMQ_RCVHWM, "receive high-water mark") }
+    /// `ZMQ_RCVBUF`: the kernel's receive buffer for the socket's connections, in bytes (-1: the system's default).
+    public static var receiveBuffer: Self { int(ZMQ_RCVBUF, "receive buffer") }
 }
 
 extension SocketOption where Value == Int? {

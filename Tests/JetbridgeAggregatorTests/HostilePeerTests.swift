@@ -28,13 +28,16 @@ struct HostilePeerTests {
         #expect(warmUp == [])
         let before = try residentKilobytes()
 
-        // A peer with an allowed key that floods refused batches and never reads one answer.
-        let evil = Unchecked(try await fixture.device("evil-1"))
+        // A peer with an allowed key that floods refused batches and never reads one answer: its receive side holds
+        // one message and 4 kB, so once the kernel's buffers are full the server's pipe to it fills (libzmq's 1,000
+        // messages) and sends say EAGAIN (about 20,000 answers in).
+        let evil = Unchecked(try NeverReader(fixture: fixture, id: "evil-1"))
         defer { evil.value.close() }
+        try await waitUntil("the server saw the hello of evil-1") { fixture.server.currentStatistics.hellos >= 2 }
         let junk = try outgoing("evil-1", 1, [order(900_001, device: "evil-1")]).frames()[0]
         let flood = Task.detached {
-            for index in 0..<3_000 {
-                try? evil.value.send(frames: [junk, Data([0xC1, UInt8(index & 0xFF)])])
+            for index in 0..<40_000 {
+                try? evil.value.push.send([junk, Data([0xC1, UInt8(index & 0xFF)])])
             }
         }
 
@@ -65,7 +68,12 @@ struct HostilePeerTests {
         #expect(after == [], "the device's batches with 500 half-open connections were not all stored")
         #expect(try fixture.server.store.orders().count == 41 * 5)
         #expect(fixture.server.currentStatistics.storedBatches == 41)
-        #expect(fixture.server.currentStatistics.rejectedBatches >= 3_000)
+        try await waitUntil("the server refused the whole flood") {
+            fixture.server.currentStatistics.rejectedBatches >= 40_000
+        }
+        // The never-reader's pipe filled: its answers were held (and the oldest dropped), nobody else's.
+        #expect(fixture.server.currentStatistics.acksHeld + fixture.server.currentStatistics.unroutableAcks > 0)
+        #expect(fixture.server.currentStatistics.acksHeld <= AckRoutes.maxHeldPerDevice)
         await fixture.stop()
     }
 
@@ -198,6 +206,37 @@ struct HostilePeerTests {
             return nil
         }
         return socket
+    }
+}
+
+/// An allow-listed device that says hello and never reads an ack, with the smallest receive side it can have.
+final class NeverReader {
+    let context: ZeroMQContext
+    let push: Socket
+    let dealer: Socket
+
+    init(fixture: ServerFixture, id: String) throws {
+        context = try ZeroMQContext()
+        push = try context.socket(.push)
+        dealer = try context.socket(.dealer)
+        let keys = try #require(fixture.deviceKeys[id])
+        let serverKey = try #require(fixture.serverKey)
+        for socket in [push, dealer] {
+            try socket.set(.linger, .zero)
+            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+        }
+        try dealer.set(.receiveHighWaterMark, 1)
+        try dealer.set(.receiveBuffer, 4_096)
+        try dealer.set(.routingID, Data("\(id)-never-reads-0123".utf8))
+        try dealer.connect(fixture.server.acksEndpoint)
+        try push.connect(fixture.server.dataEndpoint)
+        try dealer.send(WireCoding.encode(Hello(device: id)))
+    }
+
+    func close() {
+        try? push.close(linger: .zero)
+        try? dealer.close(linger: .zero)
+        context.terminate()
     }
 }
 
