@@ -59,6 +59,8 @@ public final class AggregatorServer: Service, Sendable {
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
+    /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
+    static let ackSendBuffer = 128 << 10
 
     struct RunState {
         var stopRequested = false
@@ -156,6 +158,9 @@ public final class AggregatorServer: Service, Sendable {
             // A few batches per device: beyond that TCP pushes back on the devices' PUSH sockets.
             try pull.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
             try router.set(.routerMandatory, true)
+            // Acks are small: 128 kB of kernel buffer per connection is plenty even on a slow link, and bounds what a
+            // peer that never reads its acks pins in the kernel (the default grows to tcp_wmem's maximum, 4 MB).
+            try router.set(.sendBuffer, Self.ackSendBuffer)
             try router.set(.routerHandover, true)
             try Self.bind(pull, configuration.dataEndpoint, name: "data")
             try Self.bind(router, configuration.acksEndpoint, name: "acks")
