@@ -46,6 +46,16 @@ struct AckRoutes {
     /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).
     static let minimumSecretLength = 16
 
+    /// The bounds in force: the ones above, smaller in tests.
+    struct Bounds: Sendable {
+        var maxHeldPerDevice = AckRoutes.maxHeldPerDevice
+        var maxHeld = AckRoutes.maxHeld
+        var maxRoutes = AckRoutes.maxRoutes
+    }
+
+    let bounds: Bounds
+    init(bounds: Bounds = Bounds()) { self.bounds = bounds }
+
     private(set) var routes: [String: Data] = [:]
     private var devicesByRoute: [Data: String] = [:]
     /// The public key of the connection each route was learned from (CURVE mode).
@@ -90,7 +100,7 @@ struct AckRoutes {
     /// Sets `device`'s route, learned from a connection with public key `key` (CURVE mode). - Returns: Whether it
     /// changed.
     mutating func learn(device: String, route: Data, key: String? = nil) -> Bool {
-        if routes[device] == nil, routes.count >= Self.maxRoutes { return false }
+        if routes[device] == nil, routes.count >= bounds.maxRoutes { return false }
         routeKeys[device] = key
         if routes[device] == route { return false }
         if let previous = routes[device] { devicesByRoute[previous] = nil }
@@ -115,12 +125,12 @@ struct AckRoutes {
     /// Queues an ack behind those already waiting for `device`. - Returns: How many old acks were dropped to make room.
     mutating func hold(_ payload: Data, for device: String, now: ContinuousClock.Instant) -> Int {
         var dropped = 0
-        if held[device, default: []].count >= Self.maxHeldPerDevice {
+        if held[device, default: []].count >= bounds.maxHeldPerDevice {
             held[device]!.removeFirst()
             heldCount -= 1
             dropped += 1
         }
-        if heldCount >= Self.maxHeld {
+        if heldCount >= bounds.maxHeld {
             return dropped + 1
         }
         held[device, default: []].append(Held(payload: payload, since: now))
@@ -179,7 +189,7 @@ extension AggregatorServer {
         var storeDone = false
         var allowlistStamp = Self.stamp(of: home.devicesFile)
         var lastAllowlistCheck = ContinuousClock.now
-        var routes = AckRoutes()
+        var routes = AckRoutes(bounds: ackBounds)
         var lastHeldCheck = ContinuousClock.now
         var reportedHeld = 0
         /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets

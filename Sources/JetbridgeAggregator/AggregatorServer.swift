@@ -52,11 +52,15 @@ public final class AggregatorServer: Service, Sendable {
     let storeProblem = Locked<String?>(nil)
     /// Acks the network thread holds for want of a route.
     let acksHeld = Locked(0)
+    /// The bounds on ack routes and held acks (``AckRoutes``).
+    let ackBounds: AckRoutes.Bounds
     let startedAt = Date()
     let state = Locked(RunState())
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
+    /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
+    static let ackSendBuffer = 128 << 10
 
     struct RunState {
         var stopRequested = false
@@ -75,8 +79,17 @@ public final class AggregatorServer: Service, Sendable {
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
     ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store, `.unavailable` when
     ///   another `serve` holds the home's lock (``HomeLock``).
-    public init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
+    public convenience init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
+        try self.init(home: home, configuration: configuration, logger: logger, ackBounds: AckRoutes.Bounds())
+    }
+
+    /// As ``init(home:configuration:logger:)``, with other bounds on ack routes and held acks (tests, which flood
+    /// past them).
+    init(
+        home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds
+    ) throws {
         try configuration.validate()
+        self.ackBounds = ackBounds
         self.home = home
         self.configuration = configuration
         self.logger = logger
@@ -145,6 +158,9 @@ public final class AggregatorServer: Service, Sendable {
             // A few batches per device: beyond that TCP pushes back on the devices' PUSH sockets.
             try pull.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
             try router.set(.routerMandatory, true)
+            // Acks are small: 128 kB of kernel buffer per connection is plenty even on a slow link, and bounds what a
+            // peer that never reads its acks pins in the kernel (the default grows to tcp_wmem's maximum, 4 MB).
+            try router.set(.sendBuffer, Self.ackSendBuffer)
             try router.set(.routerHandover, true)
             try Self.bind(pull, configuration.dataEndpoint, name: "data")
             try Self.bind(router, configuration.acksEndpoint, name: "acks")

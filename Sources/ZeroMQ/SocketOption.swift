@@ -73,6 +73,11 @@ extension SocketOption where Value == Int {
     public static var sendHighWaterMark: Self { int(ZMQ_SNDHWM, "send high-water mark") }
     /// `ZMQ_RCVHWM`: how many incoming messages may queue per peer (0: unlimited; default 1000).
     public static var receiveHighWaterMark: Self { int(ZMQ_RCVHWM, "receive high-water mark") }
+    /// `ZMQ_RCVBUF`: the kernel's receive buffer for the socket's connections, in bytes (-1: the system's default).
+    public static var receiveBuffer: Self { int(ZMQ_RCVBUF, "receive buffer") }
+    /// `ZMQ_SNDBUF`: the kernel's send buffer for the socket's connections, in bytes (-1: the system's default,
+    /// which grows with the connection up to `net.ipv4.tcp_wmem`'s maximum).
+    public static var sendBuffer: Self { int(ZMQ_SNDBUF, "send buffer") }
 }
 
 extension SocketOption where Value == Int? {

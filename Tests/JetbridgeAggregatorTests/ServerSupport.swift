@@ -1,5 +1,5 @@
 import Foundation
-import JetbridgeAggregator
+@testable import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
@@ -21,6 +21,7 @@ struct ServerFixture {
 
     init(
         insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger,
+        ackBounds: AckRoutes.Bounds = AckRoutes.Bounds(),
         configure: (inout AggregatorConfiguration) -> Void = { _ in }
     ) throws {
         fixture = try Fixture()
@@ -40,7 +41,7 @@ struct ServerFixture {
         }
         try list.save(to: home.devicesFile)
         deviceKeys = keys
-        server = try AggregatorServer(home: home, configuration: configuration, logger: logger)
+        server = try AggregatorServer(home: home, configuration: configuration, logger: logger, ackBounds: ackBounds)
     }
 
     /// A device connected with its allow-listed key (or plaintext in insecure mode), its hello seen by the server.
@@ -125,9 +126,9 @@ func outgoing(_ device: String, _ first: UInt64, _ records: [Record]) throws -> 
         })
 }
 
-/// Polls `condition` until it holds; fails the test after 20 s (a bound on a hang, not a timing assertion).
-func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(20)
+/// Polls `condition` until it holds; fails the test after `timeout` (a bound on a hang, not a timing assertion).
+func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
     while try !condition() {
         if ContinuousClock.now > deadline {
             Issue.record("timed out waiting until \(what)")
