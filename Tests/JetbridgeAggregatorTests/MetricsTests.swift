@@ -142,18 +142,20 @@ struct MetricsTests {
     }
 
     @Test func aBadOrBusyMetricsEndpointStopsTheStartWithAClearError() async throws {
-        let fixture = try ServerFixture { $0.metrics = "127.0.0.1:0" }
-        let busy = try #require(fixture.server.metricsEndpoint)
-        let home = fixture.home
+        // The first server keeps its metrics port for the whole test: freeing it and binding it again let another
+        // test's server take it in between (seen once in a full run).
+        let blocker = try ServerFixture { $0.metrics = "127.0.0.1:0" }
+        let busy = try #require(blocker.server.metricsEndpoint)
         var configuration = AggregatorConfiguration()
         configuration.dataEndpoint = "tcp://127.0.0.1:*"
         configuration.acksEndpoint = "tcp://127.0.0.1:*"
         configuration.metrics = "localhost"
         #expect(throws: AggregatorError.self) { try configuration.validate() }
-        await fixture.stop()
+        let other = try Fixture()
+        defer { other.remove() }
+        let home = AggregatorHome(directory: other.directory)
         _ = try ServerKeys.generate(in: home, force: false)
         configuration.metrics = busy
-        let blocker = try ServerFixture { $0.metrics = busy }
         let error = #expect(throws: AggregatorError.self) {
             _ = try AggregatorServer(home: home, configuration: configuration, logger: quietLogger)
         }
@@ -162,6 +164,5 @@ struct MetricsTests {
         // The reason as the operator knows it, not NIO's description of the call that failed.
         #expect(error?.message.hasSuffix("Address already in use") == true, "\(String(describing: error))")
         await blocker.stop()
-        try? FileManager.default.removeItem(at: home.directory)
     }
 }

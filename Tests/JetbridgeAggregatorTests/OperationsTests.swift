@@ -235,6 +235,7 @@ struct OperationsTests {
         let data = try #require(started.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1)
 
         // Five fresh connections that believe in another server key: CURVE fails before ZAP is asked.
+        let attackStarted = ContinuousClock.now
         let wrongServer = try CurveKeyPair.generate()
         let context = try ZeroMQContext()
         for _ in 0..<5 {
@@ -258,7 +259,10 @@ struct OperationsTests {
         process.waitUntilExit()
         lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         let warnings = lines.filter { $0.contains("a handshake on the data socket failed") }
-        #expect(warnings.count == 1, "\(lines)")
+        // Once per 30 s window: one warning, unless a loaded machine (the whole suite at once) stretched the five
+        // handshakes over more than one window.
+        let windows = 1 + Int((ContinuousClock.now - attackStarted) / .seconds(30))
+        #expect(warnings.count >= 1 && warnings.count <= windows, "\(windows) windows: \(lines)")
         #expect(warnings.first?.contains("another server public key") == true, "\(warnings)")
         #expect(warnings.first?.contains(#""level":"warning""#) == true)
     }
