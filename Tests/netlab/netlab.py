@@ -7,7 +7,8 @@ Agents run in one network namespace, `jetbridge-aggregator serve` in another, jo
 
 Impairments, with what this kernel has (no netem): bandwidth through `tc qdisc ... tbf` on both veth ends; loss and
 a cut link through nftables in the devices' namespace (`numgen random mod 100 < 5 drop`, a drop-all rule); delay
-through a small delaying TCP relay of ours (this file, `relay` mode) in the ground's namespace.
+and jitter through a small delaying TCP relay of ours (this file, `relay` mode) in the ground's namespace; jitter keeps
+the stream's order, since no packet reordering can be made without netem and TCP would undo it anyway.
 
 Each profile gets a fresh ground and fresh device homes (4 devices x 3,000 bag scans by default) and prints, next to
 the clean link of the same run: totals exact, goodput against the link's capacity, batches resent, duplicates
@@ -21,6 +22,7 @@ Only addresses inside the namespaces it creates are used; everything it creates 
 
 import argparse
 import asyncio
+import random
 import json
 import os
 import re
@@ -45,9 +47,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # MARK: relay mode
 
 
-async def _pump(reader, writer, delay):
-    """Copies one direction, each chunk held `delay` seconds (order kept)."""
+async def _pump(reader, writer, delay, jitter=0.0):
+    """Copies one direction, each chunk held `delay` seconds, ± `jitter` (uniform). Order is kept: a TCP stream
+    cannot be reordered (the kernel would put its segments back in order anyway), so a chunk never overtakes the one
+    before it; jitter shows as bursts and gaps."""
     queue = asyncio.Queue()
+    last_due = 0.0
 
     async def deliver():
         while True:
@@ -70,7 +75,9 @@ async def _pump(reader, writer, delay):
             data = await reader.read(65536)
             if not data:
                 break
-            queue.put_nowait((time.monotonic() + delay, data))
+            due = max(last_due, time.monotonic() + delay + random.uniform(-jitter, jitter))
+            last_due = due
+            queue.put_nowait((due, data))
     except (ConnectionError, OSError):
         pass
     queue.put_nowait((0, None))
@@ -80,7 +87,7 @@ async def _pump(reader, writer, delay):
         pass
 
 
-async def _relay(listen_host, listen_port, target_host, target_port, delay):
+async def _relay(listen_host, listen_port, target_host, target_port, delay, jitter):
     async def handle(client_reader, client_writer):
         try:
             server_reader, server_writer = await asyncio.open_connection(target_host, target_port)
@@ -88,7 +95,7 @@ async def _relay(listen_host, listen_port, target_host, target_port, delay):
             client_writer.close()
             return
         await asyncio.gather(
-            _pump(client_reader, server_writer, delay), _pump(server_reader, client_writer, delay),
+            _pump(client_reader, server_writer, delay, jitter), _pump(server_reader, client_writer, delay, jitter),
             return_exceptions=True)
         for writer in (client_writer, server_writer):
             writer.close()
@@ -100,8 +107,10 @@ async def _relay(listen_host, listen_port, target_host, target_port, delay):
 
 def relay_main(argv):
     listen_host, listen_port, target_host, target_port, delay = argv
+    base, _, jitter = delay.partition("~")  # "0.3" or "0.3~0.1" (300 ms ± 100 ms)
     try:
-        asyncio.run(_relay(listen_host, int(listen_port), target_host, int(target_port), float(delay)))
+        asyncio.run(
+            _relay(listen_host, int(listen_port), target_host, int(target_port), float(base), float(jitter or 0)))
     except KeyboardInterrupt:
         pass
 
@@ -166,6 +175,8 @@ PROFILES = {
     "clean": ("clean link", None, 0.0, None, None),
     "loss5": ("5% loss each way", None, 0.0, "numgen random mod 100 < 5 drop", None),
     "slow": ("1 Mbit/s, 300 ms each way", "1mbit", 0.3, None, 125_000),
+    # Delay as "seconds~jitter" for the relay: 300 ms ± 100 ms each way, order kept (no netem here to reorder).
+    "jitter": ("300 ms ± 100 ms each way", None, "0.3~0.1", None, None),
     # 16 Mbit/s so the sync lasts long enough (about 1.5 s) to be cut in its middle, on an ack of half the records.
     "cut30": ("16 Mbit/s, 30 s cut mid-sync", "16mbit", 0.0, None, 2_000_000),
     "flap": ("1 Mbit/s, down 5 s / up 5 s", "1mbit", 0.0, None, 125_000),
