@@ -33,6 +33,24 @@ final class HandshakeMonitor: Sendable {
     private struct State {
         var snapshot = Snapshot()
         var warned: [String: Warned] = [:]
+
+        /// Keeps `refusal` among the recent ones and says whether to warn about `subject` now: nil inside its
+        /// interval (counted as suppressed), else how many were suppressed since the last warning.
+        mutating func note(
+            _ refusal: Refusal, subject: String, now: ContinuousClock.Instant, interval: Duration
+        ) -> Int? {
+            snapshot.recent.append(refusal)
+            if snapshot.recent.count > HandshakeMonitor.recentLimit { snapshot.recent.removeFirst() }
+            if var last = warned[subject], now - last.at < interval {
+                last.suppressed += 1
+                warned[subject] = last
+                return nil
+            }
+            if warned.count >= 10_000 { warned = [:] }
+            let suppressed = warned[subject]?.suppressed ?? 0
+            warned[subject] = Warned(at: now, suppressed: 0)
+            return suppressed
+        }
     }
 
     static let warningInterval: Duration = .seconds(300)
@@ -83,18 +101,9 @@ final class HandshakeMonitor: Sendable {
         let subject = "failed@\(socket):\(cause)"
         let suppressed: Int? = state.withLock { state in
             state.snapshot.counts["failed", default: 0] += 1
-            state.snapshot.recent.append(
-                Refusal(time: Date(), result: "failed", publicKey: nil, address: endpoint, mechanism: cause))
-            if state.snapshot.recent.count > Self.recentLimit { state.snapshot.recent.removeFirst() }
-            if var warned = state.warned[subject], now - warned.at < interval {
-                warned.suppressed += 1
-                state.warned[subject] = warned
-                return nil
-            }
-            if state.warned.count >= 10_000 { state.warned = [:] }
-            let suppressed = state.warned[subject]?.suppressed ?? 0
-            state.warned[subject] = Warned(at: now, suppressed: 0)
-            return suppressed
+            return state.note(
+                Refusal(time: Date(), result: "failed", publicKey: nil, address: endpoint, mechanism: cause),
+                subject: subject, now: now, interval: interval)
         }
         guard let suppressed else { return }
         logger.warning(
@@ -113,20 +122,11 @@ final class HandshakeMonitor: Sendable {
         let suppressed: Int? = state.withLock { state in
             state.snapshot.counts[decision.result.rawValue, default: 0] += 1
             guard refused else { return nil }
-            state.snapshot.recent.append(
+            return state.note(
                 Refusal(
                     time: Date(), result: decision.result.rawValue, publicKey: decision.publicKeyZ85,
-                    address: decision.address, mechanism: decision.mechanism))
-            if state.snapshot.recent.count > Self.recentLimit { state.snapshot.recent.removeFirst() }
-            if var warned = state.warned[subject], now - warned.at < interval {
-                warned.suppressed += 1
-                state.warned[subject] = warned
-                return nil
-            }
-            if state.warned.count >= 10_000 { state.warned = [:] }
-            let suppressed = state.warned[subject]?.suppressed ?? 0
-            state.warned[subject] = Warned(at: now, suppressed: 0)
-            return suppressed
+                    address: decision.address, mechanism: decision.mechanism),
+                subject: subject, now: now, interval: interval)
         }
         guard let suppressed else { return }
         var metadata: Logger.Metadata = [
