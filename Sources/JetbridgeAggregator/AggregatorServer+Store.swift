@@ -55,7 +55,7 @@ extension AggregatorServer {
                     }
                 } catch {
                     let failure = describeStoreFailure(error, path: storePath)
-                    switch checkpointFailures.failed(failure) {
+                    switch checkpointFailures.failed(failure, kind: failureKind(error)) {
                     case .log:
                         logger.warning(
                             "checkpoint failed; retried every idle second", metadata: ["error": "\(failure)"])
@@ -168,7 +168,7 @@ extension AggregatorServer {
                 metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
             }
             statistics.withLock { $0.retriedBatches += batches.count }
-            switch failures.failed(failure) {
+            switch failures.failed(failure, kind: failureKind(error)) {
             case .log:
                 logger.error(
                     "transaction failed; its batches were answered retry",

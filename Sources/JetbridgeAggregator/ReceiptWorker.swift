@@ -137,7 +137,7 @@ final class ReceiptWorker: @unchecked Sendable {
                     pending = true
                     condition.unlock()
                     let failure = describeStoreFailure(error, path: writer.directory.path)
-                    switch failures.failed(failure) {
+                    switch failures.failed(failure, kind: failureKind(error)) {
                     case .log:
                         logger.error(
                             "receipts could not be refreshed; they will be retried",

@@ -25,10 +25,17 @@ struct RepeatedFailure {
     private var unlogged = 0
     private var total = 0
 
-    mutating func failed(_ description: String, now: ContinuousClock.Instant = .now) -> Decision {
+    /// - Parameters:
+    ///   - description: The failure as logged.
+    ///   - kind: What makes two failures the same one (default: the description). A full disk names a different
+    ///     temporary file at each attempt, so its kind is just "no space" (``failureKind(_:)``).
+    mutating func failed(
+        _ description: String, kind: String? = nil, now: ContinuousClock.Instant = .now
+    ) -> Decision {
         total += 1
-        if failure != description {
-            failure = description
+        let kind = kind ?? description
+        if failure != kind {
+            failure = kind
             lastLogged = now
             unlogged = 0
             return .log
@@ -61,6 +68,11 @@ func isNoSpace(_ error: any Error) -> Bool {
 }
 
 /// `error` for people: a full disk says so and names the file it could not write.
+/// What makes two store failures the same one for ``RepeatedFailure``: a full disk is one, whatever file it hit.
+func failureKind(_ error: any Error) -> String {
+    isNoSpace(error) ? "no space left on device" : "\(error)"
+}
+
 func describeStoreFailure(_ error: any Error, path: String) -> String {
     guard isNoSpace(error) else { return "\(error)" }
     return "no space left on device for \(path) (\(error))"

@@ -1,3 +1,4 @@
+import Foundation
 @testable import JetbridgeAggregator
 import Testing
 
@@ -17,5 +18,16 @@ struct RepeatedFailureTests {
         #expect(failures.succeeded() == 33)
         #expect(failures.succeeded() == nil)
         #expect(failures.failed("locked", now: start + .seconds(33)) == .log)
+    }
+
+    /// A full disk names another temporary file at each attempt: still one failure, logged once (seen in CI, where
+    /// the receipts refresh logged its full disk three times in 6 s).
+    @Test func aFullDiskIsOneFailureWhateverFileItHit() {
+        var failures = RepeatedFailure()
+        let start = ContinuousClock.now
+        let kind = failureKind(StoreError(.fileSystem, "cannot write", path: "/r/.17B.txt.1.tmp", errno: ENOSPC))
+        #expect(kind == "no space left on device")
+        #expect(failures.failed("no space for /r/.17B.txt.1.tmp", kind: kind, now: start) == .log)
+        #expect(failures.failed("no space for /r/.17C.txt.2.tmp", kind: kind, now: start + .seconds(1)) == .quiet)
     }
 }
