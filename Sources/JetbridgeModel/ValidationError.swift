@@ -2,7 +2,7 @@
 ///
 /// Every throwing API in this module throws `ValidationError`. Values decoded from records that break a rule inside a
 /// strongly typed field (``FlightID``, ``Seat``, ``Owner``, a UUID) surface as a `DecodingError.dataCorrupted` whose
-/// `underlyingError` is a `ValidationError`; ``init(_:)-(DecodingError)`` recovers it, so a caller can always report
+/// `underlyingError` is a `ValidationError`; ``init(_:malformed:)`` recovers it, so a caller can always report
 /// one reason with one path.
 public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringConvertible {
     /// What kind of rule was broken; stable, so scripts and acks can switch on it.
