@@ -196,6 +196,12 @@ let package = Package(
             path: "Benchmarks/SyncBenchmark"
         ),
 
+        // MARK: Test kit
+        // What the tests share (temporary directories, fixed ids and dates, the seeded generator, built-executable
+        // lookup, waits on conditions); Foundation only, so benchmarks can use it too. Not a product: a regular
+        // target that only test targets and benchmarks depend on (added below).
+        .target(name: "JetbridgeTestKit", path: "Tests/JetbridgeTestKit"),
+
         // MARK: Benchmark support
         // What several benchmarks share (the seeded generator, the sync record mix, clocks, the direct-insert floor);
         // not a product: nothing outside Benchmarks/ uses it.
@@ -225,4 +231,10 @@ for target in package.targets where target.name == "JetbridgeAgentTests" {
     target.dependencies += [
         "ZeroMQ", "JetbridgeProtocol", "FileQueue", "MessagePack", .product(name: "Logging", package: "swift-log"),
     ]
+}
+
+// Every test target may use the test kit; of the benchmarks, those that draw seeded data.
+let testKitBenchmarks: Set<String> = ["BenchmarkSupport", "messagepack-benchmark", "store-benchmark"]
+for target in package.targets where target.type == .test || testKitBenchmarks.contains(target.name) {
+    target.dependencies.append("JetbridgeTestKit")
 }

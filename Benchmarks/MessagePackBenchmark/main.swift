@@ -1,6 +1,7 @@
 // Encodes and decodes DESIGN.md's orders with MessagePack and, on the same data in the same run, with Foundation's
 // JSON coders. Build in release: swift build -c release --product messagepack-benchmark
 import Foundation
+import JetbridgeTestKit
 import MessagePack
 
 struct Item: Codable, Hashable {
@@ -25,25 +26,15 @@ struct Order: Codable, Hashable {
     var device: String
 }
 
-/// A fixed-seed generator, so every run measures the same orders.
-struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix {
+    /// A draw below `bound` (the test kit's generator; a fixed seed, so every run measures the same orders).
     mutating func next(below bound: Int) -> Int {
         Int(next() % UInt64(bound))
     }
 }
 
 func makeOrders(_ count: Int) -> [Order] {
-    var random = SplitMix64(state: 42)
+    var random = SplitMix(state: 42)
     let menu = [
         Item(name: "Peanuts", unitPrice: 200), Item(name: "Chips", unitPrice: 300),
         Item(name: "Popcorn", unitPrice: 400),

@@ -10,6 +10,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Logging
 import MessagePack
 

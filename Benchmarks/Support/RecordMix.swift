@@ -1,5 +1,6 @@
 public import Foundation
 public import JetbridgeModel
+import JetbridgeTestKit
 
 /// The sync benchmark's record mix, shared so that the record-decode benchmark decodes exactly the records a sync
 /// ships: blocks of 8 — 3 orders (every 50th a correction of an earlier order, revision 2), 3 origin scans of new

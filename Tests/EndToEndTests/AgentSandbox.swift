@@ -1,6 +1,7 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import MessagePack
 import Testing
 
@@ -22,9 +23,7 @@ final class AgentSandbox: Sendable {
     var queue: URL { home.appendingPathComponent("queue") }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "jetbridge-e2e-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory.create(prefix: "jetbridge-e2e")
     }
 
     deinit {
@@ -117,28 +116,7 @@ final class AgentSandbox: Sendable {
     }
 
     /// A built executable of this package, found next to the test bundle (`.build/<config>/`) or above it.
-    static func executable(_ name: String) throws -> URL {
-        var starts: [URL] = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        if let url = Bundle.main.executableURL { starts.append(url.deletingLastPathComponent()) }
-        starts.append(Bundle.main.bundleURL)
-        for start in starts {
-            var directory = start.standardizedFileURL
-            for _ in 0..<6 {
-                let url = directory.appendingPathComponent(name)
-                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        throw ExecutableNotFound(name: name, searched: starts.map(\.path))
-    }
-
-    struct ExecutableNotFound: Error, CustomStringConvertible {
-        var name: String
-        var searched: [String]
-        var description: String {
-            "\(name) not found next to the test bundle (searched from \(searched)); build it: swift build --product \(name)"
-        }
-    }
+    static func executable(_ name: String) throws -> URL { try BuiltExecutable.url(name) }
 }
 
 /// Luggage tag payloads for tests.

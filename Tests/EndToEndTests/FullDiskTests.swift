@@ -1,6 +1,7 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import MessagePack
 import Testing
 
@@ -193,12 +194,12 @@ struct FullDiskTests {
     static func waitFor(
         _ what: String, seconds: Double, _ serve: PipelineTests.Background, _ condition: () throws -> Bool
     ) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return }
-            usleep(50_000)
+        do {
+            try waitUntilBlocking(what, timeout: .seconds(seconds), every: .milliseconds(50), condition)
+        } catch is TimedOut {
+            throw PipelineFailure(
+                description: "timed out waiting for \(what); serve log:\n\(serve.output.suffix(4000))")
         }
-        throw PipelineFailure(description: "timed out waiting for \(what); serve log:\n\(serve.output.suffix(4000))")
     }
 
     /// A plain HTTP/1.1 GET on 127.0.0.1: status and body, or nil when nothing answers.

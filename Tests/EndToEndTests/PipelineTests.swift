@@ -1,6 +1,7 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import MessagePack
 import Testing
 
@@ -29,7 +30,10 @@ struct PipelineTests {
         let name: String
         let log: URL
 
-        init(_ executable: URL, _ arguments: [String], in directory: URL, name: String) throws {
+        init(
+            _ executable: URL, _ arguments: [String], in directory: URL, name: String,
+            environment extra: [String: String] = [:]
+        ) throws {
             self.name = name
             log = directory.appendingPathComponent("\(name).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -39,6 +43,7 @@ struct PipelineTests {
             process.currentDirectoryURL = directory
             var environment = ProcessInfo.processInfo.environment
             environment["JETBRIDGE_HOME"] = nil
+            environment.merge(extra) { $1 }
             process.environment = environment
             process.standardOutput = handle
             process.standardError = handle
@@ -169,11 +174,13 @@ struct PipelineTests {
                 ["--home", ground.path, "serve", "--data", data, "--acks", acks], in: sandbox.directory, name: "serve")
         }
 
+        /// Starts `sync --until-drained`, logging at debug level so a test can see the agent's link go down.
         func sync(_ device: String, _ extra: [String] = []) throws -> Background {
             try Background(
                 AgentSandbox.executable("jetbridge-agent"),
                 ["--home", home(device).path, "sync", "--until-drained", "--timeout", "90"] + extra,
-                in: sandbox.directory, name: "sync-\(device)-\(UUID().uuidString.prefix(4))")
+                in: sandbox.directory, name: "sync-\(device)-\(UUID().uuidString.prefix(4))",
+                environment: ["JETBRIDGE_LOG_LEVEL": "debug"])
         }
     }
 
@@ -205,11 +212,21 @@ struct PipelineTests {
         var syncs = try devices.map { try fleet.sync($0) }
 
         // Once cart-2 has its first acks, SIGKILL it and the aggregator together: batches are in flight on every side.
-        for _ in 0..<1000 where fleet.acknowledged(devices[1]) == 0 { usleep(5_000) }
+        // Both waits only set the scene (the checks below hold whatever it is): at their bound the run goes on.
+        try? waitUntilBlocking("cart-2 has its first acks", timeout: .seconds(30), every: .milliseconds(5)) {
+            fleet.acknowledged(devices[1]) > 0
+        }
         serve.kill9()
         syncs[1].kill9()
         let unackedWhenKilled = zip(devices, perDevice).map { "\($0) \(UInt64($1.count) - fleet.acknowledged($0))" }
-        usleep(300_000)
+        // Restart once the agents still running have seen the ground go, so that they reconnect and resend (was a
+        // fixed 300 ms pause: too short for a loaded machine, longer than needed on a quiet one).
+        try? waitUntilBlocking("the running agents saw the ground go", timeout: .seconds(10), every: .milliseconds(20))
+        {
+            [syncs[0], syncs[2]].allSatisfy {
+                !$0.process.isRunning || $0.output.contains("the link to the ground is down")
+            }
+        }
         serve = try fleet.serve()
         syncs[1] = try fleet.sync(devices[1])
 

@@ -1,5 +1,6 @@
 import FileQueue
 import Foundation
+import JetbridgeTestKit
 import Testing
 
 /// Damage at many offsets: flipped bytes and truncated files, then open, read and check again.

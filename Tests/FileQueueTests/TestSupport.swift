@@ -1,25 +1,15 @@
 import FileQueue
 import Foundation
+import JetbridgeTestKit
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A fresh directory per test, removed afterwards.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        let template = FileManager.default.temporaryDirectory.appendingPathComponent("filequeue-test-XXXXXX").path
-        var bytes = Array(template.utf8CString)
-        guard let made = mkdtemp(&bytes) else { throw POSIXError(.EIO) }
-        url = URL(fileURLWithPath: String(cString: made))
-    }
-
+extension TemporaryDirectory {
+    /// The queue directory these tests use inside the test's directory.
     var queue: URL { url.appendingPathComponent("queue") }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 /// The payload of test record `index`: readable, and self-checking so a part of one is never mistaken for one.
@@ -49,18 +39,7 @@ func readAll(_ queue: FileQueue, from sequence: UInt64 = 1) throws -> [FileQueue
 }
 
 /// The built `jetbridge-queue`, next to the test bundle in the build directory.
-let jetbridgeQueueExecutable: URL = {
-    var candidates = [
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(), Bundle.main.bundleURL,
-    ]
-    candidates += candidates.map { $0.deletingLastPathComponent() }
-    candidates += candidates.map { $0.deletingLastPathComponent() }
-    for directory in candidates {
-        let url = directory.appendingPathComponent("jetbridge-queue")
-        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-    }
-    return URL(fileURLWithPath: ".build/debug/jetbridge-queue")
-}()
+let jetbridgeQueueExecutable = BuiltExecutable.expectedURL("jetbridge-queue")
 
 /// Runs `jetbridge-queue` to completion.
 @discardableResult

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import Testing
 
 @testable import JetbridgeAgent
@@ -9,8 +10,7 @@ struct AgentConfigurationTests {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jetbridge-agent-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory.create(prefix: "jetbridge-agent")
     }
 
     func resolve(_ json: String? = nil, overrides: AgentConfiguration.Overrides = .init()) throws(AgentError)

@@ -1,6 +1,7 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import Logging
 import Testing
 
@@ -13,8 +14,7 @@ struct CaptureRuleTests {
     let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jetbridge-capture-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory.create(prefix: "jetbridge-capture")
     }
 
     func service(menu: Inventory = .example, at seconds: Double = 1_795_250_000) throws -> CaptureService {

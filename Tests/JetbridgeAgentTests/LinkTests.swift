@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import Logging
 import Synchronization
 import Testing
@@ -121,11 +122,10 @@ final class Lines: Sendable {
 func waitUntil(
     seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool
 ) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return }
-        try await Task.sleep(for: .milliseconds(10))
+    do {
+        try await JetbridgeTestKit.waitUntil("the condition", timeout: .seconds(seconds), condition)
+    } catch is TimedOut {
+        Issue.record("condition not met within \(seconds) s", sourceLocation: sourceLocation)
+        throw CancellationError()
     }
-    Issue.record("condition not met within \(seconds) s", sourceLocation: sourceLocation)
-    throw CancellationError()
 }

@@ -2,6 +2,7 @@ import FileQueue
 import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Logging
 import MessagePack
 import Synchronization
@@ -186,8 +187,7 @@ struct SyncSandbox {
 
     init(device: String = "cart-1") throws {
         self.device = device
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jetbridge-sync-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory.create(prefix: "jetbridge-sync")
         home = AgentHome(url: directory.appendingPathComponent("home"))
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeProtocol
+import JetbridgeTestKit
+import Logging
 import Synchronization
 import Testing
 import ZeroMQ
@@ -10,18 +12,23 @@ import ZeroMQ
 @Suite("Ack routing: acks go only to the device's own key")
 struct AckRoutingTests {
     @Test func anotherDeviceClaimingTheRoutingIdGetsNoAckAndTheDeviceFinishes() async throws {
-        let fixture = try ServerFixture(devices: ["cart-a", "cart-b"])
+        let log = UUID().uuidString
+        let fixture = try ServerFixture(devices: ["cart-a", "cart-b"], logger: Self.capturing(log))
         let agent = try AgentHomeForTest(device: "cart-a", fixture: fixture)
-        try agent.capture(scans: 300)
+        try await agent.capture(scans: 300)
         // cart-b, with its own allowed key, claims cart-a's device id as routing id and says hello for cart-a, again
         // and again with fresh connections (each one a ROUTER_HANDOVER of the routing id "cart-a").
         let hijacker = try Hijacker(claiming: "cart-a", keys: try #require(fixture.deviceKeys["cart-b"]), fixture: fixture)
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the server read the hijacker's hello") {
+            Self.logged(log, "ignored a hello for another device than the connection's key")
+        }
 
         let sync = try agent.sync()
         let status = await sync.exit(within: .seconds(90))
-        // A held ack would leave after its route came back: give it the time it could wait.
-        try await Task.sleep(for: .milliseconds(500))
+        // A held ack would leave after its route came back: let the hijacker read its sockets ten more times (polls of
+        // up to 50 ms: the 500 ms this waited for on a quiet machine, and longer when its thread gets less CPU).
+        let cycles = hijacker.cycles
+        try await waitUntil("the hijacker read its sockets ten more times") { hijacker.cycles >= cycles + 10 }
         let stolen = hijacker.stop()
 
         #expect(status == 0, "the agent did not finish: \(sync.output)")
@@ -35,11 +42,11 @@ struct AckRoutingTests {
     @Test func aDeviceThatReconnectsWithTheSameKeyGetsItsAcks() async throws {
         let fixture = try ServerFixture(devices: ["cart-a"])
         let agent = try AgentHomeForTest(device: "cart-a", fixture: fixture)
-        try agent.capture(scans: 50)
+        try await agent.capture(scans: 50)
         let first = try agent.sync()
         #expect(await first.exit(within: .seconds(60)) == 0, "\(first.output)")
         // A new process: a new connection and a new routing id, the same key.
-        try agent.capture(scans: 50)
+        try await agent.capture(scans: 50)
         let second = try agent.sync()
         #expect(await second.exit(within: .seconds(60)) == 0, "\(second.output)")
         #expect(second.output.contains("drained"), "\(second.output)")
@@ -52,7 +59,7 @@ struct AckRoutingTests {
         try await waitUntil("the hello arrived") { fixture.server.currentStatistics.hellos >= 3 }
         let batch = try outgoing("cart-a", 1_001, [order(1)])
         try device.push.send(batch.frames())
-        #expect(try device.ack()?.first == 1_001)
+        #expect(try await device.ack()?.first == 1_001)
         try device.dealer.disconnect(fixture.server.acksEndpoint)
         try device.dealer.connect(fixture.server.acksEndpoint)
         // An ack the ground sends before it has seen the old connection go can die with it; a device resends after
@@ -61,7 +68,7 @@ struct AckRoutingTests {
         var acked: Ack?
         for _ in 0..<10 where acked == nil {
             try device.push.send(later.frames())
-            acked = try device.ack(within: .seconds(3))
+            acked = try await device.ack(within: .seconds(3))
         }
         #expect(acked?.first == 1_002)
         await fixture.stop()
@@ -79,9 +86,9 @@ struct AckRoutingTests {
         let batch = try outgoing("cart-a", 1, [order(1)])
         try device.push.send(batch.frames())
         try await waitUntil("the batch is stored") { fixture.server.currentStatistics.storedBatches == 1 }
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("its ack waits for a route") { fixture.server.currentStatistics.acksHeld == 1 }
         try device.hello()
-        #expect(try device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
+        #expect(try await device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
         #expect(fixture.server.currentStatistics.unroutableAcks == 0)
         await fixture.stop()
     }
@@ -94,23 +101,26 @@ struct AckRoutingTests {
         let batch = try outgoing("cart-a", 1, [order(1)])
         try device.push.send(batch.frames())
         try await waitUntil("the batch is stored") { fixture.server.currentStatistics.storedBatches == 1 }
-        #expect(try device.ack(within: .seconds(1)) == nil)
+        #expect(try await device.ack(within: .seconds(1)) == nil)
         #expect(fixture.server.currentStatistics.hellos == 0)
         await fixture.stop()
     }
 
     @Test func anOldAgentsDeviceIdRoutingIdStillWorksAndATakeoverThatSpeaksDropsIt() async throws {
-        let fixture = try ServerFixture(devices: ["cart-a", "cart-b"])
+        let log = UUID().uuidString
+        let fixture = try ServerFixture(devices: ["cart-a", "cart-b"], logger: Self.capturing(log))
         // An agent before secret routing ids: its routing id is its device id.
         let old = try await fixture.device("cart-a")
         defer { old.close() }
         let batch = try outgoing("cart-a", 1, [order(1)])
         try old.send(batch)
-        #expect(try old.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
+        #expect(try await old.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
 
         // cart-b takes the routing id over and says anything: the ground sees another key on that route.
         let hijacker = try Hijacker(claiming: "cart-a", keys: try #require(fixture.deviceKeys["cart-b"]), fixture: fixture)
-        try await Task.sleep(for: .milliseconds(500))
+        try await waitUntil("the server saw the takeover") {
+            Self.logged(log, "another key took over the ack route of cart-a")
+        }
         let before = fixture.server.currentStatistics.storedBatches
         try old.send(try outgoing("cart-a", 2, [order(2)]))
         try await waitUntil("the batch is stored") { fixture.server.currentStatistics.storedBatches > before }
@@ -128,56 +138,18 @@ struct AckRoutingTests {
         try device.hello()
         let batch = try outgoing("anyone-9", 1, [order(1)])
         try device.push.send(batch.frames())
-        #expect(try device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
+        #expect(try await device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
         await fixture.stop()
     }
-}
 
-/// A device written with the ZeroMQ library that follows the rule: a secret routing id, then a hello.
-final class SecretDevice {
-    let context: ZeroMQContext
-    let push: Socket
-    let dealer: Socket
-
-    /// Events on the DEALER, when asked for.
-    var dealerEvents: AsyncStream<MonitorEvent>?
-
-    init(id: String, fixture: ServerFixture, routingID: Data? = nil, monitorDealer: Bool = false) throws {
-        context = try ZeroMQContext()
-        push = try context.socket(.push)
-        dealer = try context.socket(.dealer)
-        for socket in [push, dealer] {
-            try socket.set(.linger, .zero)
-            if let serverKey = fixture.serverKey {
-                try socket.makeCurveClient(keys: try #require(fixture.deviceKeys[id]), serverPublicKey: serverKey)
-            }
-        }
-        var generator = SystemRandomNumberGenerator()
-        let secret = Data([UInt8(ascii: "t")] + (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        try dealer.set(.routingID, routingID ?? secret)
-        if monitorDealer { dealerEvents = try dealer.monitor(events: [.handshakeSucceeded]) }
-        try dealer.connect(fixture.server.acksEndpoint)
-        try push.connect(fixture.server.dataEndpoint)
-        self.id = id
+    /// A server logger whose lines the test can read (``CapturingLogHandler``, under `key`).
+    static func capturing(_ key: String) -> Logger {
+        Logger(label: "test", factory: { _ in CapturingLogHandler(key: key) })
     }
 
-    let id: String
-
-    func hello() throws {
-        try dealer.send(WireCoding.encode(Hello(device: id)))
-    }
-
-    /// The next ack, or nil after `within`.
-    func ack(within: Duration = .seconds(20)) throws -> Ack? {
-        let ready = try poll([PollItem(dealer, .readable)], timeout: within)
-        guard ready[0].contains(.readable), let frame = try dealer.receive() else { return nil }
-        return try WireCoding.decode(Ack.self, from: frame)
-    }
-
-    func close() {
-        try? push.close(linger: .zero)
-        try? dealer.close(linger: .zero)
-        context.terminate()
+    /// Whether the server logged a line containing `text`.
+    static func logged(_ key: String, _ text: String) -> Bool {
+        CapturingLogHandler.lines(key).contains { $0.contains(text) }
     }
 }
 
@@ -188,10 +160,13 @@ final class Hijacker: Sendable {
     private let stopFlag = Atomic<Bool>(false)
     private let received = Mutex<[Data]>([])
     private let count = Atomic<Int>(0)
+    private let polls = Atomic<Int>(0)
     private let done = Mutex(false)
 
     /// How many connections it made.
     var connections: Int { count.load(ordering: .relaxed) }
+    /// How many times it has read its sockets.
+    var cycles: Int { polls.load(ordering: .relaxed) }
 
     init(claiming victim: String, keys: CurveKeyPair, fixture: ServerFixture) throws {
         let context = try ZeroMQContext()
@@ -224,6 +199,7 @@ final class Hijacker: Sendable {
                         received.withLock { $0.append(contentsOf: frames) }
                     }
                 }
+                polls.add(1, ordering: .relaxed)
             }
             for socket in sockets { try? socket.close(linger: .zero) }
             context.terminate()
@@ -266,16 +242,15 @@ struct AgentHomeForTest {
         try Data(configuration.utf8).write(to: home.appendingPathComponent("agent.json"))
     }
 
-    static var binary: URL {
-        AggregatorCLITests.binary.deletingLastPathComponent().appendingPathComponent("jetbridge-agent")
-    }
+    static var binary: URL { BuiltExecutable.expectedURL("jetbridge-agent") }
 
     /// Captures `scans` origin scans of distinct bags with `jetbridge-agent scan`.
-    func capture(scans: Int) throws {
+    func capture(scans: Int) async throws {
         let tags = (0..<scans).map { _ in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": 42.0}"# }
         let run = try AgentRun(["--home", home.path, "scan", "--at", "origin"], in: home, stdin: tags.joined(separator: "\n"))
-        run.process.waitUntilExit()
-        #expect(run.process.terminationStatus == 0, "\(run.output)")
+        // Waited for without blocking a thread of the cooperative pool.
+        let status = await run.exit(within: .seconds(120))
+        #expect(status == 0, "\(run.output)")
     }
 
     /// Starts `jetbridge-agent sync --until-drained`.

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Testing
 import ZeroMQ
 
@@ -18,10 +19,7 @@ struct AggregatorCLITests {
         var stderr: String
     }
 
-    static var binary: URL {
-        let tests = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return URL(fileURLWithPath: tests).deletingLastPathComponent().appendingPathComponent("jetbridge-aggregator")
-    }
+    static var binary: URL { BuiltExecutable.expectedURL("jetbridge-aggregator") }
 
     /// Starts the executable with output going to files in `directory` (no pipe to fill up).
     static func start(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {

@@ -17,7 +17,7 @@ struct AnswerTests {
         var header = good.header
         header.device = "../etc"
         try device.send(frames: [try WireCoding.encode(header), try good.frames()[1]])
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .rejected || ack.status == .forbidden)
         #expect(ack.first == 7 && ack.last == 7)
         #expect(ack.device == "../etc")
@@ -31,7 +31,7 @@ struct AnswerTests {
         let device = try await fixture.device("cart-1")
         defer { device.close() }
         try device.send(frames: [Data("not a header".utf8), Data([0x90])])
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .rejected)
         #expect(ack.device == "cart-1")
         #expect(ack.first == 0 && ack.last == 0)
@@ -39,7 +39,7 @@ struct AnswerTests {
         #expect(ack.reason?.contains("frame 1 is not a batch header") == true, "\(ack.reason ?? "no reason")")
         // The device is still served afterwards.
         try device.send(try outgoing("cart-1", 1, [order(1)]))
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         await fixture.stop()
     }
 }

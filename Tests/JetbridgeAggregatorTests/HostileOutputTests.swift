@@ -293,7 +293,7 @@ struct InertServeTests {
         hostile.device = "evil\u{1B}[2J\r\u{07}"
         let payload = try MessagePackEncoder().encode(JetbridgeModel.Record.order(hostile))
         try device.send(OutgoingBatch(device: "cart-1", records: [(sequence: 1, payload: payload)]))
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .rejected)
         let reason = try #require(ack.reason)
         #expect(reason.contains(#"evil\u{1B}[2J\u{D}\u{7}"#), "\(reason)")

@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Testing
 import ZeroMQ
 

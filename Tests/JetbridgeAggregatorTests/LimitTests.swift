@@ -25,12 +25,12 @@ struct LimitTests {
         let device = try await fixture.device("cart-1")
         defer { device.close() }
         try device.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]))
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         // A resend of the same records is no new record: still stored.
         try device.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]))
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         try device.send(try outgoing("cart-1", 4, [order(4)]))
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .limited)
         #expect(ack.first == 4 && ack.last == 4)
         #expect((ack.retryAfter ?? 0) >= 60)
@@ -38,11 +38,11 @@ struct LimitTests {
         #expect(ack.index == nil)
         // Another flight, and another device on this flight, are not held back.
         try device.send(try outgoing("cart-1", 5, [order(5, flight: flightB)]))
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         let other = try await fixture.device("cart-2")
         defer { other.close() }
         try other.send(try outgoing("cart-2", 1, [order(6)]))
-        #expect(try other.ack()?.status == .stored)
+        #expect(try await other.ack()?.status == .stored)
 
         #expect(try fixture.server.store.orders().count == 5)
         try await waitUntil("the limited batch is counted") {
@@ -65,9 +65,9 @@ struct LimitTests {
         let device = try await fixture.device("cart-1")
         defer { device.close() }
         try device.send(try outgoing("cart-1", 1, (1...10).map { order($0) }))
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         try device.send(try outgoing("cart-1", 11, (11...15).map { order($0) }))
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .limited)
         #expect(ack.reason?.contains("1 records per second") == true, "\(ack.reason ?? "no reason")")
         #expect((3.0...5.1).contains(ack.retryAfter ?? 0), "\(ack.retryAfter ?? -1)")

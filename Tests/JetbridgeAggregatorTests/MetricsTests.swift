@@ -52,10 +52,10 @@ struct MetricsTests {
         for index in 0..<3 {
             let batch = try outgoing("cart-1", UInt64(index * 10 + 1), (0..<10).map { order(index * 10 + $0) })
             try one.send(batch)
-            acks.append(try #require(try one.ack()))
+            acks.append(try #require(try await one.ack()))
             if index == 1 {
                 try one.send(batch)
-                acks.append(try #require(try one.ack()))
+                acks.append(try #require(try await one.ack()))
             }
             // Scraped mid-sync too: the endpoint answers while batches flow.
             let (status, _) = try await Self.get(fixture.server, "/metrics")
@@ -65,12 +65,12 @@ struct MetricsTests {
         let hostile = try MessagePackEncoder().encode(["type": "order", "id": "not a uuid"])
         try one.send(
             OutgoingBatch(device: "cart-1", records: [(sequence: 31, payload: good), (sequence: 32, payload: hostile)]))
-        acks.append(try #require(try one.ack()))
+        acks.append(try #require(try await one.ack()))
         // cart-2: 5 orders of its own, and a header naming cart-1 (forbidden).
         try two.send(try outgoing("cart-2", 1, (0..<5).map { order(100 + $0) }))
-        acks.append(try #require(try two.ack()))
+        acks.append(try #require(try await two.ack()))
         try two.send(try outgoing("cart-1", 6, [order(200)]))
-        acks.append(try #require(try two.ack()))
+        acks.append(try #require(try await two.ack()))
         #expect(acks.map(\.status) == [.stored, .stored, .stored, .stored, .rejected, .stored, .forbidden])
 
         // The refusals' counts reach the store thread after their acks: scrape until the queue is empty.
@@ -121,7 +121,7 @@ struct MetricsTests {
         try fixture.fixture.failOrders(seat: "3C")
         let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C")])
         try device.send(batch)
-        #expect(try device.ack()?.status == .retry)
+        #expect(try await device.ack()?.status == .retry)
         let (unready, reason) = try await Self.get(fixture.server, "/readyz")
         #expect(unready == 503)
         #expect(reason.contains("the last store transaction failed"), "\(reason)")
@@ -129,7 +129,7 @@ struct MetricsTests {
 
         try fixture.fixture.healOrders()
         try device.send(batch)
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
         #expect(try await Self.get(fixture.server, "/readyz") == (200, "ready\n"))
         let (_, text) = try await Self.get(fixture.server, "/metrics")
         #expect(Self.sample(text, "jetbridge_batches_total", ["device": "cart-1", "status": "retry"]) == 1)

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeOperations
 import JetbridgeProtocol
+import JetbridgeTestKit
 import MessagePack
 import Testing
 import ZeroMQ
@@ -88,7 +89,7 @@ struct OperationsTests {
         _ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL
     ) throws -> AggregatorCLITests.Output {
         let process = Process()
-        process.executableURL = CLI.binary.deletingLastPathComponent().appendingPathComponent(name)
+        process.executableURL = BuiltExecutable.expectedURL(name)
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for name in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] { merged.removeValue(forKey: name) }

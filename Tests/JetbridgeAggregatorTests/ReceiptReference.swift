@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 
 // The receipt renderers as they were before receipts were written as bytes (aae59bc), kept as the reference the
 // byte writers must equal: `Receipt.text` built from Strings, `Money.format` by string padding, and the sort by

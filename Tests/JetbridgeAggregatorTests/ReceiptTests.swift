@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeTestKit
 import Testing
 
 @Suite("Receipts: atomic files, dirty marks, rebuilds")

@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeTestKit
 import Testing
 
 @Suite("Reports agree with JetbridgeModel and render safely")

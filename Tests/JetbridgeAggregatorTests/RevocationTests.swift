@@ -16,7 +16,7 @@ struct RevocationTests {
         defer { other.close() }
         let first = try outgoing("cart-1", 1, [order(1)])
         try device.send(first)
-        #expect(try device.ack()?.status == .stored)
+        #expect(try await device.ack()?.status == .stored)
 
         // `devices revoke cart-1`, then the reload the file watch (or SIGHUP) triggers.
         var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
@@ -32,19 +32,19 @@ struct RevocationTests {
         // The same connection, still up: answered forbidden, stored nowhere.
         let second = try outgoing("cart-1", 2, [order(2)])
         try device.send(second)
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .forbidden)
         #expect(ack.first == 2 && ack.last == 2)
         #expect(ack.reason?.contains("no longer allowed") == true, "\(ack.reason ?? "no reason")")
         // A hello on it is refused too, and answered.
         try device.dealer.send(WireCoding.encode(Hello(device: "cart-1")))
-        let helloAnswer = try #require(try device.ack())
+        let helloAnswer = try #require(try await device.ack())
         #expect(helloAnswer.status == .forbidden)
         #expect(helloAnswer.first == 0 && helloAnswer.last == 0)
 
         // Another device is served throughout.
         try other.send(try outgoing("cart-2", 1, [order(3)]))
-        #expect(try other.ack()?.status == .stored)
+        #expect(try await other.ack()?.status == .stored)
         let orders = try fixture.server.store.orders()
         #expect(orders.count == 2)
         #expect(!orders.contains { $0.id == uuid(2) })

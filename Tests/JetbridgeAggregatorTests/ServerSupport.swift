@@ -2,6 +2,7 @@ import Foundation
 @testable import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Logging
 import MessagePack
 import Testing
@@ -59,8 +60,10 @@ struct ServerFixture {
     }
 }
 
-/// A device written with the ZeroMQ library alone, as another team's agent would be: PUSH for batches, DEALER with
-/// its routing id and a hello for acks.
+/// A device written with the ZeroMQ library alone, as another team's agent would be: PUSH for batches, DEALER for
+/// acks. The old way (``init(id:keys:serverKey:server:monitorPush:onPushEvent:)``): its device id as routing id and a
+/// hello at once. The rule's way (``init(id:fixture:routingID:monitorDealer:)``): a secret routing id, hello when the
+/// test says.
 final class TestDevice {
     let context: ZeroMQContext
     let push: Socket
@@ -68,10 +71,12 @@ final class TestDevice {
     let id: String
     /// Events on the PUSH socket, when asked for before connecting.
     var pushEvents: AsyncStream<MonitorEvent>?
+    /// Events on the DEALER, when asked for.
+    var dealerEvents: AsyncStream<MonitorEvent>?
 
-    init(
-        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, monitorPush: Bool = false,
-        onPushEvent: (@Sendable (MonitorEvent) -> Void)? = nil
+    private init(
+        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, routingID: Data,
+        monitorPush: Bool, onPushEvent: (@Sendable (MonitorEvent) -> Void)?, monitorDealer: Bool
     ) throws {
         self.id = id
         context = try ZeroMQContext()
@@ -88,9 +93,39 @@ final class TestDevice {
             // Called on the monitor's own thread: events are seen even while the cooperative pool is busy.
             try push.monitor(events: [.handshakeFailed, .handshakeSucceeded], onEvent: onPushEvent)
         }
-        try dealer.set(.routingID, Data(id.utf8))
+        try dealer.set(.routingID, routingID)
+        if monitorDealer { dealerEvents = try dealer.monitor(events: [.handshakeSucceeded]) }
         try dealer.connect(server.acksEndpoint)
         try push.connect(server.dataEndpoint)
+    }
+
+    /// A device whose routing id is its device id (an agent before secret routing ids), hello sent at once.
+    convenience init(
+        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, monitorPush: Bool = false,
+        onPushEvent: (@Sendable (MonitorEvent) -> Void)? = nil
+    ) throws {
+        try self.init(
+            id: id, keys: keys, serverKey: serverKey, server: server, routingID: Data(id.utf8),
+            monitorPush: monitorPush, onPushEvent: onPushEvent, monitorDealer: false)
+        try hello()
+    }
+
+    /// A device that follows the rule: a secret routing id (or `routingID`), with the fixture's key for `id`; no hello
+    /// until ``hello()``.
+    convenience init(id: String, fixture: ServerFixture, routingID: Data? = nil, monitorDealer: Bool = false) throws {
+        var generator = SystemRandomNumberGenerator()
+        let secret = Data([UInt8(ascii: "t")] + (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        var keys: CurveKeyPair?
+        if fixture.serverKey != nil {
+            let pair: CurveKeyPair = try #require(fixture.deviceKeys[id])
+            keys = pair
+        }
+        try self.init(
+            id: id, keys: keys, serverKey: fixture.serverKey, server: fixture.server, routingID: routingID ?? secret,
+            monitorPush: false, onPushEvent: nil, monitorDealer: monitorDealer)
+    }
+
+    func hello() throws {
         try dealer.send(WireCoding.encode(Hello(device: id)))
     }
 
@@ -102,9 +137,19 @@ final class TestDevice {
         try push.send(frames)
     }
 
-    /// The next ack, or nil after 20 s (only a bound on a hang).
-    func ack() throws -> Ack? {
-        let ready = try poll([PollItem(dealer, .readable)], timeout: .seconds(20))
+    /// The next ack, or nil after `within` (only a bound on a hang). Polls without blocking, so a test waiting for an
+    /// ack leaves the cooperative pool's threads to the server and the other tests.
+    func ack(within: Duration = .seconds(20)) async throws -> Ack? {
+        guard let frame = try await firstValue(within: within, { try dealer.receive(options: .dontWait) }) else {
+            return nil
+        }
+        return try WireCoding.decode(Ack.self, from: frame)
+    }
+
+    /// The next ack, or nil after `within`, blocking the calling thread: only for code on a thread of its own.
+    @available(*, noasync, message: "blocks a thread of the cooperative pool; use `await ack()`")
+    func ack(within: Duration = .seconds(20)) throws -> Ack? {
+        let ready = try poll([PollItem(dealer, .readable)], timeout: within)
         guard ready[0].contains(.readable), let frame = try dealer.receive() else { return nil }
         return try WireCoding.decode(Ack.self, from: frame)
     }
@@ -115,6 +160,9 @@ final class TestDevice {
         context.terminate()
     }
 }
+
+/// The device type ``AckRoutingTests`` named for devices with a secret routing id: now one type.
+typealias SecretDevice = TestDevice
 
 /// A batch from `device` of `records` (rewritten as the device's own), sequence numbers from `first`.
 func outgoing(_ device: String, _ first: UInt64, _ records: [Record]) throws -> OutgoingBatch {
@@ -128,13 +176,11 @@ func outgoing(_ device: String, _ first: UInt64, _ records: [Record]) throws -> 
 
 /// Polls `condition` until it holds; fails the test after `timeout` (a bound on a hang, not a timing assertion).
 func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try !condition() {
-        if ContinuousClock.now > deadline {
-            Issue.record("timed out waiting until \(what)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(10))
+    do {
+        try await JetbridgeTestKit.waitUntil(what, timeout: timeout, condition)
+    } catch is TimedOut {
+        Issue.record("timed out waiting until \(what)")
+        throw CancellationError()
     }
 }
 
@@ -142,17 +188,5 @@ func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: ()
 func firstEvent(
     _ stream: AsyncStream<MonitorEvent>, where match: @escaping @Sendable (MonitorEvent) -> Bool
 ) async -> MonitorEvent? {
-    await withTaskGroup(of: MonitorEvent?.self) { group in
-        group.addTask {
-            for await event in stream where match(event) { return event }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(20))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
+    await JetbridgeTestKit.firstEvent(stream, where: match)
 }

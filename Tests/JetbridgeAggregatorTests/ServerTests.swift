@@ -16,14 +16,14 @@ struct ServerTests {
         defer { device.close() }
         let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C"), scan(10, tag: 1)])
         try device.send(batch)
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack == Ack.stored(batch.header, new: 3, duplicates: 0))
         // The ack promises the commit: the data is readable the moment it arrives.
         #expect(try fixture.server.store.orders().count == 2)
         #expect(try fixture.server.store.bags().count == 1)
 
         try device.send(batch)
-        #expect(try device.ack() == Ack.stored(batch.header, new: 0, duplicates: 3))
+        #expect(try await device.ack() == Ack.stored(batch.header, new: 0, duplicates: 3))
         #expect(try fixture.server.store.orders().count == 2)
         await fixture.stop()
     }
@@ -39,7 +39,7 @@ struct ServerTests {
             outgoing("cart-1", 5, [order(1, revision: 2, seat: "4D", lines: [(popcorn, 3)])]),
         ]
         for batch in batches { try device.send(batch) }
-        for _ in batches { _ = try #require(try device.ack()) }
+        for _ in batches { _ = try #require(try await device.ack()) }
         let receipts = fixture.fixture.receipts
         func text(_ seat: String) -> String? {
             try? String(
@@ -64,7 +64,7 @@ struct ServerTests {
         let bad = OutgoingBatch(
             device: "cart-1", records: [(sequence: 1, payload: good), (sequence: 2, payload: hostile)])
         try device.send(bad)
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .rejected)
         #expect(ack.index == 1)
         #expect(ack.first == 1 && ack.last == 2)
@@ -73,7 +73,7 @@ struct ServerTests {
 
         let next = try outgoing("cart-1", 3, [order(3)])
         try device.send(next)
-        #expect(try device.ack() == Ack.stored(next.header, new: 1, duplicates: 0))
+        #expect(try await device.ack() == Ack.stored(next.header, new: 1, duplicates: 0))
         let stats = try #require(try fixture.server.store.deviceReport().devices.first)
         #expect(stats.rejects == 1 && stats.batches == 1 && stats.records == 1)
         await fixture.stop()
@@ -90,10 +90,10 @@ struct ServerTests {
         }
         let first = try outgoing("cart-1", 1, [order(1, lines: [(peanuts, 1)])])
         try a.send(first)
-        #expect(try a.ack() == Ack.stored(first.header, new: 1, duplicates: 0))
+        #expect(try await a.ack() == Ack.stored(first.header, new: 1, duplicates: 0))
         let takeover = try outgoing("cart-2", 1, [order(2), order(1, revision: 51, lines: [(chips, 9)])])
         try b.send(takeover)
-        let ack = try #require(try b.ack())
+        let ack = try #require(try await b.ack())
         #expect(ack.status == .rejected)
         #expect(ack.index == 1)
         #expect(ack.reason?.contains("belongs to device 'cart-1'") == true)
@@ -105,7 +105,7 @@ struct ServerTests {
         // The server goes on: B's own orders are stored.
         let own = try outgoing("cart-2", 3, [order(2)])
         try b.send(own)
-        #expect(try b.ack() == Ack.stored(own.header, new: 1, duplicates: 0))
+        #expect(try await b.ack() == Ack.stored(own.header, new: 1, duplicates: 0))
         await fixture.stop()
     }
 
@@ -115,7 +115,7 @@ struct ServerTests {
         defer { device.close() }
         let impostor = try outgoing("cart-2", 1, [order(1)])
         try device.send(impostor)
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .forbidden)
         #expect(ack.device == "cart-2")
         #expect(try fixture.server.store.orders().isEmpty)
@@ -150,14 +150,14 @@ struct ServerTests {
         try fixture.fixture.failOrders(seat: "3C")
         let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C")])
         try device.send(batch)
-        let ack = try #require(try device.ack())
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .retry)
         #expect(ack.first == 1 && ack.last == 2)
         #expect(try fixture.server.store.orders().isEmpty)
 
         try fixture.fixture.healOrders()
         try device.send(batch)
-        #expect(try device.ack() == Ack.stored(batch.header, new: 2, duplicates: 0))
+        #expect(try await device.ack() == Ack.stored(batch.header, new: 2, duplicates: 0))
         await fixture.stop()
     }
 
@@ -185,7 +185,7 @@ struct ServerTests {
         defer { device.close() }
         let batch = try outgoing("anyone-9", 1, [order(1)])
         try device.send(batch)
-        #expect(try device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
+        #expect(try await device.ack() == Ack.stored(batch.header, new: 1, duplicates: 0))
         await insecure.stop()
     }
 

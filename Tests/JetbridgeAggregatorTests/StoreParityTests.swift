@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Logging
 import PostgresNIO
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Logging
 import MessagePack
 import Testing
@@ -39,9 +40,7 @@ struct Fixture {
     var receipts: URL { directory.appendingPathComponent("receipts") }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "JetbridgeAggregatorTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try TemporaryDirectory.create(prefix: "JetbridgeAggregatorTests")
     }
 
     func open() throws -> AggregatorStore {
@@ -53,11 +52,9 @@ struct Fixture {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
-func uuid(_ n: Int) -> UUID {
-    UUID(uuidString: String(format: "00000000-0000-4000-8000-%012d", n))!
-}
-
-func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: 1_795_200_000 + seconds) }
+// The test kit's fixed ids and dates, under the names this target's tests use.
+func uuid(_ n: Int) -> UUID { JetbridgeTestKit.uuid(n) }
+func date(_ seconds: Double) -> Date { JetbridgeTestKit.date(seconds) }
 
 let flightA = try! FlightID("ZA101/2026-11-21")
 let flightB = try! FlightID("ZA102/2026-11-21")
@@ -94,18 +91,6 @@ func orders(_ records: [Record]) -> [Order] {
 
 func scans(_ records: [Record]) -> [Scan] {
     records.compactMap { if case .scan(let scan) = $0 { scan } else { nil } }
-}
-
-/// Deterministic random numbers, so a failing random test fails again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// Random orders (with revisions, some moving seats) and scans (several per bag, ties in time, owner conflicts)

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import Testing
 
 /// Runs `body`, expecting a `ValidationError` with `code`; returns it for further checks.
@@ -24,21 +25,15 @@ func expectValidation(
 }
 
 /// A fresh directory for one test, removed by the caller's `defer`.
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("JetbridgeModelTests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
+func makeTemporaryDirectory() throws -> URL { try TemporaryDirectory.create(prefix: "JetbridgeModelTests") }
 
 /// The package root, found from this file's location (`Tests/JetbridgeModelTests/Support.swift`).
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
-func uuid(_ n: Int) -> UUID {
-    UUID(uuidString: String(format: "00000000-0000-4000-8000-%012d", n))!
-}
-
-func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: 1_795_200_000 + seconds) }
+// The test kit's fixed ids and dates, under the names this target's tests use.
+func uuid(_ n: Int) -> UUID { JetbridgeTestKit.uuid(n) }
+func date(_ seconds: Double) -> Date { JetbridgeTestKit.date(seconds) }
 
 func roundTrip<T: Codable>(_ value: T) throws -> T {
     try JSONDecoder().decode(T.self, from: JSONEncoder().encode(value))

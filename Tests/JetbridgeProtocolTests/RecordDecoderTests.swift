@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import MessagePack
 import Testing
 
@@ -9,17 +10,8 @@ import Testing
 // MessagePackDecoder (and the reference batch path), on generated records, encoded with every width MessagePack
 // allows, and on mutated, truncated and hostile variants of them.
 
-/// SplitMix64: the same cases on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Draws for generated cases from the test kit's seeded generator: the same cases on every run.
+extension SplitMix {
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
     mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }

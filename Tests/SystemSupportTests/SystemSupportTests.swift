@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import SystemSupport
 import Testing
 
@@ -8,10 +9,7 @@ import Testing
 
 /// A fresh directory per test, removed afterwards.
 private func withTemporaryDirectory(_ body: (String) throws -> Void) throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("system-support-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    try body(path)
+    try JetbridgeTestKit.withTemporaryDirectory(prefix: "system-support") { try body($0.path) }
 }
 
 @Suite("SystemSupport: syscalls, atomic writes, locks, threads, durations")

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import Testing
 import ZeroMQ
 
@@ -9,40 +10,20 @@ import ZeroMQ
 /// Every ZeroMQ test, run one at a time: they share two CPU cores with the libzmq I/O threads they start.
 @Suite(.serialized) struct ZeroMQTests {}
 
-/// A wait that took far longer than any healthy run; only bounds a hang, never measures speed.
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds`.
+/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds` (the test kit's `withTimeout`).
 func withTimeout<T: Sendable>(
-    _ what: String,
-    seconds: Double = 20,
-    _ body: @escaping @Sendable () async throws -> T
+    _ what: String, seconds: Double = 20, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut(what: what)
-        }
-        defer { group.cancelAll() }
-        guard let result = try await group.next() else { throw TimedOut(what: what) }
-        return result
-    }
+    try await JetbridgeTestKit.withTimeout(what, seconds: seconds, body)
 }
 
-/// Waits for the first monitor event that `matches`.
+/// Waits for the first monitor event that `matches` (the test kit's `firstEvent`, under this target's name).
 func firstEvent(
     in events: AsyncStream<MonitorEvent>,
     _ what: String,
     where matches: @escaping @Sendable (MonitorEvent) -> Bool
 ) async throws -> MonitorEvent {
-    try await withTimeout(what) {
-        for await event in events where matches(event) { return event }
-        throw TimedOut(what: "\(what) (monitor ended)")
-    }
+    try await JetbridgeTestKit.firstEvent(in: events, what, where: matches)
 }
 
 /// A fresh context, sockets bounded so a broken test fails instead of hanging.
@@ -60,12 +41,10 @@ func bindLoopback(_ socket: Socket) throws -> String {
     return try socket.lastEndpoint
 }
 
-/// A per-test temporary directory for ipc endpoints, removed afterwards.
+/// A per-test temporary directory for ipc endpoints, removed afterwards: under /tmp, with a short prefix, because an
+/// ipc path may be 107 bytes at most.
 func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("zmqt-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try await body(directory)
+    try await JetbridgeTestKit.withTemporaryDirectory(prefix: "zmqt", in: URL(fileURLWithPath: "/tmp"), body)
 }
 
 /// The `zeromq-test-peer` helper process, which SwiftPM builds next to the test bundle.
@@ -74,27 +53,7 @@ final class Peer {
     private let output = Pipe()
     private var pending = ""
 
-    static func executable() throws -> URL {
-        var directories: [URL] = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
-        directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        for directory in directories {
-            var candidate = directory
-            for _ in 0..<4 {
-                let peer = candidate.appendingPathComponent("zeromq-test-peer")
-                if FileManager.default.isExecutableFile(atPath: peer.path) { return peer }
-                candidate.deleteLastPathComponent()
-            }
-        }
-        // Last resort: the package's own build directory, found from this source file.
-        var root = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { root.deleteLastPathComponent() }
-        let fallback = root.appendingPathComponent(".build/debug/zeromq-test-peer")
-        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-            throw TimedOut(what: "zeromq-test-peer executable (build it with `swift build`)")
-        }
-        return fallback
-    }
+    static func executable() throws -> URL { try BuiltExecutable.url("zeromq-test-peer") }
 
     init(_ arguments: [String]) throws {
         process.executableURL = try Self.executable()
