@@ -208,7 +208,8 @@ public struct AgentConfiguration: Sendable, Hashable {
         guard (1...maxAggregators).contains(aggregators.count) else {
             throw AgentError(
                 .dataError,
-                "\(path): ground lists \(aggregators.count) aggregators; list 1 to \(maxAggregators) (or give one object)")
+                "\(path): ground lists \(aggregators.count) aggregators; list 1 to \(maxAggregators) (or give one object)"
+            )
         }
         for (index, ground) in aggregators.enumerated() {
             let prefix = isList ? "ground[\(index)]" : "ground"

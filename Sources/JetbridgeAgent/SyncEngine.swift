@@ -280,16 +280,21 @@ final class SyncEngine: Sendable {
                 while true {
                     let t = now()
                     for index in peers.indices {
-                        try follow(link: index, peer: &peers[index], window: &window, context: context, now: t,
+                        try follow(
+                            link: index, peer: &peers[index], window: &window, context: context, now: t,
                             lastProblem: &lastProblem)
                     }
                     if isSpread, ground.anyUsable {
                         // Batches waiting for an aggregator whose link is down (killed, cut off, refusing us) go
                         // once more, to another one, now rather than after a timeout.
                         let ground = self.ground
-                        let moved = window.sendAgain(now: t) { batch in batch.route.map { !ground.isUsable($0) } ?? false }
+                        let moved = window.sendAgain(now: t) { batch in
+                            batch.route.map { !ground.isUsable($0) } ?? false
+                        }
                         if moved > 0 {
-                            logger.info("sending \(moved) batches that were waiting for an aggregator that is down to the others")
+                            logger.info(
+                                "sending \(moved) batches that were waiting for an aggregator that is down to the others"
+                            )
                         }
                     }
                     if stopping == nil {
@@ -539,7 +544,8 @@ final class SyncEngine: Sendable {
         ) throws -> AgentError? {
             let from = isSpread ? " from \(name(index))" : ""
             guard let frame = frames.last, let ack = try? WireCoding.decode(Ack.self, from: frame) else {
-                logger.warning("ignoring a message on the ack channel\(from) that is not an ack (\(frames.count) frames)")
+                logger.warning(
+                    "ignoring a message on the ack channel\(from) that is not an ack (\(frames.count) frames)")
                 return nil
             }
             guard ack.device == device else {

@@ -68,7 +68,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Send without encryption or authentication. For development only.")
     var insecure = false
 
-    @Flag(help: "End with one JSON object (outcome, counts, duration, rate) on standard output instead of the summary line.")
+    @Flag(
+        help:
+            "End with one JSON object (outcome, counts, duration, rate) on standard output instead of the summary line."
+    )
     var json = false
 
     func validate() throws {
@@ -81,7 +84,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
         if let timeout, !(timeout.isFinite && timeout > 0) {
             throw ValidationError(
-                "--timeout must be a positive number of seconds, not \(String(format: "%g", timeout)); leave it out to sync until stopped")
+                "--timeout must be a positive number of seconds, not \(String(format: "%g", timeout)); leave it out to sync until stopped"
+            )
         }
     }
 

@@ -181,7 +181,8 @@ struct SeveralAggregatorsTests {
         try check(sync.wait(atMost: 90) == 0, "sync: \(sync.output)")
         let summary = try Summary(sync.output)
         try check(summary.acknowledged == captured.count && summary.remaining == 0, "\(sync.output)")
-        try check(summary.aggregators[0].batchesSent == 0, "nothing went to the aggregator that is down: \(sync.output)")
+        try check(
+            summary.aggregators[0].batchesSent == 0, "nothing went to the aggregator that is down: \(sync.output)")
         try check(summary.aggregators[1].acknowledged == captured.count, "\(sync.output)")
         try check(try twin.storedTags(1) == captured, "the live aggregator stored everything")
         try check(try twin.storedTags(0).isEmpty, "the other one never ran")

@@ -45,14 +45,26 @@ struct AggregatorListTests {
         "a bad list is refused with the entry it concerns",
         arguments: [
             (#"{"ground": []}"#, "ground lists 0 aggregators"),
-            (#"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"dta": "tcp://b:1"}]}"#, "unknown key 'ground[1].dta'"),
-            (#"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": "tcp://a:1", "acks": "tcp://b:2"}]}"#,
-                "ground[1].data tcp://a:1 is already ground[0].data"),
-            (#"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": 5}]}"#, "ground[1].data: expected a string"),
-            (#"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": "nope", "acks": "tcp://b:2"}]}"#,
-                "ground[1].data"),
-            (#"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2", "serverPublicKey": "short"}]}"#,
-                "ground[0].serverPublicKey must be 40 characters"),
+            (
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"dta": "tcp://b:1"}]}"#,
+                "unknown key 'ground[1].dta'"
+            ),
+            (
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": "tcp://a:1", "acks": "tcp://b:2"}]}"#,
+                "ground[1].data tcp://a:1 is already ground[0].data"
+            ),
+            (
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": 5}]}"#,
+                "ground[1].data: expected a string"
+            ),
+            (
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2"}, {"data": "nope", "acks": "tcp://b:2"}]}"#,
+                "ground[1].data"
+            ),
+            (
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2", "serverPublicKey": "short"}]}"#,
+                "ground[0].serverPublicKey must be 40 characters"
+            ),
         ])
     func badList(json: String, message: String) throws {
         #expect {
@@ -74,9 +86,12 @@ struct AggregatorListTests {
         #expect(first.map(\.acks) == ["tcp://a:5561", "tcp://b:5561"])
         // A third aggregator from the flags alone.
         let three = try configuration.aggregators(
-            to: ["tcp://a:5560", "tcp://b:5560", "tcp://c:5560"], acks: ["tcp://a:5561", "tcp://b:5561", "tcp://c:5561"],
+            to: ["tcp://a:5560", "tcp://b:5560", "tcp://c:5560"],
+            acks: ["tcp://a:5561", "tcp://b:5561", "tcp://c:5561"],
             serverKeys: [Self.keyA, Self.keyB, Self.keyB])
-        #expect(three.count == 3 && three[2] == .init(data: "tcp://c:5560", acks: "tcp://c:5561", serverPublicKey: Self.keyB))
+        #expect(
+            three.count == 3
+                && three[2] == .init(data: "tcp://c:5560", acks: "tcp://c:5561", serverPublicKey: Self.keyB))
     }
 
     @Test(
@@ -84,11 +99,15 @@ struct AggregatorListTests {
         arguments: [
             (["tcp://a:1", "tcp://b:1", "tcp://c:1"], ["tcp://a:2"], [String](), "aggregator 3 has no --acks"),
             ([String](), [String](), [keyA, keyA, keyB], "--server-key given 3 times for 2 aggregators"),
-            (["tcp://b:5560"], [String](), [String](), "aggregator 2's data (--to) endpoint tcp://b:5560 is already aggregator 1's"),
+            (
+                ["tcp://b:5560"], [String](), [String](),
+                "aggregator 2's data (--to) endpoint tcp://b:5560 is already aggregator 1's"
+            ),
         ])
     func badFlags(to: [String], acks: [String], keys: [String], message: String) throws {
         let configuration = try resolve(
-            #"{"ground": [{"data": "tcp://a:5560", "acks": "tcp://a:5561"}, {"data": "tcp://b:5560", "acks": "tcp://b:5561"}]}"#)
+            #"{"ground": [{"data": "tcp://a:5560", "acks": "tcp://a:5561"}, {"data": "tcp://b:5560", "acks": "tcp://b:5561"}]}"#
+        )
         #expect {
             try configuration.aggregators(to: to, acks: acks, serverKeys: keys)
         } throws: { error in

@@ -24,7 +24,8 @@ struct GroundSetTests {
         #expect(without == [0, 2, 0, 2])
     }
 
-    @Test("a batch whose ack is late goes to the next aggregator, which takes the new batches until the late one answers")
+    @Test(
+        "a batch whose ack is late goes to the next aggregator, which takes the new batches until the late one answers")
     func resendElsewhere() {
         var set = Self.allUp(2)
         #expect(set.choose(previous: 0, reason: .timedOut, now: 10) == 1)
