@@ -8,7 +8,7 @@
 // with `COPY … FROM STDIN` (postgres-nio's `copyFrom`, text format) in ONE transaction: PostgreSQL's floor. Groups are
 // then 40 batches (the aggregator's `transactionMaxRecords` of 40,000) unless the third argument says otherwise.
 //
-//   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory]
+//   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory or -]
 //                                                       [batches per transaction, a multiple of 20] [--postgres [URL]]
 
 import BenchmarkSupport
@@ -283,6 +283,7 @@ if let postgresStore, let postgresCopy {
             postgresCopy.cpu / Double(records) * 1e6, postgresCopy.serverCPU / Double(records) * 1e6, 1.0))
     print(
         String(
-            format: "sqlite store (same run)  %9.0f   %13.2f                  –   %13.2f", Double(records) / storeSeconds,
+            format: "sqlite store (same run)  %9.0f   %13.2f                  –   %13.2f",
+            Double(records) / storeSeconds,
             storeCPU / Double(records) * 1e6, Double(records) / storeSeconds / copyRate))
 }

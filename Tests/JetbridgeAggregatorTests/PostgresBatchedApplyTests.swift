@@ -29,7 +29,8 @@ struct PostgresBatchedApplyTests {
         var receipts: [[UInt8]] = []
     }
 
-    static func read(_ store: any StoreEngine, groups: [[IncomingBatch]], marks: () throws -> [String]) throws -> Result {
+    static func read(_ store: any StoreEngine, groups: [[IncomingBatch]], marks: () throws -> [String]) throws -> Result
+    {
         var result = Result()
         for (n, group) in groups.enumerated() {
             result.outcomes.append(try store.apply(group, at: date(Double(n))))
@@ -55,8 +56,10 @@ struct PostgresBatchedApplyTests {
             defer { try? postgres.close() }
             let expected = try read(sqlite, groups: groups) {
                 try DatabaseQueue(path: fixture.storePath).read { db in
-                    try Row.fetchAll(db, sql: "SELECT flight, seat, generation FROM dirty_receipts ORDER BY flight, seat")
-                        .map { "\($0[0] as String) \($0[1] as String) \($0[2] as Int)" }
+                    try Row.fetchAll(
+                        db, sql: "SELECT flight, seat, generation FROM dirty_receipts ORDER BY flight, seat"
+                    )
+                    .map { "\($0[0] as String) \($0[1] as String) \($0[2] as Int)" }
                 }
             }
             let actual = try read(postgres, groups: groups) {
@@ -123,9 +126,13 @@ struct PostgresBatchedApplyTests {
         ]
         let (expected, actual) = try await Self.bothEngines(groups)
         // 8 left 3C and 4D; 7 left 1A and 2B of flight A: every one of them is marked.
-        #expect(Set(expected.marks.map { $0.split(separator: " ").dropLast().joined(separator: " ") }).isSuperset(
-            of: ["\(flightA.rawValue) 1A", "\(flightA.rawValue) 2B", "\(flightA.rawValue) 3C", "\(flightA.rawValue) 4D",
-                 "\(flightB.rawValue) 1A"]))
+        #expect(
+            Set(expected.marks.map { $0.split(separator: " ").dropLast().joined(separator: " ") }).isSuperset(
+                of: [
+                    "\(flightA.rawValue) 1A", "\(flightA.rawValue) 2B", "\(flightA.rawValue) 3C",
+                    "\(flightA.rawValue) 4D",
+                    "\(flightB.rawValue) 1A",
+                ]))
         #expect(actual.outcomes == expected.outcomes)
         #expect(actual.orders == expected.orders)
         #expect(actual.marks == expected.marks)
