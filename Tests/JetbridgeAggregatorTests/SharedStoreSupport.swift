@@ -154,7 +154,10 @@ struct OwnPostgresCluster {
     /// `pg_ctl stop -m fast` (connections are terminated, as in a restart for an upgrade) or `start`.
     func pgctl(_ action: String) throws {
         var arguments = ["\(Self.bin)/pg_ctl", "-D", "\(directory)/data", "-w"]
-        arguments += action == "stop" ? ["-m", "fast", "stop"] : ["-l", "\(directory)/server.log", "start"]
+        // A start takes the options start-throwaway.sh gave (pg_ctl keeps them for `restart` only).
+        let port = URLComponents(string: url)?.port ?? 5432
+        let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        arguments += action == "stop" ? ["-m", "fast", "stop"] : ["-l", "\(directory)/server.log", "-o", options, "start"]
         if getuid() == 0 { arguments = ["runuser", "-u", "postgres", "--"] + arguments }
         _ = try Self.shell(arguments)
     }
@@ -165,21 +168,28 @@ struct OwnPostgresCluster {
         _ = try? Self.shell([script, directory])
     }
 
+    /// Runs a program to its end and returns its output. posix_spawn and waitpid rather than Foundation's Process:
+    /// `pg_ctl start` leaves a server behind, and Process did not see the script end (it stayed a zombie).
     @discardableResult
     static func shell(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("jb-pg-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = process.standardOutput
-        try process.run()
-        process.waitUntilExit()
-        let text = try String(contentsOf: output, encoding: .utf8)
-        guard process.terminationStatus == 0 else {
-            throw TestPostgresError("\(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = (["/usr/bin/env"] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, environ)
+        guard spawned == 0 else { throw TestPostgresError("cannot run \(arguments): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw TestPostgresError("\(arguments.joined(separator: " ")) exited with status \(status): \(text)")
         }
         return text
     }
