@@ -116,7 +116,6 @@ let package = Package(
                 "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -164,6 +163,9 @@ let package = Package(
                 "JetbridgeAgent", "JetbridgeOperations", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // sync's ServiceGroup (SIGTERM/SIGINT) lives in @main, as the aggregator's does.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

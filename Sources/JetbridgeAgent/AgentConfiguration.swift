@@ -22,7 +22,7 @@ public struct AgentConfiguration: Sendable, Hashable {
         }
     }
 
-    /// The ground endpoints and key, used by sync.
+    /// One aggregator's endpoints and key, used by sync (`ground` in `agent.json` is one of these, or a list).
     public struct Ground: Sendable, Hashable, Codable {
         /// The aggregator's PULL endpoint for batches.
         public var data: String
@@ -96,13 +96,36 @@ public struct AgentConfiguration: Sendable, Hashable {
     /// Cap on the queue's segment bytes; appends beyond it are refused (exit 75). `nil`: the disk is the limit.
     public var queueMaxBytes: Int64?
     public var inventory: InventorySource
-    public var ground: Ground
+    /// The aggregators sync sends to, in the configured order: one (the single form of `ground`) or several (a list;
+    /// they must share one store, docs/PROTOCOL.md "Several aggregators"). Never empty.
+    public var aggregators: [Ground]
     public var sync: Sync
+
+    /// The first aggregator: the only one unless `ground` is a list. Setting it makes it the only one.
+    public var ground: Ground {
+        get { aggregators[0] }
+        set { aggregators = [newValue] }
+    }
+
+    /// Most aggregators in `ground`: each costs two sockets, two monitor threads and a share of the window, and a
+    /// ground scaled out past a handful of hosts belongs behind a load balancer, not in every device's file.
+    public static let maxAggregators = 16
 
     public init(
         home: AgentHome, file: URL?, device: String, flight: FlightID, queueDirectory: URL, queueMaxBytes: Int64?,
         inventory: InventorySource, ground: Ground, sync: Sync
     ) {
+        self.init(
+            home: home, file: file, device: device, flight: flight, queueDirectory: queueDirectory,
+            queueMaxBytes: queueMaxBytes, inventory: inventory, aggregators: [ground], sync: sync)
+    }
+
+    /// - Parameter aggregators: At least one.
+    public init(
+        home: AgentHome, file: URL?, device: String, flight: FlightID, queueDirectory: URL, queueMaxBytes: Int64?,
+        inventory: InventorySource, aggregators: [Ground], sync: Sync
+    ) {
+        precondition(!aggregators.isEmpty, "a configuration names at least one aggregator")
         self.home = home
         self.file = file
         self.device = device
@@ -110,7 +133,7 @@ public struct AgentConfiguration: Sendable, Hashable {
         self.queueDirectory = queueDirectory
         self.queueMaxBytes = queueMaxBytes
         self.inventory = inventory
-        self.ground = ground
+        self.aggregators = aggregators
         self.sync = sync
     }
 
@@ -180,20 +203,32 @@ public struct AgentConfiguration: Sendable, Hashable {
             inventory = FileManager.default.fileExists(atPath: shipped.path) ? .file(shipped) : .builtIn
         }
 
-        let ground = contents?.ground ?? .defaults
-        if let key = ground.serverPublicKey, key.utf8.count != 40 {
+        let aggregators = contents?.ground ?? [.defaults]
+        let isList = contents?.groundIsList ?? false
+        guard (1...maxAggregators).contains(aggregators.count) else {
             throw AgentError(
                 .dataError,
-                "\(path): ground.serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found \(key.utf8.count)"
-            )
+                "\(path): ground lists \(aggregators.count) aggregators; list 1 to \(maxAggregators) (or give one object)")
         }
-        for (name, value) in [("ground.data", ground.data), ("ground.acks", ground.acks)] {
-            if value.isEmpty {
-                throw AgentError(.dataError, "\(path): \(name) must name an endpoint such as tcp://127.0.0.1:5560")
+        for (index, ground) in aggregators.enumerated() {
+            let prefix = isList ? "ground[\(index)]" : "ground"
+            if let key = ground.serverPublicKey, key.utf8.count != 40 {
+                throw AgentError(
+                    .dataError,
+                    "\(path): \(prefix).serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found \(key.utf8.count)"
+                )
             }
-            if let problem = WireProtocol.endpointProblem(value) {
-                throw AgentError(.dataError, "\(path): \(name): \(problem)")
+            for (name, value) in [("\(prefix).data", ground.data), ("\(prefix).acks", ground.acks)] {
+                if value.isEmpty {
+                    throw AgentError(.dataError, "\(path): \(name) must name an endpoint such as tcp://127.0.0.1:5560")
+                }
+                if let problem = WireProtocol.endpointProblem(value) {
+                    throw AgentError(.dataError, "\(path): \(name): \(problem)")
+                }
             }
+        }
+        if let problem = duplicateEndpoint(in: aggregators, names: { "ground[\($0)].\($1)" }) {
+            throw AgentError(.dataError, "\(path): \(problem)")
         }
         let sync = contents?.sync ?? .defaults
         guard (1...10_000).contains(sync.batchRecords) else {
@@ -211,7 +246,69 @@ public struct AgentConfiguration: Sendable, Hashable {
 
         return AgentConfiguration(
             home: home, file: fileURL, device: device, flight: flight, queueDirectory: queueDirectory,
-            queueMaxBytes: contents?.queueMaxBytes, inventory: inventory, ground: ground, sync: sync)
+            queueMaxBytes: contents?.queueMaxBytes, inventory: inventory, aggregators: aggregators, sync: sync)
+    }
+
+    /// The aggregators sync uses: the configured ones with the sync flags laid over them **position by position** —
+    /// the i-th `--to`, `--acks` and `--server-key` replace that key of the i-th configured aggregator, and flags past
+    /// the configured list add aggregators (each needs both `--to` and `--acks`). With one configured aggregator and
+    /// each flag at most once this is what the flags always did.
+    /// - Parameters:
+    ///   - data: The `--to` values, in order.
+    ///   - acks: The `--acks` values, in order.
+    ///   - serverKeys: The `--server-key` values, in order.
+    /// - Throws: ``AgentError`` `usage`: an added aggregator without one of its endpoints, more keys than
+    ///   aggregators, one endpoint twice, or more than ``maxAggregators``.
+    public func aggregators(to data: [String], acks: [String], serverKeys: [String]) throws(AgentError) -> [Ground] {
+        let count = max(aggregators.count, data.count, acks.count)
+        guard count <= Self.maxAggregators else {
+            throw AgentError(.usage, "\(count) aggregators; sync sends to at most \(Self.maxAggregators)")
+        }
+        guard serverKeys.count <= count else {
+            throw AgentError(
+                .usage,
+                "--server-key given \(serverKeys.count) times for \(count) aggregator\(count == 1 ? "" : "s"); give it once per aggregator, in the order of --to (or of ground)"
+            )
+        }
+        var result: [Ground] = []
+        for index in 0..<count {
+            let configured = index < aggregators.count ? aggregators[index] : nil
+            guard let dataEndpoint = index < data.count ? data[index] : configured?.data,
+                let ackEndpoint = index < acks.count ? acks[index] : configured?.acks
+            else {
+                throw AgentError(
+                    .usage,
+                    "aggregator \(index + 1) has no \(index < data.count ? "--acks" : "--to"): the configuration lists \(aggregators.count), so each one added on the command line needs both --to and --acks (given \(data.count) and \(acks.count) times)"
+                )
+            }
+            result.append(
+                Ground(
+                    data: dataEndpoint, acks: ackEndpoint,
+                    serverPublicKey: index < serverKeys.count ? serverKeys[index] : configured?.serverPublicKey))
+        }
+        if let problem = Self.duplicateEndpoint(
+            in: result, names: { "aggregator \($0 + 1)'s \($1 == "data" ? "data (--to)" : "ack (--acks)") endpoint" })
+        {
+            throw AgentError(.usage, problem)
+        }
+        return result
+    }
+
+    /// Why a list of aggregators names one endpoint twice, or `nil`: two entries for one aggregator would only send
+    /// it every batch twice, and the second pair of sockets would take over the first one's ack route.
+    /// - Parameter names: How to name entry `i`'s `data` or `acks` endpoint in the message (`ground[1].data`).
+    public static func duplicateEndpoint(in aggregators: [Ground], names: (Int, String) -> String) -> String? {
+        var seen: [String: (index: Int, key: String)] = [:]
+        for (index, ground) in aggregators.enumerated() {
+            for (key, endpoint) in [("data", ground.data), ("acks", ground.acks)] {
+                if let earlier = seen[endpoint] {
+                    return
+                        "\(names(index, key)) \(endpoint) is already \(names(earlier.index, earlier.key)); list each aggregator once, each with its own data and ack endpoints"
+                }
+                seen[endpoint] = (index, key)
+            }
+        }
+        return nil
     }
 
     /// A device id derived from the host name, stable across runs: its first label, with characters a device id

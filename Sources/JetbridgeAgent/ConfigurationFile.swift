@@ -7,7 +7,10 @@ struct ConfigurationFile: Decodable {
     var queue: String?
     var queueMaxBytes: Int64?
     var inventory: String?
-    var ground: AgentConfiguration.Ground?
+    /// `ground` as written: one object is a list of one.
+    var ground: [AgentConfiguration.Ground]?
+    /// Whether `ground` was written as a list (messages then name `ground[1]`, not `ground`).
+    var groundIsList = false
     var sync: AgentConfiguration.Sync?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -22,7 +25,13 @@ struct ConfigurationFile: Decodable {
         queue = try container.decodeIfPresent(String.self, forKey: .queue)
         queueMaxBytes = try container.decodeIfPresent(Int64.self, forKey: .queueMaxBytes)
         inventory = try container.decodeIfPresent(String.self, forKey: .inventory)
-        ground = try container.decodeIfPresent(GroundFile.self, forKey: .ground)?.value
+        if container.contains(.ground), (try? container.nestedUnkeyedContainer(forKey: .ground)) != nil {
+            // A list of aggregators, each the same object as the single form.
+            ground = try container.decode([GroundFile].self, forKey: .ground).map(\.value)
+            groundIsList = true
+        } else {
+            ground = try container.decodeIfPresent(GroundFile.self, forKey: .ground).map { [$0.value] }
+        }
         sync = try container.decodeIfPresent(SyncFile.self, forKey: .sync)?.value
     }
 
@@ -51,7 +60,10 @@ struct ConfigurationFile: Decodable {
 
     private static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
-            keys.isEmpty ? "" : keys.map(\.stringValue).joined(separator: ".") + ": "
+            // `ground[1].data`, not `ground.Index 1.data`.
+            keys.isEmpty
+                ? ""
+                : String(keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().dropFirst()) + ": "
         }
         switch error {
         case .typeMismatch(let type, let context):
@@ -79,14 +91,16 @@ struct ConfigurationFile: Decodable {
     }
 }
 
-/// `ground` in `agent.json`: keys optional, defaults from ``AgentConfiguration/Ground/defaults``.
+/// `ground` in `agent.json`, or one entry of a `ground` list: keys optional, defaults from
+/// ``AgentConfiguration/Ground/defaults``.
 private struct GroundFile: Decodable {
     var value: AgentConfiguration.Ground
 
     enum CodingKeys: String, CodingKey, CaseIterable { case data, acks, serverPublicKey }
 
     init(from decoder: any Decoder) throws {
-        try StrictKeys.check(decoder, known: CodingKeys.self, prefix: "ground.")
+        let index = decoder.codingPath.last?.intValue
+        try StrictKeys.check(decoder, known: CodingKeys.self, prefix: index.map { "ground[\($0)]." } ?? "ground.")
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = AgentConfiguration.Ground.defaults
         value = AgentConfiguration.Ground(

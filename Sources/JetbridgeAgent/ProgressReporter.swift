@@ -117,13 +117,15 @@ public final class ProgressReporter: Sendable {
         return "[" + String(repeating: "#", count: filled) + String(repeating: "·", count: cells - filled) + "] "
     }
 
-    /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,200 records/s, 4 s left, 800 in flight`
+    /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,200 records/s, 4 s left, 800 in flight`, with
+    /// ` (tcp://10.0.0.2:5560 down: …)` while one of several aggregators is down.
     static func line(_ progress: SyncProgress, rate: Double) -> String {
         let percent = progress.total > 0 ? progress.acknowledged * 100 / progress.total : 100
         let records = progress.total == 1 ? "record" : "records"
         return "sync: \(grouped(progress.acknowledged)) of \(grouped(progress.total)) \(records) acknowledged "
             + "(\(percent)%), \(grouped(Int(rate.rounded()))) records/s, \(timeLeft(progress, rate: rate)), "
             + (progress.problem ?? "\(grouped(progress.inFlight)) in flight")
+            + (progress.problem == nil ? progress.down.map { " (\($0))" } ?? "" : "")
     }
 
     static func timeLeft(_ progress: SyncProgress, rate: Double) -> String {

@@ -6,20 +6,29 @@ import Synchronization
 import SystemSupport
 import ZeroMQ
 
-/// The sync loop: owns the queue handle and both sockets, on one thread of its own, so no blocking ZeroMQ or file
-/// call ever runs on Swift's cooperative pool.
+/// The sync loop: owns the queue handle and every aggregator's pair of sockets, on one thread of its own, so no
+/// blocking ZeroMQ or file call ever runs on Swift's cooperative pool.
 ///
-/// One thread for both sockets rather than one each: the loop must look at acks, the window and the queue together,
-/// and libzmq's poll waits on the ack socket while sends are non-blocking, so a second thread would only add
-/// hand-offs. The only state shared with other threads is the stop request.
+/// One thread for all sockets rather than one each: the loop must look at acks, the window and the queue together,
+/// and libzmq's poll waits on every ack socket at once while sends are non-blocking, so more threads would only add
+/// hand-offs. The only state shared with other threads is the stop request and the links' monitor state.
+///
+/// With several aggregators (docs/PROTOCOL.md, "Several aggregators") each has its own `PUSH` + `DEALER`, so the
+/// loop knows which aggregator had which batch and which one answered; ``GroundSet`` chooses where each send goes.
 final class SyncEngine: Sendable {
     private let configuration: AgentConfiguration
     private let options: SyncOptions
     private let logger: Logger
     private let progress: (@Sendable (SyncProgress) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
-    /// What the sockets' monitors say about the link, read by the loop to pace sends and explain silence.
-    private let link = Mutex<LinkState>(LinkState())
+    /// Per aggregator, what its sockets' monitors say about its link, read by the loop to pace sends and explain
+    /// silence.
+    private let links: [Link]
+
+    /// One aggregator's ``LinkState``, shared with its sockets' monitor threads.
+    final class Link: Sendable {
+        let state = Mutex(LinkState())
+    }
 
     init(
         configuration: AgentConfiguration, options: SyncOptions, logger: Logger,
@@ -29,6 +38,7 @@ final class SyncEngine: Sendable {
         self.options = options
         self.logger = logger
         self.progress = progress
+        links = options.aggregators.map { _ in Link() }
     }
 
     /// A fresh secret routing id for the ack `DEALER` (docs/PROTOCOL.md, Acks): `j` and 16 bytes from the system's
@@ -70,13 +80,32 @@ final class SyncEngine: Sendable {
         var ackedInQueue: UInt64 = 0
         var initialLast: UInt64 = 0
         var total = 0
-        /// The ack DEALER's routing id, the same for every socket of this run (the ground's route stays valid).
-        let routingID = SyncEngine.newAckRoutingID()
+        /// Per aggregator: its ack DEALER's routing id, the same for every socket of this run (its route stays valid),
+        /// and one secret per aggregator, so no aggregator learns the route another one uses.
+        let routingIDs: [Data]
+        /// Per aggregator: what it did in this run.
+        var perAggregator: [AggregatorStatistics]
+        /// Which aggregators may get batches, and which one gets the next.
+        var ground: GroundSet
 
         init(engine: SyncEngine) {
             self.engine = engine
             self.start = clock.now
+            let aggregators = engine.options.aggregators
+            routingIDs = aggregators.map { _ in SyncEngine.newAckRoutingID() }
+            perAggregator = aggregators.map { AggregatorStatistics(data: $0.dataEndpoint, acks: $0.ackEndpoint) }
+            ground = GroundSet(count: aggregators.count)
         }
+
+        /// Several aggregators: messages then name the one they concern.
+        var isSpread: Bool { options.aggregators.count > 1 }
+
+        /// The name of aggregator `index` in logs and output: its data endpoint.
+        func name(_ index: Int) -> String { options.aggregators[index].dataEndpoint }
+
+        func link(_ index: Int) -> LinkState { engine.links[index].state.withLock { $0 } }
+
+        var allLinks: [LinkState] { engine.links.map { $0.state.withLock { $0 } } }
 
         var configuration: AgentConfiguration { engine.configuration }
         var options: SyncOptions { engine.options }
@@ -104,16 +133,31 @@ final class SyncEngine: Sendable {
             } catch {
                 return finish(.failed(AgentError(.failure, "cannot create a ZeroMQ context: \(error)")), queue: queue)
             }
-            var sockets: Sockets
+            var peers: [Peer] = []
             do {
-                sockets = try connect(context)
+                for index in options.aggregators.indices {
+                    peers.append(Peer(sockets: try connect(context, index)))
+                }
             } catch {
+                for peer in peers { peer.sockets.close(linger: .zero) }
                 return finish(.failed(error), queue: queue)
             }
-            let ending = loop(queue: queue, context: context, sockets: &sockets)
-            sockets.close(linger: options.closingLinger)
+            let ending = loop(queue: queue, context: context, peers: &peers)
+            for peer in peers { peer.sockets.close(linger: options.closingLinger) }
             context.terminate()
             return finish(ending, queue: queue)
+        }
+
+        /// The loop's view of one aggregator's connection.
+        struct Peer {
+            var sockets: Sockets
+            /// Link-ups already acted on.
+            var seenUps = 0
+            /// When to open fresh sockets after the aggregator ended a handshake for good, and the next delay.
+            var freshAt: Double?
+            var freshDelay = Loop.freshDelays.lowerBound
+            var linkWasUp = false
+            var lastHello = -Double.infinity
         }
 
         /// The two sockets of one connection to the ground.
@@ -127,32 +171,33 @@ final class SyncEngine: Sendable {
             }
         }
 
-        /// Creates and connects both sockets with every option set explicitly (docs/PROTOCOL.md, Sockets), each with
-        /// a monitor that feeds ``LinkState``. Called again for a fresh connection after the ground ended a handshake
-        /// for good (libzmq does not reconnect by itself after a refused key).
-        func connect(_ context: ZeroMQContext) throws(AgentError) -> Sockets {
-            let generation = engine.link.withLock { state in
+        /// Creates and connects aggregator `index`'s two sockets with every option set explicitly (docs/PROTOCOL.md,
+        /// Sockets), each with a monitor that feeds its ``LinkState``. Called again for a fresh connection after the
+        /// aggregator ended a handshake for good (libzmq does not reconnect by itself after a refused key).
+        func connect(_ context: ZeroMQContext, _ index: Int) throws(AgentError) -> Sockets {
+            let aggregator = options.aggregators[index]
+            let generation = engine.links[index].state.withLock { state in
                 state.sockets += 1
                 state.up = [false, false]
                 state.unreachable = [false, false]
                 state.needsFreshSockets = false
                 return state.sockets
             }
-            var endpoint = options.dataEndpoint
+            var endpoint = aggregator.dataEndpoint
             do {
                 let push = try context.socket(.push)
-                try watch(push, channel: .data, sockets: generation)
-                try configure(push)
+                try watch(push, channel: .data, sockets: generation, link: engine.links[index])
+                try configure(push, serverKey: aggregator.serverPublicKey)
                 try push.set(.sendHighWaterMark, max(16, configuration.sync.window * 2))
-                try push.connect(options.dataEndpoint)
-                endpoint = options.ackEndpoint
+                try push.connect(aggregator.dataEndpoint)
+                endpoint = aggregator.ackEndpoint
                 let dealer = try context.socket(.dealer)
-                try watch(dealer, channel: .acks, sockets: generation)
-                try dealer.set(.routingID, routingID)
-                try configure(dealer)
+                try watch(dealer, channel: .acks, sockets: generation, link: engine.links[index])
+                try dealer.set(.routingID, routingIDs[index])
+                try configure(dealer, serverKey: aggregator.serverPublicKey)
                 try dealer.set(.sendHighWaterMark, 64)
                 try dealer.set(.receiveHighWaterMark, max(1000, configuration.sync.window * 4))
-                try dealer.connect(options.ackEndpoint)
+                try dealer.connect(aggregator.ackEndpoint)
                 return Sockets(push: push, dealer: dealer)
             } catch {
                 let usage = error.code == .invalidArgument || error.code == .protocolNotSupported
@@ -171,8 +216,7 @@ final class SyncEngine: Sendable {
         ///
         /// The events are applied on the monitor's thread, not in a task: the link state must not wait for a busy
         /// cooperative pool, since nothing is sent until it says the link is up.
-        func watch(_ socket: Socket, channel: LinkState.Channel, sockets: Int) throws(ZeroMQError) {
-            let engine = self.engine
+        func watch(_ socket: Socket, channel: LinkState.Channel, sockets: Int, link: Link) throws(ZeroMQError) {
             let device = configuration.device
             var allow = "jetbridge-aggregator devices allow \(device) KEY"
             if case .curve(let keys, _) = options.security {
@@ -183,7 +227,7 @@ final class SyncEngine: Sendable {
                 Self.explain(failure, allow: allow, curve: curve)
             }
             try socket.monitor(events: Self.linkEvents) { event in
-                engine.link.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
+                link.state.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
             }
         }
 
@@ -205,7 +249,8 @@ final class SyncEngine: Sendable {
             }
         }
 
-        func configure(_ socket: Socket) throws(ZeroMQError) {
+        /// - Parameter serverKey: The aggregator's own key; `nil`: the one in the options' security.
+        func configure(_ socket: Socket, serverKey own: Data?) throws(ZeroMQError) {
             try socket.set(.linger, options.linger)
             try socket.set(.immediate, false)
             try socket.set(.heartbeatInterval, .seconds(5))
@@ -216,70 +261,36 @@ final class SyncEngine: Sendable {
             try socket.set(.reconnectIntervalMax, .milliseconds(500))
             try socket.set(.connectTimeout, .seconds(1))
             if case .curve(let keys, let serverKey) = options.security {
-                try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
+                try socket.makeCurveClient(keys: keys, serverPublicKey: own ?? serverKey)
             }
         }
 
-        mutating func loop(queue: FileQueue, context: ZeroMQContext, sockets: inout Sockets) -> SyncOutcome.Ending {
+        mutating func loop(queue: FileQueue, context: ZeroMQContext, peers: inout [Peer]) -> SyncOutcome.Ending {
             var window = SyncWindow(
                 acknowledgedThrough: ackedInQueue, limits: SyncWindow.Limits(configuration.sync),
                 setAside: SetAside.sequences(in: configuration.home).filter { $0 > ackedInQueue })
             let device = configuration.device
             var reachedEnd = false
             var stopping: (ending: SyncOutcome.Ending, deadline: Double)?
-            var lastHello = -Double.infinity
             var lastProgress = -Double.infinity
             var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
             var lastProblem: (text: String, at: Double)?
-            /// Link-ups already acted on.
-            var seenUps = 0
-            /// When to open fresh sockets after the ground ended a handshake for good, and the next delay.
-            var freshAt: Double?
-            var freshDelay = Self.freshDelays.lowerBound
-            var linkWasUp = false
+            var lastDown: (text: String, at: Double)?
             do {
                 while true {
                     let t = now()
-                    var link = engine.link.withLock { $0 }
-                    if link.needsFreshSockets {
-                        if freshAt == nil { freshAt = t + freshDelay }
-                        if let at = freshAt, t >= at {
-                            // A new handshake, so an allowance made on the ground meanwhile is picked up.
-                            logger.debug("opening fresh connections to the ground after: \(link.failure ?? "-")")
-                            sockets.close(linger: .zero)
-                            sockets = try connect(context)
-                            freshAt = nil
-                            freshDelay = min(freshDelay * 2, Self.freshDelays.upperBound)
-                            link = engine.link.withLock { $0 }
-                        }
+                    for index in peers.indices {
+                        try follow(link: index, peer: &peers[index], window: &window, context: context, now: t,
+                            lastProblem: &lastProblem)
                     }
-                    if link.isUp {
-                        linkWasUp = true
-                    } else if linkWasUp {
-                        // The link went down: fresh sockets, so that nothing queued in the old data socket (batches
-                        // sent while the loss was not yet known) is delivered after the link returns, on top of the
-                        // one resend each waiting batch gets then.
-                        linkWasUp = false
-                        logger.debug("the link to the ground is down; opening fresh connections")
-                        sockets.close(linger: .zero)
-                        sockets = try connect(context)
-                        link = engine.link.withLock { $0 }
-                    }
-                    if link.isUp, link.ups != seenUps {
-                        freshDelay = Self.freshDelays.lowerBound
-                        if seenUps > 0 {
-                            // What was sent before the link went down is either stored (its ack lost) or lost:
-                            // each such batch goes once more, now, rather than after a backed-off timeout.
-                            let again = window.linkRestored(now: t)
-                            logger.info("the link to the ground is back; sending \(again) unacknowledged batches once more")
-                        } else if lastProblem != nil {
-                            logger.info("connected to the ground")
+                    if isSpread, ground.anyUsable {
+                        // Batches waiting for an aggregator whose link is down (killed, cut off, refusing us) go
+                        // once more, to another one, now rather than after a timeout.
+                        let ground = self.ground
+                        let moved = window.sendAgain(now: t) { batch in batch.route.map { !ground.isUsable($0) } ?? false }
+                        if moved > 0 {
+                            logger.info("sending \(moved) batches that were waiting for an aggregator that is down to the others")
                         }
-                        seenUps = link.ups
-                        lastProblem = nil
-                        // Announce the ack route on every new connection, before any batch.
-                        sendHello(sockets.dealer)
-                        lastHello = t
                     }
                     if stopping == nil {
                         if engine.stopRequested.load(ordering: .relaxed) {
@@ -308,15 +319,16 @@ final class SyncEngine: Sendable {
                                 read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t
                             )
                         }
-                        // While the link is down nothing is handed to the socket: it would only pile up there and
-                        // arrive as duplicates once the link returns.
-                        if link.isUp {
-                            try send(window: &window, push: sockets.push, now: t)
-                            if let since = window.oldestWaitingSince, t - since >= options.helloInterval,
-                                t - lastHello >= options.helloInterval
-                            {
-                                sendHello(sockets.dealer)
-                                lastHello = t
+                        // While no link is up nothing is handed to a socket: it would only pile up there and arrive
+                        // as duplicates once a link returns.
+                        if ground.anyUsable {
+                            try send(window: &window, peers: peers, now: t)
+                            if let since = window.oldestWaitingSince, t - since >= options.helloInterval {
+                                for index in peers.indices
+                                where ground.isUsable(index) && t - peers[index].lastHello >= options.helloInterval {
+                                    sendHello(peers[index].sockets.dealer)
+                                    peers[index].lastHello = t
+                                }
                             }
                         }
                     }
@@ -329,9 +341,12 @@ final class SyncEngine: Sendable {
                         return stopping.ending
                     }
                     let wait: Duration = window.isIdle ? .milliseconds(100) : .milliseconds(20)
-                    if try !poll([PollItem(sockets.dealer, .readable)], timeout: wait)[0].isEmpty {
-                        while let frames = try sockets.dealer.receiveMultipart(options: .dontWait) {
-                            if let failure = try handle(frames, device: device, window: &window, queue: queue) {
+                    let ready = try poll(peers.map { PollItem($0.sockets.dealer, .readable) }, timeout: wait)
+                    for index in peers.indices where !ready[index].isEmpty {
+                        while let frames = try peers[index].sockets.dealer.receiveMultipart(options: .dontWait) {
+                            if let failure = try handle(
+                                frames, from: index, device: device, window: &window, queue: queue)
+                            {
                                 try persist(window, queue: queue)
                                 return .failed(failure)
                             }
@@ -339,16 +354,25 @@ final class SyncEngine: Sendable {
                     }
                     try persist(window, queue: queue)
                     let after = now()
-                    let problem = Self.problem(engine.link.withLock { $0 }, options: options)
+                    let links = allLinks
+                    let problem = Self.problem(links, options: options)
+                    let down = isSpread && problem == nil ? Self.down(links, ground: ground, options: options) : nil
                     if after - lastProgress >= 0.1 {
                         lastProgress = after
                         var progress = progress(window, at: after)
                         progress.problem = problem
+                        progress.down = down
                         engine.progress?(progress)
                     }
                     if let problem, problem != lastProblem?.text || after - lastProblem!.at >= 30 {
                         lastProblem = (problem, after)
                         logger.warning("\(problem)")
+                    }
+                    if let down, down != lastDown?.text || after - lastDown!.at >= 30 {
+                        lastDown = (down, after)
+                        logger.warning("\(down); the others carry the sync")
+                    } else if down == nil {
+                        lastDown = nil
                     }
                     if after - lastState >= options.stateInterval {
                         lastState = after
@@ -367,41 +391,138 @@ final class SyncEngine: Sendable {
             }
         }
 
+        /// Acts on what aggregator `index`'s link monitors say: fresh sockets after a refused handshake or a lost
+        /// link, and on each link-up a hello and one more send of the batches that were waiting for its ack.
+        mutating func follow(
+            link index: Int, peer: inout Peer, window: inout SyncWindow, context: ZeroMQContext, now t: Double,
+            lastProblem: inout (text: String, at: Double)?
+        ) throws {
+            var link = self.link(index)
+            let who = isSpread ? "aggregator \(name(index))" : "the ground"
+            if link.needsFreshSockets {
+                if peer.freshAt == nil { peer.freshAt = t + peer.freshDelay }
+                if let at = peer.freshAt, t >= at {
+                    // A new handshake, so an allowance made on the ground meanwhile is picked up.
+                    logger.debug("opening fresh connections to \(who) after: \(link.failure ?? "-")")
+                    peer.sockets.close(linger: .zero)
+                    peer.sockets = try connect(context, index)
+                    peer.freshAt = nil
+                    peer.freshDelay = min(peer.freshDelay * 2, Self.freshDelays.upperBound)
+                    link = self.link(index)
+                }
+            }
+            if link.isUp {
+                peer.linkWasUp = true
+            } else if peer.linkWasUp {
+                // The link went down: fresh sockets, so that nothing queued in the old data socket (batches sent
+                // while the loss was not yet known) is delivered after the link returns, on top of the one resend
+                // each waiting batch gets then.
+                peer.linkWasUp = false
+                if isSpread {
+                    logger.warning("\(who) is down; its unacknowledged batches go to the other aggregators")
+                } else {
+                    logger.debug("the link to the ground is down; opening fresh connections")
+                }
+                peer.sockets.close(linger: .zero)
+                peer.sockets = try connect(context, index)
+                link = self.link(index)
+            }
+            ground.setUp(index, link.isUp)
+            if link.isUp, link.ups != peer.seenUps {
+                peer.freshDelay = Self.freshDelays.lowerBound
+                if peer.seenUps > 0 {
+                    // What was sent before the link went down is either stored (its ack lost) or lost: each such
+                    // batch goes once more, now, rather than after a backed-off timeout.
+                    if isSpread {
+                        let again = window.sendAgain(now: t) { $0.route == index }
+                        logger.info("\(who) is back; sending \(again) unacknowledged batches once more")
+                    } else {
+                        let again = window.linkRestored(now: t)
+                        logger.info("the link to the ground is back; sending \(again) unacknowledged batches once more")
+                    }
+                } else if lastProblem != nil {
+                    logger.info("connected to \(who)")
+                }
+                peer.seenUps = link.ups
+                lastProblem = nil
+                // Announce the ack route on every new connection, before any batch.
+                sendHello(peer.sockets.dealer)
+                peer.lastHello = t
+            }
+        }
+
         /// Seconds before fresh sockets replace ones whose handshake the ground ended for good; doubled per attempt.
         static let freshDelays = 0.5...5.0
 
         /// Why nothing gets through, when the sockets know: a handshake failure in words, or endpoints where no
         /// connection could be made. `nil` while the link is up (or still connecting without a failed attempt).
         /// `retrying`: whether the sync goes on (the progress line, the warning) or is ending (the final outcome).
-        static func problem(_ link: LinkState, options: SyncOptions, retrying: Bool = true) -> String? {
-            guard !link.isUp else { return nil }
+        ///
+        /// With several aggregators, `nil` while any link is up; else each aggregator's reason, named.
+        static func problem(_ links: [LinkState], options: SyncOptions, retrying: Bool = true) -> String? {
+            guard !links.contains(where: \.isUp) else { return nil }
             let suffix = retrying ? "; retrying" : ""
-            if let failure = link.failure { return "\(failure)\(suffix)" }
-            let endpoints = [options.dataEndpoint, options.ackEndpoint].enumerated()
-                .filter { link.unreachable[$0.offset] }.map(\.element)
-            guard !endpoints.isEmpty else { return nil }
-            return "cannot reach \(endpoints.joined(separator: " and "))\(suffix)"
+            if links.count == 1 {
+                return problem(links[0], options.aggregators[0]).map { "\($0)\(suffix)" }
+            }
+            let each = zip(links, options.aggregators).compactMap { link, aggregator in
+                problem(link, aggregator).map { "\(aggregator.dataEndpoint): \($0)" }
+            }
+            guard !each.isEmpty else { return nil }
+            return "no aggregator is reachable (\(each.joined(separator: "; ")))\(suffix)"
         }
 
-        /// Hands every batch that is due to the data socket, without blocking: at the high-water mark the rest wait
-        /// for the next turn.
-        mutating func send(window: inout SyncWindow, push: Socket, now t: Double) throws {
+        /// One aggregator's link problem in words, or `nil` when up or not known.
+        static func problem(_ link: LinkState, _ aggregator: SyncOptions.Aggregator) -> String? {
+            guard !link.isUp else { return nil }
+            if let failure = link.failure { return failure }
+            let endpoints = [aggregator.dataEndpoint, aggregator.ackEndpoint].enumerated()
+                .filter { link.unreachable[$0.offset] }.map(\.element)
+            guard !endpoints.isEmpty else { return nil }
+            return "cannot reach \(endpoints.joined(separator: " and "))"
+        }
+
+        /// With several aggregators while some carry the sync: the others, named, with why when known
+        /// (`tcp://10.0.0.2:5560 down: cannot reach …`); `nil` when all are up.
+        static func down(_ links: [LinkState], ground: GroundSet, options: SyncOptions) -> String? {
+            let each = options.aggregators.indices.compactMap { index -> String? in
+                let name = options.aggregators[index].dataEndpoint
+                if ground.refusing[index] { return "\(name) refused this device" }
+                guard !links[index].isUp else { return nil }
+                let reason = problem(links[index], options.aggregators[index])
+                // Still connecting for the first time, with nothing failed yet: not worth a warning.
+                if reason == nil, links[index].ups == 0 { return nil }
+                return "\(name) down" + (reason.map { ": \($0)" } ?? "")
+            }
+            return each.isEmpty ? nil : each.joined(separator: ", ")
+        }
+
+        /// Hands every batch that is due to a data socket, without blocking: at the high-water mark the rest wait
+        /// for the next turn. ``GroundSet`` chooses the aggregator: round robin for a new batch, the next one after
+        /// the last for a resend.
+        mutating func send(window: inout SyncWindow, peers: [Peer], now t: Double) throws {
             for id in window.batchesToSend(now: t) {
                 guard let batch = window.batch(id: id) else { continue }
+                var reason: GroundSet.Reason = batch.sends == 0 ? .new : .again
+                if case .waiting(_, let deadline) = batch.state, deadline <= t { reason = .timedOut }
+                guard let target = ground.choose(previous: batch.route, reason: reason, now: t) else { return }
                 let outgoing = OutgoingBatch(
                     device: configuration.device, records: batch.records.map { ($0.sequence, $0.payload) })
                 do {
-                    try push.send(try outgoing.frames(), options: .dontWait)
+                    try peers[target].sockets.push.send(try outgoing.frames(), options: .dontWait)
                 } catch let error as ZeroMQError where error.isTryAgain {
                     return
                 }
                 if batch.sends > 0 {
                     statistics.resends += 1
-                    logger.debug("resending \(outgoing.header.label) (send \(batch.sends + 1))")
+                    let to = isSpread ? " to \(name(target))" : ""
+                    logger.debug("resending \(outgoing.header.label)\(to) (send \(batch.sends + 1))")
                 }
                 statistics.batchesSent += 1
                 statistics.recordsSent += batch.records.count
-                window.sent(batchID: id, now: t)
+                perAggregator[target].batchesSent += 1
+                perAggregator[target].recordsSent += batch.records.count
+                window.sent(batchID: id, now: t, route: target)
             }
         }
 
@@ -411,22 +532,44 @@ final class SyncEngine: Sendable {
             try? dealer.send(frame, options: .dontWait)
         }
 
-        /// Applies one message from the ack channel.
+        /// Applies one message from aggregator `index`'s ack channel.
         /// - Returns: An error that ends the run, or `nil`.
         mutating func handle(
-            _ frames: [Data], device: String, window: inout SyncWindow, queue: FileQueue
+            _ frames: [Data], from index: Int, device: String, window: inout SyncWindow, queue: FileQueue
         ) throws -> AgentError? {
+            let from = isSpread ? " from \(name(index))" : ""
             guard let frame = frames.last, let ack = try? WireCoding.decode(Ack.self, from: frame) else {
-                logger.warning("ignoring a message on the ack channel that is not an ack (\(frames.count) frames)")
+                logger.warning("ignoring a message on the ack channel\(from) that is not an ack (\(frames.count) frames)")
                 return nil
             }
             guard ack.device == device else {
                 statistics.ignoredAcks += 1
-                logger.warning("ignoring an ack for device '\(ack.device)'; this is '\(device)'")
+                logger.warning("ignoring an ack\(from) for device '\(ack.device)'; this is '\(device)'")
                 return nil
             }
-            let label = "\(device) #\(ack.first)…\(ack.last)"
-            switch window.apply(ack, now: now()) {
+            let batchName = "\(device) #\(ack.first)…\(ack.last)"
+            let label = batchName + from
+            ground.answered(by: index)
+            if isSpread, ack.status == .forbidden || ack.status == .unsupportedVersion {
+                // One aggregator refusing this device (its allow list, its protocol version) is that aggregator's
+                // answer: the others go on, and only when every one has refused does the sync end, as with one.
+                ground.refused(by: index)
+                let moved = window.sendAgain(now: now()) { $0.route == index }
+                logger.error(
+                    "aggregator \(name(index)) refused this device (\(ack.status.rawValue)): \(ack.reason ?? "no reason given"); \(ground.allRefusing ? "no aggregator is left" : "sending \(moved) batches to the others")"
+                )
+                guard ground.allRefusing else { return nil }
+                return ack.status == .forbidden
+                    ? AgentError(
+                        .dataError,
+                        "every aggregator refused this device (forbidden), the last \(name(index)): \(ack.reason ?? "no reason given"); check \"device\" in the configuration and the allow list on the ground"
+                    )
+                    : AgentError(
+                        .unavailable,
+                        "no aggregator speaks protocol version \(WireProtocol.version) (the last: \(name(index))); upgrade the agent or the aggregators"
+                    )
+            }
+            switch window.apply(ack, now: now(), from: index) {
             case .ignored where ack.first == 0 && ack.last == 0 && ack.status == .forbidden:
                 // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
                 return AgentError(
@@ -441,14 +584,16 @@ final class SyncEngine: Sendable {
                 )
             case .ignored:
                 statistics.ignoredAcks += 1
+                if ack.status == .stored { perAggregator[index].lateAcks += 1 }
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
             case .stored(let records, let new, let duplicates):
                 statistics.acknowledged += records
+                perAggregator[index].acknowledged += records
                 statistics.new += new
                 statistics.duplicates += duplicates
                 logger.debug("\(label) stored: \(new) new, \(duplicates) duplicates")
             case .setAside(let record, let reason):
-                try SetAside.write(record, reason: reason, batch: label, device: device, home: configuration.home)
+                try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
                 statistics.setAside += 1
                 logger.warning(
                     "the ground rejected record \(record.sequence) of \(label): \(reason); set aside in \(SetAside.file(for: record.sequence, in: configuration.home).path), sending the rest again"
@@ -500,7 +645,8 @@ final class SyncEngine: Sendable {
                 acknowledgedThrough: status?.acknowledgedThrough ?? ackedInQueue,
                 remaining: status?.unacknowledged)
             if case .failed = ending, queue == nil { outcome.remaining = nil }
-            outcome.problem = Self.problem(engine.link.withLock { $0 }, options: options, retrying: false)
+            outcome.problem = Self.problem(allLinks, options: options, retrying: false)
+            outcome.aggregators = perAggregator
             writeState(SyncState(finished: outcome))
             return outcome
         }

@@ -11,10 +11,28 @@ public struct SyncOptions: Sendable {
         case insecure
     }
 
-    /// The aggregator's PULL endpoint.
-    public var dataEndpoint: String
-    /// The aggregator's ROUTER endpoint.
-    public var ackEndpoint: String
+    /// One aggregator: where its PULL and ROUTER are, and its key when it has its own.
+    public struct Aggregator: Sendable, Hashable {
+        /// Its PULL endpoint; also its name in logs and output.
+        public var dataEndpoint: String
+        /// Its ROUTER endpoint.
+        public var ackEndpoint: String
+        /// Its CURVE public key (32 bytes); `nil`: the one in ``Security/curve(_:serverPublicKey:)``.
+        public var serverPublicKey: Data?
+
+        public init(dataEndpoint: String, ackEndpoint: String, serverPublicKey: Data? = nil) {
+            self.dataEndpoint = dataEndpoint
+            self.ackEndpoint = ackEndpoint
+            self.serverPublicKey = serverPublicKey
+        }
+    }
+
+    /// The aggregators to spread batches over, in the configured order; at least one.
+    public var aggregators: [Aggregator]
+    /// The first aggregator's PULL endpoint.
+    public var dataEndpoint: String { aggregators[0].dataEndpoint }
+    /// The first aggregator's ROUTER endpoint.
+    public var ackEndpoint: String { aggregators[0].ackEndpoint }
     public var security: Security
     /// End with success once everything queued is acknowledged (checked when the queue has no more to read).
     public var untilDrained: Bool
@@ -31,13 +49,27 @@ public struct SyncOptions: Sendable {
     /// `LINGER` used when closing at the end: short, because whatever did not leave is resent next time.
     public var closingLinger: Duration
 
+    /// One aggregator.
     public init(
         dataEndpoint: String, ackEndpoint: String, security: Security, untilDrained: Bool = false,
         timeout: Double? = nil, stopGrace: Double = 2, stateInterval: Double = 10, helloInterval: Double = 1,
         linger: Duration = .seconds(5), closingLinger: Duration = .milliseconds(500)
     ) {
-        self.dataEndpoint = dataEndpoint
-        self.ackEndpoint = ackEndpoint
+        self.init(
+            aggregators: [Aggregator(dataEndpoint: dataEndpoint, ackEndpoint: ackEndpoint)], security: security,
+            untilDrained: untilDrained, timeout: timeout, stopGrace: stopGrace, stateInterval: stateInterval,
+            helloInterval: helloInterval, linger: linger, closingLinger: closingLinger)
+    }
+
+    /// Several aggregators sharing one store (docs/PROTOCOL.md, "Several aggregators"), or one.
+    /// - Parameter aggregators: At least one, each endpoint once.
+    public init(
+        aggregators: [Aggregator], security: Security, untilDrained: Bool = false,
+        timeout: Double? = nil, stopGrace: Double = 2, stateInterval: Double = 10, helloInterval: Double = 1,
+        linger: Duration = .seconds(5), closingLinger: Duration = .milliseconds(500)
+    ) {
+        precondition(!aggregators.isEmpty, "sync needs at least one aggregator")
+        self.aggregators = aggregators
         self.security = security
         self.untilDrained = untilDrained
         self.timeout = timeout
@@ -77,6 +109,27 @@ public struct SyncStatistics: Sendable, Hashable, Codable {
     public init() {}
 }
 
+/// What one aggregator did in a sync run (`sync --json`'s `aggregators`).
+public struct AggregatorStatistics: Sendable, Hashable, Codable {
+    /// Its data endpoint: the aggregator's name in output and logs.
+    public var data: String
+    /// Its ack endpoint.
+    public var acks: String
+    /// Batches handed to its data socket, resends included.
+    public var batchesSent = 0
+    /// Records in those batches.
+    public var recordsSent = 0
+    /// Records it acknowledged stored (each batch counts once, with the first `stored` that came for it).
+    public var acknowledged = 0
+    /// Its `stored` acks for batches already finished (another aggregator's ack came first): not counted again.
+    public var lateAcks = 0
+
+    public init(data: String, acks: String) {
+        self.data = data
+        self.acks = acks
+    }
+}
+
 /// Where a running sync stands, for a progress display.
 public struct SyncProgress: Sendable, Hashable {
     /// Records finished in this run (stored, or set aside).
@@ -89,6 +142,9 @@ public struct SyncProgress: Sendable, Hashable {
     public var elapsed: Double
     /// Why nothing gets through right now (`cannot reach tcp://…; retrying`, a refused key), or `nil`.
     public var problem: String?
+    /// With several aggregators, those that are down while others carry the sync (`tcp://10.0.0.2:5560 down`), or
+    /// `nil`.
+    public var down: String?
 
     public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double, problem: String? = nil) {
         self.acknowledged = acknowledged
@@ -120,6 +176,8 @@ public struct SyncOutcome: Sendable {
     public var remaining: Int?
     /// Why the ground could not be reached, when the sockets know (a refused key, a wrong server key).
     public var problem: String?
+    /// Per aggregator, in the configured order.
+    public var aggregators: [AggregatorStatistics] = []
 
     public init(ending: Ending, statistics: SyncStatistics, acknowledgedThrough: UInt64, remaining: Int?) {
         self.ending = ending
@@ -173,7 +231,8 @@ public struct SyncOutcome: Sendable {
             batchesSent: statistics.batchesSent, resends: statistics.resends, acknowledged: statistics.acknowledged,
             new: statistics.new, duplicates: statistics.duplicates, setAside: statistics.setAside,
             durationSeconds: (statistics.elapsed * 1000).rounded() / 1000, recordsPerSecond: recordsPerSecond,
-            acknowledgedThrough: acknowledgedThrough, remaining: remaining, problem: problem)
+            acknowledgedThrough: acknowledgedThrough, remaining: remaining, problem: problem,
+            aggregators: aggregators)
     }
 
     /// One line: `sync drained: sent 5,000 records in 5 batches (0 resent); acknowledged 5,000 (4,990 new, 10
@@ -189,6 +248,17 @@ public struct SyncOutcome: Sendable {
             + "\(n(s.batchesSent, "batch", "batches")) (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
             + "(\(g(s.new)) new, \(n(s.duplicates, "duplicate"))); set aside \(g(s.setAside)); "
             + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
+            + (aggregators.count > 1 ? "; " + aggregatorSummary : "")
+    }
+
+    /// With several aggregators, what each did: `via tcp://a:5560 3 batches, 2,000 acknowledged; tcp://b:5560 …`.
+    public var aggregatorSummary: String {
+        let g = ProgressReporter.grouped
+        return "via "
+            + aggregators.map { a in
+                "\(a.data) \(g(a.batchesSent)) batch\(a.batchesSent == 1 ? "" : "es"), \(g(a.acknowledged)) acknowledged"
+                    + (a.lateAcks > 0 ? ", \(g(a.lateAcks)) late ack\(a.lateAcks == 1 ? "" : "s")" : "")
+            }.joined(separator: "; ")
     }
 }
 
@@ -215,10 +285,12 @@ public struct SyncSummary: Codable, Sendable, Hashable {
     public var remaining: Int?
     /// Why the ground could not be reached, when known.
     public var problem: String?
+    /// Per aggregator, in the configured order (one element with one aggregator).
+    public var aggregators: [AggregatorStatistics]
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case outcome, result, exitCode, recordsSent, batchesSent, resends, acknowledged, new, duplicates, setAside
-        case durationSeconds, recordsPerSecond, acknowledgedThrough, remaining, problem
+        case durationSeconds, recordsPerSecond, acknowledgedThrough, remaining, problem, aggregators
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -238,5 +310,6 @@ public struct SyncSummary: Codable, Sendable, Hashable {
         try container.encode(acknowledgedThrough, forKey: .acknowledgedThrough)
         try container.encode(remaining, forKey: .remaining)
         try container.encode(problem, forKey: .problem)
+        try container.encode(aggregators, forKey: .aggregators)
     }
 }

@@ -1,15 +1,14 @@
 public import Logging
 public import ServiceLifecycle
 import Synchronization
-import UnixSignals
 
 /// `jetbridge-agent sync` as a swift-service-lifecycle `Service`: sends the queue to the ground and advances it over
 /// what the ground acknowledged (docs/PROTOCOL.md, Delivery).
 ///
-/// Graceful shutdown (SIGTERM/SIGINT through a `ServiceGroup`) or cancellation stops sending, waits briefly for
-/// acks of batches already sent, acknowledges the queue over what was confirmed, closes the sockets with a short
-/// linger and ends `run()`; ``outcome`` then says how it ended and with which exit code. The sockets and the queue
-/// live on a thread of their own.
+/// Graceful shutdown (SIGTERM/SIGINT through the `ServiceGroup` that `@main` runs it in, as service-lifecycle
+/// intends) or cancellation stops sending, waits briefly for acks of batches already sent, acknowledges the queue
+/// over what was confirmed, closes the sockets with a short linger and ends `run()`; ``outcome`` then says how it
+/// ended and with which exit code. The sockets and the queue live on a thread of their own.
 public final class SyncService: Service, Sendable {
     private let engine: SyncEngine
     private let result = Mutex<SyncOutcome?>(nil)
@@ -45,27 +44,4 @@ public final class SyncService: Service, Sendable {
 
     /// How the run ended; `nil` until ``run()`` returns.
     public var outcome: SyncOutcome? { result.withLock { $0 } }
-
-    /// Runs one sync in a `ServiceGroup` that turns SIGTERM and SIGINT into a graceful stop.
-    /// - Parameters:
-    ///   - configuration: The agent's configuration.
-    ///   - options: Endpoints, keys, and when to end.
-    ///   - logger: Diagnostics.
-    ///   - progress: Progress callback (see ``init(configuration:options:logger:progress:)``).
-    /// - Returns: How the run ended.
-    public static func run(
-        configuration: AgentConfiguration, options: SyncOptions, logger: Logger,
-        progress: (@Sendable (SyncProgress) -> Void)? = nil
-    ) async throws -> SyncOutcome {
-        let service = SyncService(configuration: configuration, options: options, logger: logger, progress: progress)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-        guard let outcome = service.outcome else {
-            throw AgentError(.failure, "sync ended without a result")
-        }
-        return outcome
-    }
 }

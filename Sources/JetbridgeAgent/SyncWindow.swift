@@ -84,6 +84,10 @@ public struct SyncWindow: Sendable {
         public fileprivate(set) var state: State
         /// How many times it was handed to the socket.
         public fileprivate(set) var sends = 0
+        /// Which aggregator the last send went to (an index the caller chooses; always 0 with one aggregator), or
+        /// `nil` before the first send. Only that aggregator's `retry`, `limited` and `rejected` count for the
+        /// batch: an older send's answer is stale (docs/PROTOCOL.md, "Several aggregators").
+        public fileprivate(set) var route: Int?
         fileprivate var retryDelay: Double
         /// Batches sent after this one's last send and stored since: three mean this one was lost on the way.
         fileprivate var storedAfter = 0
@@ -222,9 +226,13 @@ public struct SyncWindow: Sendable {
     /// Records that a batch was handed to the socket; its ack is due within the (backed-off, jittered) timeout.
     ///
     /// The wait is measured from the send only as a bound: every ack that stores a batch restarts the wait of all the
-    /// batches still waiting (see ``apply(_:now:)``), so a batch queued behind others on a slow link is not resent
-    /// while the ones ahead of it are still being answered.
-    public mutating func sent(batchID: Int, now: Double) {
+    /// batches still waiting (see ``apply(_:now:from:)``), so a batch queued behind others on a slow link is not
+    /// resent while the ones ahead of it are still being answered.
+    /// - Parameters:
+    ///   - batchID: The batch handed to a socket.
+    ///   - now: The current time.
+    ///   - route: The aggregator it went to (0 with one aggregator).
+    public mutating func sent(batchID: Int, now: Double, route: Int = 0) {
         guard let index = batches.firstIndex(where: { $0.id == batchID }), !batches[index].isDone else { return }
         if case .waiting(_, let deadline) = batches[index].state, deadline <= now {
             // A timeout: wait twice as long before the next one, for this batch and every other still waiting.
@@ -239,6 +247,7 @@ public struct SyncWindow: Sendable {
         batches[index].state = .waiting(sentAt: now, deadline: now + jittered(backedOffTimeout))
         batches[index].sends += 1
         batches[index].storedAfter = 0
+        batches[index].route = route
     }
 
     /// Takes one round-trip sample (RFC 6298, 2.2–2.3).
@@ -254,12 +263,15 @@ public struct SyncWindow: Sendable {
 
     /// A batch was stored: a round-trip sample if it was sent once (Karn: the ack of a resent batch may answer any of
     /// its sends), the backoff ends, and every batch still waiting gets a full timeout from now.
-    private mutating func progress(storedBatchSentAt sentAt: Double?, sends: Int, now: Double) {
+    ///
+    /// Only batches sent earlier *to the same aggregator* count as overtaken: another aggregator may simply be
+    /// slower (a longer commit), and counting its batches would resend them for nothing.
+    private mutating func progress(storedBatchSentAt sentAt: Double?, sends: Int, route: Int?, now: Double) {
         if let sentAt, sends == 1 { sample(now - sentAt) }
         backoffs = 0
         for index in batches.indices {
             guard case .waiting(let waitingSince, _) = batches[index].state else { continue }
-            if let sentAt, waitingSince < sentAt { batches[index].storedAfter += 1 }
+            if let sentAt, waitingSince < sentAt, batches[index].route == route { batches[index].storedAfter += 1 }
             batches[index].state = .waiting(sentAt: waitingSince, deadline: now + jittered(timeout))
         }
     }
@@ -271,25 +283,44 @@ public struct SyncWindow: Sendable {
     /// - Returns: How many batches are due again.
     @discardableResult
     public mutating func linkRestored(now: Double) -> Int {
+        defer { backoffs = 0 }
+        return sendAgain(now: now) { _ in true }
+    }
+
+    /// Makes the batches still waiting for an ack that `predicate` picks due once more, now, and ends the backoff:
+    /// with several aggregators, the batches last sent to one whose link went down (they go to another) or came back.
+    /// - Parameters:
+    ///   - now: The current time.
+    ///   - predicate: Which waiting batches (by their ``Batch/route``).
+    /// - Returns: How many batches are due again.
+    @discardableResult
+    public mutating func sendAgain(now: Double, where predicate: (Batch) -> Bool) -> Int {
         var again = 0
         for index in batches.indices {
-            guard case .waiting = batches[index].state else { continue }
+            guard case .waiting = batches[index].state, predicate(batches[index]) else { continue }
             batches[index].state = .due(at: now)
             again += 1
         }
-        backoffs = 0
+        if again > 0 { backoffs = 0 }
         return again
     }
 
     /// Applies an ack from the ground.
+    ///
+    /// `stored` counts from whichever aggregator sends it: it says the batch is durable in the (shared) store, so a
+    /// late ack from an aggregator the batch was sent to before saves the resend's answer, and the resend's own
+    /// `stored` is then ignored. Every other answer describes one send, and counts only from the aggregator of the
+    /// batch's last send (``Batch/route``): a stale `retry` must not hold back a resend another aggregator is storing.
     /// - Parameters:
     ///   - ack: The decoded ack.
     ///   - now: The current time.
+    ///   - route: The aggregator it came from (0 with one aggregator).
     /// - Returns: What the caller must do next.
-    public mutating func apply(_ ack: Ack, now: Double) -> AckOutcome {
+    public mutating func apply(_ ack: Ack, now: Double, from route: Int = 0) -> AckOutcome {
         guard
             let index = batches.firstIndex(where: { !$0.isDone && $0.first == ack.first && $0.last == ack.last })
         else { return .ignored }
+        if ack.status != .stored, let last = batches[index].route, last != route { return .ignored }
         let label = "batch #\(ack.first)…\(ack.last)"
         switch ack.status {
         case .stored:
@@ -297,7 +328,7 @@ public struct SyncWindow: Sendable {
             var sentAt: Double?
             if case .waiting(let at, _) = batches[index].state { sentAt = at }
             batches[index].state = .done
-            progress(storedBatchSentAt: sentAt, sends: batches[index].sends, now: now)
+            progress(storedBatchSentAt: sentAt, sends: batches[index].sends, route: batches[index].route, now: now)
             advance()
             let new = max(0, ack.new ?? count)
             return .stored(records: count, new: new, duplicates: max(0, ack.duplicates ?? (count - new)))

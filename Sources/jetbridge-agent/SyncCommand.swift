@@ -3,6 +3,8 @@ import Foundation
 import JetbridgeAgent
 import JetbridgeProtocol
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 #if canImport(Glibc)
     import Glibc
@@ -20,6 +22,11 @@ struct SyncCommand: AsyncParsableCommand {
             terminal it draws a progress bar on standard error; otherwise it logs a line every few seconds. The \
             last line on standard output sums up the run.
 
+            Several aggregators (sharing one store): repeat --to, --acks and --server-key, one of each per \
+            aggregator in the same order; the i-th of each overrides the i-th aggregator of `ground` in the \
+            configuration, and those past its list add aggregators. Batches are spread over the aggregators that \
+            are up; one not acknowledged in time goes to the next.
+
             Exit codes: 0 done (drained, or stopped with nothing left), 64 usage, 65 the ground refused this \
             device (forbidden) or a batch kept coming back malformed, 66 no key pair (run `keys generate`), \
             69 the ground speaks another protocol version, 75 stopped or timed out with records unacknowledged.
@@ -29,20 +36,24 @@ struct SyncCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("to"),
-        help: ArgumentHelp("The aggregator's data (PULL) endpoint (default: ground.data).", valueName: "endpoint"))
-    var dataEndpoint: String?
+        help: ArgumentHelp(
+            "The aggregator's data (PULL) endpoint (default: ground.data); repeat for several aggregators.",
+            valueName: "endpoint"))
+    var dataEndpoints: [String] = []
 
     @Option(
         name: .customLong("acks"),
-        help: ArgumentHelp("The aggregator's ack (ROUTER) endpoint (default: ground.acks).", valueName: "endpoint"))
-    var ackEndpoint: String?
+        help: ArgumentHelp(
+            "The aggregator's ack (ROUTER) endpoint (default: ground.acks); once per --to, in the same order.",
+            valueName: "endpoint"))
+    var ackEndpoints: [String] = []
 
     @Option(
         name: .customLong("server-key"),
         help: ArgumentHelp(
-            "The aggregator's CURVE public key, 40 characters of Z85 (default: ground.serverPublicKey).",
+            "The aggregator's CURVE public key, 40 characters of Z85 (default: ground.serverPublicKey); once per --to.",
             valueName: "key"))
-    var serverKey: String?
+    var serverKeys: [String] = []
 
     @Flag(help: "Exit 0 once everything queued is acknowledged (75 if stopped first).")
     var untilDrained = false
@@ -61,9 +72,11 @@ struct SyncCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        for (flag, endpoint) in [("--to", dataEndpoint), ("--acks", ackEndpoint)] {
-            if let endpoint, let problem = WireProtocol.endpointProblem(endpoint) {
-                throw ValidationError("\(flag): \(problem)")
+        for (flag, endpoints) in [("--to", dataEndpoints), ("--acks", ackEndpoints)] {
+            for endpoint in endpoints {
+                if let problem = WireProtocol.endpointProblem(endpoint) {
+                    throw ValidationError("\(flag): \(problem)")
+                }
             }
         }
         if let timeout, !(timeout.isFinite && timeout > 0) {
@@ -75,6 +88,8 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try root.options.resolve()
         let logger = Logger(label: "jetbridge-agent.sync")
+        let grounds = try configuration.aggregators(to: dataEndpoints, acks: ackEndpoints, serverKeys: serverKeys)
+        var aggregators = grounds.map { SyncOptions.Aggregator(dataEndpoint: $0.data, ackEndpoint: $0.acks) }
         let security: SyncOptions.Security
         if insecure {
             Output.standardError(
@@ -87,22 +102,37 @@ struct SyncCommand: AsyncParsableCommand {
             security = .insecure
         } else {
             let keys = try DeviceKeys.load(from: configuration.home)
-            guard let text = serverKey ?? configuration.ground.serverPublicKey else {
-                throw AgentError(
-                    .usage,
-                    "the ground's public key is not configured; set ground.serverPublicKey in the configuration or pass --server-key (or --insecure for development)"
-                )
+            for (index, ground) in grounds.enumerated() {
+                let several = grounds.count > 1
+                let key = several ? "ground[\(index)].serverPublicKey" : "ground.serverPublicKey"
+                guard let text = ground.serverPublicKey else {
+                    throw AgentError(
+                        .usage,
+                        several
+                            ? "aggregator \(index + 1) (\(ground.data)) has no public key; set \(key) in the configuration or pass --server-key once per aggregator (or --insecure for development)"
+                            : "the ground's public key is not configured; set ground.serverPublicKey in the configuration or pass --server-key (or --insecure for development)"
+                    )
+                }
+                let source = index < serverKeys.count ? "--server-key" : key
+                aggregators[index].serverPublicKey = try DeviceKeys.serverKey(text, source: source)
             }
-            let source = serverKey != nil ? "--server-key" : "ground.serverPublicKey"
-            security = .curve(keys, serverPublicKey: try DeviceKeys.serverKey(text, source: source))
+            security = .curve(keys, serverPublicKey: aggregators[0].serverPublicKey!)
         }
         let options = SyncOptions(
-            dataEndpoint: dataEndpoint ?? configuration.ground.data,
-            ackEndpoint: ackEndpoint ?? configuration.ground.acks, security: security, untilDrained: untilDrained,
-            timeout: timeout)
+            aggregators: aggregators, security: security, untilDrained: untilDrained, timeout: timeout)
         let reporter = ProgressReporter(terminal: isatty(2) != 0)
-        let outcome = try await SyncService.run(
+        // The ServiceGroup lives here, in @main, as service-lifecycle intends: it turns SIGTERM and SIGINT into a
+        // graceful stop (no more sends, a short wait for acks, the queue acknowledged over what was confirmed).
+        let service = SyncService(
             configuration: configuration, options: options, logger: logger, progress: { reporter.report($0) })
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        guard let outcome = service.outcome else {
+            throw AgentError(.failure, "sync ended without a result")
+        }
         reporter.finish()
         if json {
             let encoder = JSONEncoder()
