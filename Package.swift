@@ -154,6 +154,8 @@ let package = Package(
                 "BenchmarkSupport", "JetbridgeAggregator", "JetbridgeModel",
                 .product(name: "Logging", package: "swift-log"),
                 "JetbridgeProtocol", "MessagePack",
+                // --postgres: databases created and dropped, and the COPY floor (postgres-nio's copyFrom).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Benchmarks/StoreBenchmark"
         ),

@@ -1,9 +1,15 @@
-// Store benchmark: 1,000,000 records (half orders, half scans, random UUIDs) through AggregatorStore.apply in batches
-// of 1,000, 20 batches per transaction; then the same rows inserted with the sqlite3 C API in ONE transaction (the
-// floor the store is measured against). Only store calls are timed; generating records is not.
+// Store benchmark: 1,000,000 records (half orders, half scans, random UUIDs, 10 devices × 100,000) through
+// AggregatorStore.apply in batches of 1,000, 20 batches per transaction; then the same rows inserted with the sqlite3
+// C API in ONE transaction (the floor the store is measured against). Only store calls are timed; generating records
+// is not.
+//
+// With `--postgres [URL]` (the URL, else JETBRIDGE_TEST_POSTGRES: a server where the benchmark may create and drop
+// databases), the same groups also go through PostgresStore.apply, and the same rows are loaded into the same schema
+// with `COPY … FROM STDIN` (postgres-nio's `copyFrom`, text format) in ONE transaction: PostgreSQL's floor. Groups are
+// then 40 batches (the aggregator's `transactionMaxRecords` of 40,000) unless the third argument says otherwise.
 //
 //   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory]
-//                                                       [batches per transaction, a multiple of 20]
+//                                                       [batches per transaction, a multiple of 20] [--postgres [URL]]
 
 import BenchmarkSupport
 import Foundation
@@ -13,16 +19,29 @@ import JetbridgeProtocol
 import Logging
 import MessagePack
 
-let totalRecords = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 1_000_000
+var arguments = Array(CommandLine.arguments.dropFirst())
+var postgresURL: String?
+if let flag = arguments.firstIndex(of: "--postgres") {
+    arguments.remove(at: flag)
+    if flag < arguments.count, arguments[flag].hasPrefix("postgres") {
+        postgresURL = arguments.remove(at: flag)
+    } else {
+        postgresURL = ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"]
+    }
+    guard postgresURL != nil else {
+        fatalError("--postgres needs a URL (postgres://user@host:port/database) or JETBRIDGE_TEST_POSTGRES")
+    }
+}
+let totalRecords = arguments.count > 0 ? Int(arguments[0])! : 1_000_000
 let batchSize = 1_000
 let batchesPerTransaction = 20
 /// Batches the store is given per `apply` (one transaction); a multiple of `batchesPerTransaction`.
 let storeBatchesPerTransaction =
-    CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3])! : batchesPerTransaction
+    arguments.count > 2 ? Int(arguments[2])! : postgresURL == nil ? batchesPerTransaction : 2 * batchesPerTransaction
 precondition(storeBatchesPerTransaction % batchesPerTransaction == 0, "batches per transaction: a multiple of 20")
 let baseDirectory =
-    CommandLine.arguments.count > 2
-    ? URL(fileURLWithPath: CommandLine.arguments[2]) : FileManager.default.temporaryDirectory
+    arguments.count > 1 && arguments[1] != "-"
+    ? URL(fileURLWithPath: arguments[1]) : FileManager.default.temporaryDirectory
 let directory = baseDirectory.appendingPathComponent("store-benchmark-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
@@ -147,6 +166,96 @@ do {
     print("direct: \(records) records in \(String(format: "%.2f", directSeconds)) s (one transaction)")
 }
 
+// MARK: PostgreSQL
+
+/// One PostgreSQL run's figures: wall seconds, this process's CPU, the server backend's CPU.
+struct PostgresFigures {
+    var seconds = 0.0
+    var cpu = 0.0
+    var serverCPU = 0.0
+}
+var postgresStore: PostgresFigures?
+var postgresCopy: PostgresFigures?
+if let postgresURL {
+    let server = BenchmarkServer(url: postgresURL)
+    print(
+        "postgres: server \(server.setting("server_version")), fsync \(server.setting("fsync")), "
+            + "synchronous_commit \(server.setting("synchronous_commit"))")
+    let storeDatabase = "store_benchmark_\(getpid())_store"
+    let copyDatabase = "store_benchmark_\(getpid())_copy"
+    defer {
+        server.dropDatabase(storeDatabase)
+        server.dropDatabase(copyDatabase)
+    }
+    do {
+        let store = try PostgresStore(
+            url: server.createDatabase(storeDatabase), logger: Logger(label: "store-benchmark"))
+        let backends = server.backends(of: storeDatabase)
+        let server0 = backends.reduce(0) { $0 + processCPU($1) }
+        var figures = PostgresFigures()
+        var rng = SplitMix(state: 42)
+        var new = 0
+        var batches: [IncomingBatch] = []
+        for group in 0..<groups {
+            batches += makeGroup(group, &rng)
+            guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
+            let t0 = now()
+            let c0 = selfCPU()
+            let outcomes = try store.apply(batches, at: Date())
+            figures.seconds += now() - t0
+            figures.cpu += selfCPU() - c0
+            new += outcomes.reduce(0) { $0 + $1.new }
+            batches = []
+        }
+        figures.serverCPU = backends.reduce(0) { $0 + processCPU($1) } - server0
+        try store.close()
+        precondition(new == records, "expected \(records) new records in PostgreSQL, got \(new)")
+        print(
+            "postgres store: \(records) records in \(String(format: "%.2f", figures.seconds)) s "
+                + "(server backend CPU \(String(format: "%.2f", figures.serverCPU)) s)")
+        postgresStore = figures
+    }
+    do {
+        // The same schema: the store's own migrations, applied by opening it once.
+        let url = server.createDatabase(copyDatabase)
+        try PostgresStore(url: url, logger: Logger(label: "store-benchmark")).close()
+        let connection = server.connect(database: copyDatabase)
+        defer { server.close(connection) }
+        let backends = server.backends(of: copyDatabase)
+        let server0 = backends.reduce(0) { $0 + processCPU($1) }
+        var figures = PostgresFigures()
+        var rng = SplitMix(state: 42)
+        var t0 = now()
+        server.run(connection, "BEGIN")
+        figures.seconds += now() - t0
+        for group in 0..<groups {
+            let batches = makeGroup(group, &rng)
+            t0 = now()
+            let c0 = selfCPU()
+            // Formatting the rows is timed, as binding is in the store and in SQLite's floor.
+            var rows = CopyRows(capacity: batchSize * batchesPerTransaction / 2)
+            for batch in batches {
+                for incoming in batch.records { rows.append(incoming) }
+            }
+            try copy(rows, over: connection, logger: server.logger)
+            figures.seconds += now() - t0
+            figures.cpu += selfCPU() - c0
+        }
+        t0 = now()
+        let c0 = selfCPU()
+        server.run(connection, "COMMIT")
+        figures.seconds += now() - t0
+        figures.cpu += selfCPU() - c0
+        figures.serverCPU = backends.reduce(0) { $0 + processCPU($1) } - server0
+        let count = server.integer(connection, "SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM scans)")
+        precondition(count == records, "expected \(records) rows copied, got \(count)")
+        print(
+            "postgres copy:  \(records) records in \(String(format: "%.2f", figures.seconds)) s (one transaction; "
+                + "server backend CPU \(String(format: "%.2f", figures.serverCPU)) s)")
+        postgresCopy = figures
+    }
+}
+
 let storeRate = Double(records) / storeSeconds
 let directRate = Double(records) / directSeconds
 print("")
@@ -158,3 +267,22 @@ print(
 print(String(format: "direct (one tx)       %9.0f   %13.2f", directRate, directCPU / Double(records) * 1e6))
 print(String(format: "ratio store/direct    %9.2f   %13.2f", storeRate / directRate, directCPU / storeCPU))
 print("peak RSS after applying: \(storeRSS); after the bag merge and the direct run: \(peakRSS())")
+if let postgresStore, let postgresCopy {
+    let storeRate = Double(records) / postgresStore.seconds
+    let copyRate = Double(records) / postgresCopy.seconds
+    print("")
+    print("                         records/s   CPU µs/record   server µs/record   ratio to COPY")
+    print(
+        String(
+            format: "postgres (%d batches/tx) %9.0f   %13.2f   %16.2f   %13.2f", storeBatchesPerTransaction, storeRate,
+            postgresStore.cpu / Double(records) * 1e6, postgresStore.serverCPU / Double(records) * 1e6,
+            storeRate / copyRate))
+    print(
+        String(
+            format: "COPY (one tx)            %9.0f   %13.2f   %16.2f   %13.2f", copyRate,
+            postgresCopy.cpu / Double(records) * 1e6, postgresCopy.serverCPU / Double(records) * 1e6, 1.0))
+    print(
+        String(
+            format: "sqlite store (same run)  %9.0f   %13.2f                  –   %13.2f", Double(records) / storeSeconds,
+            storeCPU / Double(records) * 1e6, Double(records) / storeSeconds / copyRate))
+}

@@ -278,7 +278,7 @@ public final class PostgresStore: StoreEngine {
     }
 
     /// One pass of ``apply(_:at:)`` inside a transaction: the SQLite store's `store` with the same verdicts, rows in
-    /// a fixed order.
+    /// a fixed order, each table's rows in one statement (`PostgresStore+Apply.swift`).
     private func store(
         _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date
     ) throws -> (outcomes: [BatchOutcome], refusal: AggregatorStore.Refusal?) {
@@ -290,8 +290,11 @@ public final class PostgresStore: StoreEngine {
                 BatchRejection(status: .rejected, header: batches[b].header, index: i, reason: "record \(i): \(error)")
             )
         }
+        let total = batches.reduce(0) { $0 + $1.records.count }
         var orders: [PendingRow] = []
         var scans: [PendingRow] = []
+        orders.reserveCapacity(total)
+        scans.reserveCapacity(total)
         // Each flight's currency if this transaction creates it: its first order's, in arrival order.
         var firstCurrency: [String: String] = [:]
         for (b, batch) in batches.enumerated() where refused[b] == nil {
@@ -306,12 +309,22 @@ public final class PostgresStore: StoreEngine {
                 }
             }
         }
-        // Flights in name order: the first writer of a flight fixes its currency; a concurrent one waits for it.
+        // Flights: the stored ones read first; the rest created in name order (the first writer of a flight fixes its
+        // currency, a concurrent one waits for it), then read.
         var currencies: [String: String] = [:]
-        for (flight, currency) in firstCurrency.sorted(by: { $0.key < $1.key }) {
-            try run("INSERT INTO flights (flight, currency) VALUES (\(flight), \(currency)) ON CONFLICT DO NOTHING")
-            currencies[flight] = try run("SELECT currency FROM flights WHERE flight = \(flight)").first?
-                .decode(String.self)
+        func readCurrencies(_ flights: [String]) throws {
+            for row in try run(Self.flightCurrencies(flights)) {
+                let (flight, currency) = try row.decode((String, String).self)
+                currencies[flight] = currency
+            }
+        }
+        if !firstCurrency.isEmpty {
+            try readCurrencies(Array(firstCurrency.keys))
+            let missing = firstCurrency.filter { currencies[$0.key] == nil }.map { (flight: $0.key, currency: $0.value) }
+            if !missing.isEmpty {
+                try run(Self.insertFlights(missing.sorted { $0.flight < $1.flight }))
+                try readCurrencies(missing.map(\.flight))
+            }
         }
         for (b, batch) in batches.enumerated() where refused[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
@@ -325,43 +338,45 @@ public final class PostgresStore: StoreEngine {
         scans.sort()
         var newCounts = [Int](repeating: 0, count: batches.count)
         var dirty: Set<SeatKey> = []
-        for row in orders {
-            let incoming = batches[Int(row.batch)].records[Int(row.index)]
-            guard case .order(let order) = incoming.record else { continue }
-            let changed = try run(
-                """
-                INSERT INTO orders (id, revision, flight, seat, device, record)
-                VALUES (\(order.id), \(order.revision), \(order.flight.rawValue), \(order.seat.rawValue),
-                    \(order.device), \(incoming.bytes))
-                ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, flight = excluded.flight,
-                    seat = excluded.seat, device = excluded.device, record = excluded.record
-                WHERE excluded.revision > orders.revision AND excluded.device = orders.device
-                RETURNING 1
-                """
-            ).first != nil
-            if changed {
+        // Orders, one statement per round; an unchanged row is a duplicate unless another device owns the order.
+        var unchanged: [PendingRow] = []
+        for round in Self.rounds(orders) {
+            var kept = [Bool](repeating: true, count: round.count)
+            for row in try run(Self.upsertOrders(round, of: batches)) {
+                kept[try row.decode(Int.self) - 1] = false
+            }
+            for (row, changed) in zip(round, kept) {
+                guard changed else {
+                    unchanged.append(row)
+                    continue
+                }
+                guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
                 dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
-            } else if let owner = try run("SELECT device FROM orders WHERE id = \(order.id)").first?.decode(String.self),
-                owner != order.device
-            {
+            }
+        }
+        if !unchanged.isEmpty {
+            func order(_ row: PendingRow) -> Order? {
+                guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { return nil }
+                return order
+            }
+            var owners: [UUID: String] = [:]
+            for row in try run(Self.orderOwners(unchanged.compactMap { order($0)?.id })) {
+                let (id, device) = try row.decode((UUID, String).self)
+                owners[id] = device
+            }
+            for row in unchanged {
+                guard let order = order(row), let owner = owners[order.id], owner != order.device else { continue }
                 refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
             }
         }
         if let refusal { return ([], refusal) }
-        for row in scans {
-            guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
-            let inserted = try run(
-                """
-                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-                VALUES (\(scan.id), \(scan.flight.rawValue), \(scan.tag.id), \(scan.point == .origin ? 0 : 1),
-                    \(scan.scannedAt.timeIntervalSinceReferenceDate), \(scan.tag.owner.initial + scan.tag.owner.family),
-                    \(scan.tag.weight), \(scan.device))
-                ON CONFLICT (id) DO NOTHING
-                RETURNING 1
-                """
-            ).first != nil
-            if inserted { newCounts[Int(row.batch)] += 1 }
+        for round in Self.rounds(scans) {
+            var inserted = [Bool](repeating: true, count: round.count)
+            for row in try run(Self.insertScans(round, of: batches)) {
+                inserted[try row.decode(Int.self) - 1] = false
+            }
+            for (row, new) in zip(round, inserted) where new { newCounts[Int(row.batch)] += 1 }
         }
         // Devices' statistics summed per device and written in device order (one row each).
         var outcomes: [BatchOutcome] = []
@@ -384,24 +399,14 @@ public final class PostgresStore: StoreEngine {
                 BatchOutcome(
                     device: header.device, first: header.first, last: header.last, new: new, duplicates: duplicates))
         }
-        let seconds = now.timeIntervalSince1970
-        for (device, sums) in devices.sorted(by: { $0.key < $1.key }) {
+        if !devices.isEmpty {
             try run(
-                """
-                INSERT INTO devices (device, last_sync, batches, records, new_records, duplicates)
-                VALUES (\(device), \(seconds), \(sums.batches), \(sums.records), \(sums.new), \(sums.duplicates))
-                ON CONFLICT (device) DO UPDATE SET last_sync = greatest(devices.last_sync, excluded.last_sync),
-                    batches = devices.batches + excluded.batches, records = devices.records + excluded.records,
-                    new_records = devices.new_records + excluded.new_records,
-                    duplicates = devices.duplicates + excluded.duplicates
-                """)
+                Self.addDeviceStatistics(
+                    devices.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1, $0.value.2, $0.value.3) },
+                    at: now.timeIntervalSince1970))
         }
-        for key in dirty.sorted(by: { ($0.flight, $0.seat) < ($1.flight, $1.seat) }) {
-            try run(
-                """
-                INSERT INTO dirty_receipts (flight, seat, generation) VALUES (\(key.flight), \(key.seat), 1)
-                ON CONFLICT (flight, seat) DO UPDATE SET generation = dirty_receipts.generation + 1
-                """)
+        if !dirty.isEmpty {
+            try run(Self.markDirty(dirty.sorted { ($0.flight, $0.seat) < ($1.flight, $1.seat) }))
         }
         return (outcomes, nil)
     }

@@ -1,0 +1,206 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import NIOCore
+import PostgresNIO
+
+// The statements of one `PostgresStore.apply`: each table's rows bound as arrays and expanded by `unnest`, so that a
+// group of batches costs a handful of round trips (flights, orders, scans, devices, receipt marks) instead of one per
+// row. A 40,000-record group is about 8 statements; one round trip per row cost ~45,000 (store-benchmark,
+// docs/BENCHMARKS.md, "PostgreSQL store").
+//
+// The per-record verdicts are the per-row engine's: one statement applies each table's rows in id order, and an id
+// that comes more than once in a group (a resend, a revision and its correction) goes in several statements, the
+// k-th occurrence in the k-th (see ``PostgresStore/rounds(_:)``), so each occurrence meets the row its predecessor
+// left, exactly as one statement per row did. PostgreSQL refuses an `ON CONFLICT DO UPDATE` that touches one row
+// twice, which is the other reason for the rounds.
+
+extension PostgresStore {
+    /// `rows`, sorted by id then arrival, split into rounds: round k holds the k-th occurrence of each id, still in id
+    /// order. Almost every group is one round.
+    static func rounds(_ rows: [PendingRow]) -> [[PendingRow]] {
+        var rounds: [[PendingRow]] = []
+        var occurrence = 0
+        for (n, row) in rows.enumerated() {
+            if n > 0, rows[n - 1].high == row.high, rows[n - 1].low == row.low {
+                occurrence += 1
+            } else {
+                occurrence = 0
+            }
+            if occurrence == rounds.count { rounds.append([]) }
+            rounds[occurrence].append(row)
+        }
+        return rounds
+    }
+
+    /// Upserts one round of orders (ids distinct, in id order) and answers the 1-based positions of the rows that
+    /// changed nothing (a duplicate, an older revision, or another device's order). The highest revision wins, only
+    /// for the owning device; the `orders_moved` trigger marks a moved order's old seat, per row as before.
+    ///
+    /// The rows that changed nothing are read from the statement itself rather than from `RETURNING`: in a bulk sync
+    /// they are none, so nothing comes back.
+    static func upsertOrders(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
+        var ids: [UUID] = []
+        var revisions: [Int] = []
+        var flights: [String] = []
+        var seats: [String] = []
+        var devices: [String] = []
+        var records: [Data] = []
+        ids.reserveCapacity(round.count)
+        revisions.reserveCapacity(round.count)
+        flights.reserveCapacity(round.count)
+        seats.reserveCapacity(round.count)
+        devices.reserveCapacity(round.count)
+        records.reserveCapacity(round.count)
+        for row in round {
+            let incoming = batches[Int(row.batch)].records[Int(row.index)]
+            guard case .order(let order) = incoming.record else { continue }
+            ids.append(order.id)
+            revisions.append(order.revision)
+            flights.append(order.flight.rawValue)
+            seats.append(order.seat.rawValue)
+            devices.append(order.device)
+            records.append(incoming.bytes)
+        }
+        let bytes = ByteaArray(records)
+        return """
+            WITH input AS (
+                SELECT * FROM unnest(\(ids)::uuid[], \(revisions)::int8[], \(flights)::text[], \(seats)::text[],
+                    \(devices)::text[], \(bytes)::bytea[])
+                    WITH ORDINALITY AS t(id, revision, flight, seat, device, record, n)
+            ), changed AS (
+                INSERT INTO orders (id, revision, flight, seat, device, record)
+                SELECT id, revision, flight, seat, device, record FROM input ORDER BY id
+                ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, flight = excluded.flight,
+                    seat = excluded.seat, device = excluded.device, record = excluded.record
+                WHERE excluded.revision > orders.revision AND excluded.device = orders.device
+                RETURNING id
+            )
+            SELECT n FROM input WHERE NOT EXISTS (SELECT 1 FROM changed WHERE changed.id = input.id)
+            """
+    }
+
+    /// The owners of stored orders `ids`, for the ownership refusal. A statement of its own, after the upsert: it
+    /// sees a row another transaction committed while the upsert waited for it, which the upsert's snapshot does not.
+    static func orderOwners(_ ids: [UUID]) -> PostgresQuery {
+        "SELECT id, device FROM orders WHERE id = ANY(\(ids)::uuid[])"
+    }
+
+    /// Inserts one round of scans (ids distinct, in id order) and answers the 1-based positions of those already
+    /// stored.
+    static func insertScans(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
+        var ids: [UUID] = []
+        var flights: [String] = []
+        var tags: [UUID] = []
+        var points: [Int16] = []
+        var times: [Double] = []
+        var owners: [String] = []
+        var weights: [Double] = []
+        var devices: [String] = []
+        for row in round {
+            guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
+            ids.append(scan.id)
+            flights.append(scan.flight.rawValue)
+            tags.append(scan.tag.id)
+            points.append(scan.point == .origin ? 0 : 1)
+            times.append(scan.scannedAt.timeIntervalSinceReferenceDate)
+            owners.append(scan.tag.owner.initial + scan.tag.owner.family)
+            weights.append(scan.tag.weight)
+            devices.append(scan.device)
+        }
+        return """
+            WITH input AS (
+                SELECT * FROM unnest(\(ids)::uuid[], \(flights)::text[], \(tags)::uuid[], \(points)::int2[],
+                    \(times)::float8[], \(owners)::text[], \(weights)::float8[], \(devices)::text[])
+                    WITH ORDINALITY AS t(id, flight, tag, point, scanned_at, owner, weight, device, n)
+            ), inserted AS (
+                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                SELECT id, flight, tag, point, scanned_at, owner, weight, device FROM input ORDER BY id
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+            )
+            SELECT n FROM input WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)
+            """
+    }
+
+    /// The stored currency of each of `flights`.
+    static func flightCurrencies(_ flights: [String]) -> PostgresQuery {
+        "SELECT flight, currency FROM flights WHERE flight = ANY(\(flights)::text[])"
+    }
+
+    /// Creates the flights not stored yet with their first order's currency, in name order; a concurrent writer of
+    /// the same flight waits for the first.
+    static func insertFlights(_ flights: [(flight: String, currency: String)]) -> PostgresQuery {
+        let names = flights.map(\.flight)
+        let currencies = flights.map(\.currency)
+        return """
+            INSERT INTO flights (flight, currency)
+            SELECT * FROM unnest(\(names)::text[], \(currencies)::text[]) AS t(flight, currency)
+            ORDER BY flight COLLATE "C"
+            ON CONFLICT DO NOTHING
+            """
+    }
+
+    /// Adds one transaction's statistics to each device's row, in device order.
+    static func addDeviceStatistics(
+        _ devices: [(device: String, batches: Int, records: Int, new: Int, duplicates: Int)], at seconds: Double
+    ) -> PostgresQuery {
+        let names = devices.map(\.device)
+        let batches = devices.map(\.batches)
+        let records = devices.map(\.records)
+        let new = devices.map(\.new)
+        let duplicates = devices.map(\.duplicates)
+        return """
+            INSERT INTO devices (device, last_sync, batches, records, new_records, duplicates)
+            SELECT device, \(seconds)::float8, batches, records, new, duplicates
+            FROM unnest(\(names)::text[], \(batches)::int8[], \(records)::int8[], \(new)::int8[],
+                \(duplicates)::int8[]) AS t(device, batches, records, new, duplicates)
+            ORDER BY device COLLATE "C"
+            ON CONFLICT (device) DO UPDATE SET last_sync = greatest(devices.last_sync, excluded.last_sync),
+                batches = devices.batches + excluded.batches, records = devices.records + excluded.records,
+                new_records = devices.new_records + excluded.new_records,
+                duplicates = devices.duplicates + excluded.duplicates
+            """
+    }
+
+    /// Marks seats whose receipts are behind (each seat once), by flight and seat.
+    static func markDirty(_ seats: [SeatKey]) -> PostgresQuery {
+        let flights = seats.map(\.flight)
+        let names = seats.map(\.seat)
+        return """
+            INSERT INTO dirty_receipts (flight, seat, generation)
+            SELECT flight, seat, 1 FROM unnest(\(flights)::text[], \(names)::text[]) AS t(flight, seat)
+            ORDER BY flight COLLATE "C", seat COLLATE "C"
+            ON CONFLICT (flight, seat) DO UPDATE SET generation = dirty_receipts.generation + 1
+            """
+    }
+}
+
+/// Records' bytes as one `bytea[]` parameter, written straight from the `Data` values (no `ByteBuffer` per record).
+struct ByteaArray: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
+    static var psqlType: PostgresDataType { .byteaArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    let elements: [Data]
+
+    init(_ elements: [Data]) {
+        self.elements = elements
+    }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
+    ) {
+        // PostgreSQL's binary array: dimensions, a null flag, the element type; per dimension its length and lower
+        // bound; then each element as a length and its bytes.
+        buffer.writeInteger(elements.isEmpty ? 0 : 1, as: Int32.self)
+        buffer.writeInteger(0, as: Int32.self)
+        buffer.writeInteger(PostgresDataType.bytea.rawValue)
+        guard !elements.isEmpty else { return }
+        buffer.writeInteger(Int32(elements.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for element in elements {
+            buffer.writeInteger(Int32(element.count))
+            buffer.writeBytes(element)
+        }
+    }
+}
