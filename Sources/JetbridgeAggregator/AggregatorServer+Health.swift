@@ -13,7 +13,8 @@ extension AggregatorServer {
     public func readiness() -> String? {
         if state.withLock({ $0.stopRequested || $0.finished }) { return "stopping: the sockets are closing" }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
-        let path = home.resolve(configuration.store).path
+        guard case .sqlite(let url) = storeLocation else { return nil }
+        let path = url.path
         for (what, file) in [("store", path), ("store's directory", (path as NSString).deletingLastPathComponent)]
         where access(file, W_OK) != 0 {
             return "the \(what) \(file) is not writable: \(String(cString: strerror(errno)))"

@@ -399,7 +399,7 @@ extension AggregatorServer {
                 if let verdict = limiter.admit(
                     device: device, records: batch.records.map(\.record), now: .now,
                     count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
-                    unstored: { (try? store.unstoredCount($0)) ?? $0.count })
+                    unstored: { (try? store.unstoredCount(of: $0)) ?? $0.count })
                 {
                     answerLimited(batch.header, verdict, routes: &routes, router: sockets.router)
                     continue

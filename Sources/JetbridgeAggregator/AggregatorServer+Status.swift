@@ -14,7 +14,7 @@ extension AggregatorServer {
             pid: getpid(), version: JetbridgeVersion.release, wireProtocol: WireProtocol.version, startedAt: startedAt,
             updatedAt: Date(), mode: insecure ? "insecure" : "CURVE",
             endpoints: .init(data: dataEndpoint, acks: acksEndpoint, metrics: metricsEndpoint),
-            store: home.resolve(configuration.store).path, receipts: home.resolve(configuration.receipts).path,
+            store: storeLocation.description, receipts: home.resolve(configuration.receipts).path,
             notReady: readiness(), batchesQueued: queue.depth, acksHeld: acksHeld.withLock { $0 },
             lastCommitAt: seen.lastCommitAt, receiptsPending: try? store.dirtyReceiptCount(),
             totals: .init(

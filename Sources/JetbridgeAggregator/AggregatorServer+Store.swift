@@ -48,7 +48,7 @@ extension AggregatorServer {
                 uncheckpointed = true
             } else if uncheckpointed && now - lastWork >= .seconds(configuration.checkpointIdleSeconds) {
                 do {
-                    try store.checkpoint()
+                    try store.idleMaintenance()
                     uncheckpointed = false
                     if let failures = checkpointFailures.succeeded() {
                         logger.notice("checkpoint succeeded again", metadata: ["failures": "\(failures)"])
@@ -67,12 +67,19 @@ extension AggregatorServer {
                     }
                 }
             }
-            if taken.work.isEmpty && now - lastProbe >= .seconds(1) && storeProblem.withLock({ $0 != nil }) {
-                // Unready after a failed transaction and no batch to try: ready again once a write fits.
+            if taken.work.isEmpty && now - lastProbe >= .seconds(1)
+                && (storeLocation.isShared || storeProblem.withLock({ $0 != nil }))
+            {
+                // Unready after a failed transaction and no batch to try: ready again once a write fits (SQLite) or
+                // the server answers (PostgreSQL). A shared store is probed every idle second: a PostgreSQL outage
+                // makes /readyz unready before a batch finds it.
                 lastProbe = now
-                if probeStoreDirectory() {
+                if let problem = store.probe() {
+                    // SQLite keeps the failed transaction's reason (a full disk names the file it could not write).
+                    if storeLocation.isShared { storeProblem.withLock { $0 = "the store is unavailable: \(problem)" } }
+                } else if storeProblem.withLock({ $0 != nil }) {
                     storeProblem.withLock { $0 = nil }
-                    logger.debug("the store's directory is writable again", metadata: ["store": "\(storePath)"])
+                    logger.debug("the store takes writes again", metadata: ["store": "\(storePath)"])
                 }
             }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
@@ -182,19 +189,8 @@ extension AggregatorServer {
         }
     }
 
-    /// The store's path, for messages.
-    var storePath: String { home.resolve(configuration.store).path }
-
-    /// Whether 64 KiB can be written and synced next to the store (a full disk cannot); the probe file is removed.
-    private func probeStoreDirectory() -> Bool {
-        let probe = (storePath as NSString).deletingLastPathComponent + "/.space-probe"
-        defer { unlink(probe) }
-        let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        let bytes = [UInt8](repeating: 0, count: 64 << 10)
-        return write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
-    }
+    /// The store's path or URL (without its password), for messages.
+    var storePath: String { storeLocation.description }
 
     /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing
     /// of it was stored.

@@ -29,7 +29,12 @@ public final class AggregatorServer: Service, Sendable {
     /// The ack endpoint actually bound.
     public let acksEndpoint: String
     /// The store, for reads while the server runs (tests, reports).
-    public let store: AggregatorStore
+    public let store: any StoreEngine
+    /// Where the store is (``StoreLocation``: the SQLite file, or the PostgreSQL URL shown without its password).
+    public let storeLocation: StoreLocation
+    /// The receipts thread's store: ``store`` itself for SQLite (a pool of readers), a connection of its own for
+    /// PostgreSQL (whose receipt walk holds a transaction while it writes files).
+    let receiptStore: any StoreEngine
     /// Whether CURVE is off.
     public let insecure: Bool
     /// The metrics endpoint actually bound (`HOST:PORT`), when `metrics` is configured.
@@ -98,13 +103,14 @@ public final class AggregatorServer: Service, Sendable {
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
         // Before the store opens: two `serve`s on one home would share its store and receipts.
         homeLock = try HomeLock(home: home)
-        let storeURL = home.resolve(configuration.store)
+        let storeLocation = try StoreLocation(configuration.store, home: home)
+        self.storeLocation = storeLocation
+        store = try storeLocation.open(create: true, logger: logger)
         do {
-            try FileManager.default.createDirectory(
-                at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
-            store = try AggregatorStore(path: storeURL.path, logger: logger)
+            receiptStore = storeLocation.isShared ? try storeLocation.open(create: true, logger: logger) : store
         } catch {
-            throw Self.storeError(error, path: storeURL.path)
+            try? store.close()
+            throw error
         }
         let metrics = AggregatorMetrics()
         self.metrics = metrics
@@ -114,7 +120,7 @@ public final class AggregatorServer: Service, Sendable {
         self.handshakes = handshakes
         queue = BatchQueue(maxBatches: configuration.queueMaxBatches, maxBytes: configuration.queueMaxBytes)
         receipts = ReceiptWorker(
-            store: store, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
+            store: receiptStore, writer: ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger),
             interval: configuration.receiptsIntervalSeconds, logger: logger,
             refreshed: { metrics.refreshedReceipts(in: $0) })
 
@@ -190,6 +196,7 @@ public final class AggregatorServer: Service, Sendable {
             zapHandler?.stop()
             contextOrNil?.terminate()
             try? store.close()
+            if storeLocation.isShared { try? receiptStore.close() }
             if let error = error as? AggregatorError { throw error }
             throw AggregatorError(.other, "cannot start: \(error)")
         }
@@ -198,7 +205,7 @@ public final class AggregatorServer: Service, Sendable {
             metadata: [
                 "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
                 "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
-                "store": "\(storeURL.path)", "receipts": "\(home.resolve(configuration.receipts).path)",
+                "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
                 "allowedDevices": "\(allowlist.devices.count)",
                 "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
             ])
@@ -258,12 +265,13 @@ public final class AggregatorServer: Service, Sendable {
             networkDone.wait()
             statusDone.wait()
             receipts.stopAndWait()
-            do { try store.checkpoint() } catch {
+            do { try store.idleMaintenance() } catch {
                 logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
             }
             do { try store.close() } catch {
                 logger.warning("closing the store failed", metadata: ["error": "\(error)"])
             }
+            if storeLocation.isShared { try? receiptStore.close() }
             zap?.stop()
             context.terminate()
             metricsServer?.shutdown()

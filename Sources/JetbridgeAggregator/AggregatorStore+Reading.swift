@@ -48,7 +48,7 @@ extension AggregatorStore {
     }
 
     /// Every flight that has orders, sorted; read from the `orders(flight)` index alone.
-    func flightsWithOrders() throws -> [FlightID] {
+    public func flightsWithOrders() throws -> [FlightID] {
         try pool.read { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT flight FROM orders ORDER BY flight").map(flightID)
         }
@@ -66,12 +66,7 @@ extension AggregatorStore {
     }
 
     /// A seat marked for a receipt rewrite.
-    struct DirtyMark: Sendable {
-        var flight: FlightID
-        var seat: Seat
-        /// Raised by every later mark; clearing only removes the mark if it is unchanged.
-        var generation: Int64
-    }
+    typealias DirtyMark = ReceiptMark
 
     /// Calls `body` for each of up to `limit` marked seats after `after`, in (flight, seat) text order, with its
     /// receipt (`nil`: the seat has no orders left, remove its files). All are read in one snapshot, so each receipt
@@ -140,7 +135,7 @@ extension AggregatorStore {
     /// A seat whose receipt cannot be made (orders in two currencies, a total that overflows, an order that no longer
     /// decodes) goes to `failed` with the reason instead, and the others go on.
     /// - Throws: `DatabaseError`, ``StoreError`` for a seat the store could not have written, or what `body` throws.
-    func forEachReceipt(
+    public func forEachReceipt(
         flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void
     ) throws {
         try pool.read { db in

@@ -4,6 +4,11 @@ import JetbridgeModel
 import JetbridgeProtocol
 
 extension AggregatorStore {
+    /// How many of the migrations below the file has applied.
+    public func schemaVersion() throws -> Int {
+        try pool.read { db in try Self.migrator.appliedMigrations(db).count }
+    }
+
     /// The schema, as migrations so that a later version can grow it in place.
     ///
     /// Tables are rowid tables: rows append at the end of the table (each transaction's in id order) and only the

@@ -5,19 +5,31 @@ public import Logging
 
 /// The aggregator's one-shot commands (`report`, `receipts rebuild`), kept out of the executable so it stays thin.
 public enum AggregatorTools: Sendable {
-    /// Opens the existing store for reading alongside a running `serve` (WAL: a separate connection sees committed
-    /// snapshots and never blocks the writer).
-    /// - Throws: ``AggregatorError`` `.unavailable` when there is no store yet.
+    /// Opens the existing store for reading alongside a running `serve`: the SQLite file (WAL: a separate
+    /// connection sees committed snapshots and never blocks the writer) or the PostgreSQL database the `store`
+    /// setting names (from any host; its schema is brought up to date first).
+    /// - Throws: ``AggregatorError`` `.unavailable` when there is no SQLite store yet or PostgreSQL cannot be
+    ///   reached, `.badConfiguration` for a store URL that does not parse.
     public static func openStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws
-        -> AggregatorStore
+        -> any StoreEngine
     {
-        let url = home.resolve(configuration.store)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw AggregatorError(
-                .unavailable, "there is no store at \(url.path) yet; `serve` creates it when it first starts")
-        }
-        do { return try AggregatorStore(path: url.path, logger: logger) } catch {
-            throw AggregatorServer.storeError(error, path: url.path)
+        try StoreLocation(configuration.store, home: home).open(create: false, logger: logger)
+    }
+
+    /// `store migrate`: opens (SQLite: creates) the store, which applies the migrations it lacks, and returns what
+    /// to print: the store (without its password) and its schema version.
+    /// - Throws: ``AggregatorError``.
+    public static func migrateStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger)
+        throws -> String
+    {
+        let location = try StoreLocation(configuration.store, home: home)
+        let store = try location.open(create: true, logger: logger)
+        defer { try? store.close() }
+        do {
+            let version = try store.schemaVersion()
+            return "store \(location): schema version \(version)"
+        } catch {
+            throw readError(error, path: location.description)
         }
     }
 
@@ -32,7 +44,7 @@ public enum AggregatorTools: Sendable {
     /// - Throws: ``AggregatorError``.
     public static func report(
         _ kind: ReportKind, flight: FlightID?, status: Set<BagStatus> = [], format: ReportFormat,
-        store: AggregatorStore, generatedAt: Date = Date()
+        store: any StoreEngine, generatedAt: Date = Date()
     ) throws -> String {
         do {
             let report = try store.report(kind, flight: flight, status: status)
@@ -40,7 +52,7 @@ public enum AggregatorTools: Sendable {
                 format == .html ? ReportRenderer(generatedAt: generatedAt, lastCommit: try store.lastCommit()) : .init()
             return renderer.render(report, as: format)
         } catch {
-            throw readError(error, path: store.path)
+            throw readError(error, path: store.name)
         }
     }
 
@@ -48,7 +60,7 @@ public enum AggregatorTools: Sendable {
     /// - Returns: How many were written and removed.
     /// - Throws: ``AggregatorError``.
     public static func rebuildReceipts(
-        home: AggregatorHome, configuration: AggregatorConfiguration, store: AggregatorStore, logger: Logger
+        home: AggregatorHome, configuration: AggregatorConfiguration, store: any StoreEngine, logger: Logger
     ) throws -> ReceiptWriter.RebuildSummary {
         let writer = ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger)
         do { return try writer.rebuildAll(store) } catch {
@@ -75,6 +87,9 @@ public enum AggregatorTools: Sendable {
     private static func readError(_ error: any Error, path: String) -> AggregatorError {
         if let error = error as? DatabaseError, [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
             return AggregatorError(.temporary, "the store is busy; try again: \(error)")
+        }
+        if let error = error as? PostgresStoreError {
+            return AggregatorError(error.unreachable ? .unavailable : .other, error.message)
         }
         if let error = error as? StoreError {
             return AggregatorError(error.code == .fileSystem ? .other : .badConfiguration, "\(error)")

@@ -22,7 +22,7 @@ final class ReceiptWorker: @unchecked Sendable {
     private var storeIdle = true
     /// The first commit not refreshed yet while batches kept coming.
     private var deferredSince: Date?
-    private let store: AggregatorStore
+    private let store: any StoreEngine
     private let writer: ReceiptWriter
     private let logger: Logger
     private let finished = DispatchSemaphore(value: 0)
@@ -31,7 +31,7 @@ final class ReceiptWorker: @unchecked Sendable {
     private let refreshed: (@Sendable (Duration) -> Void)?
 
     init(
-        store: AggregatorStore, writer: ReceiptWriter, interval: TimeInterval, logger: Logger,
+        store: any StoreEngine, writer: ReceiptWriter, interval: TimeInterval, logger: Logger,
         refreshed: (@Sendable (Duration) -> Void)? = nil
     ) {
         self.refreshed = refreshed

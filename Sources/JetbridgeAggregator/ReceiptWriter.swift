@@ -50,38 +50,35 @@ public struct ReceiptWriter: Sendable {
     /// - Returns: How many seats were refreshed.
     /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow.
     @discardableResult
-    public func refreshDirty(_ store: AggregatorStore, while shouldContinue: () -> Bool = { true }) throws -> Int {
+    public func refreshDirty(_ store: any StoreEngine, while shouldContinue: () -> Bool = { true }) throws -> Int {
         var refreshed = 0
         // Walk the marks in key order, so seats a busy writer keeps marking cannot starve the others; whatever is
         // marked again behind the walk waits for the next call.
-        var after: (flight: FlightID, seat: Seat)?
+        var after: ReceiptMark?
         while shouldContinue() {
             try prepareDirectory()
-            var failed: Set<SeatKey> = []
-            let chunk = try store.forEachDirtyReceipt(
+            var failed = 0
+            let chunk = try store.refreshReceipts(
                 after: after, limit: Self.refreshChunk,
                 failed: { flight, seat, error in
-                    failed.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
+                    failed += 1
                     logger.error(
                         "a receipt could not be made; the seat stays marked and is tried again at the next refresh",
                         metadata: [
                             "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
                         ])
-                }
-            ) { flight, seat, receipt in
-                if let receipt {
-                    try replace(receipt)
-                } else {
-                    try removeFiles(stem: Self.stem(flight: flight, seat: seat))
-                }
-            }
+                },
+                write: { flight, seat, receipt in
+                    if let receipt {
+                        try replace(receipt)
+                    } else {
+                        try removeFiles(stem: Self.stem(flight: flight, seat: seat))
+                    }
+                },
+                durable: { try storeIO(FileSystem.syncDirectory(directory.path)) })
             guard let last = chunk.last else { break }
-            try storeIO(FileSystem.syncDirectory(directory.path))
-            let done = chunk.filter { !failed.contains(SeatKey(flight: $0.flight.rawValue, seat: $0.seat.rawValue)) }
-            try store.clearDirty(done)
-            refreshed += done.count
-            if chunk.count < Self.refreshChunk { break }
-            after = (last.flight, last.seat)
+            refreshed += chunk.count - failed
+            after = last
         }
         if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(refreshed)"]) }
         return refreshed
@@ -113,14 +110,14 @@ public struct ReceiptWriter: Sendable {
     /// Regenerates every receipt from the store and removes the files it owns that no receipt produces.
     ///
     /// Output depends only on stored data, so a rebuild of an unchanged store writes the same bytes, and writes no
-    /// file at all. A seat whose receipt cannot be made (see ``AggregatorStore/forEachReceipt(flight:failed:_:)``)
+    /// file at all. A seat whose receipt cannot be made (see ``StoreEngine/forEachReceipt(flight:failed:_:)``)
     /// does not stop the others: it is listed in the summary's `failed`, and its old files are removed rather than
     /// left stale.
     /// - Parameter store: The store to read.
     /// - Returns: Receipts made, rewritten and already current; files removed; seats that failed.
     /// - Throws: ``StoreError``, `DatabaseError`.
     @discardableResult
-    public func rebuildAll(_ store: AggregatorStore) throws -> RebuildSummary {
+    public func rebuildAll(_ store: any StoreEngine) throws -> RebuildSummary {
         try prepareDirectory()
         var produced: Set<String> = []
         var written = 0

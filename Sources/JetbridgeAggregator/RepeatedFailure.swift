@@ -70,7 +70,9 @@ func isNoSpace(_ error: any Error) -> Bool {
 /// `error` for people: a full disk says so and names the file it could not write.
 /// What makes two store failures the same one for ``RepeatedFailure``: a full disk is one, whatever file it hit.
 func failureKind(_ error: any Error) -> String {
-    isNoSpace(error) ? "no space left on device" : "\(error)"
+    // A PostgreSQL outage is one failure whatever each attempt saw (refused, reset, shutting down, backing off).
+    if let error = error as? PostgresStoreError, error.unreachable { return "store unreachable" }
+    return isNoSpace(error) ? "no space left on device" : "\(error)"
 }
 
 func describeStoreFailure(_ error: any Error, path: String) -> String {

@@ -170,24 +170,6 @@ public struct DeviceReport: Hashable, Sendable {
 }
 
 extension AggregatorStore {
-    /// Builds one report. Stored data that cannot be totalled becomes error rows (see ``FlightReport``,
-    /// ``ItemReport``), never a failure of the whole report.
-    ///
-    /// - Parameters:
-    ///   - kind: Which report.
-    ///   - flight: Only this flight (ignored by the devices report, whose statistics are per device; the command
-    ///     line refuses `--flight` with it).
-    ///   - status: Only bags with these statuses (luggage report; all when empty).
-    /// - Throws: `DatabaseError`, or ``StoreError`` for a scan row the store could not have written.
-    public func report(_ kind: ReportKind, flight: FlightID? = nil, status: Set<BagStatus> = []) throws -> Report {
-        switch kind {
-        case .flights: .flights(try flightReports(flight: flight))
-        case .items: .items(try itemReport(flight: flight))
-        case .luggage: .luggage(try luggageReport(flight: flight, status: status))
-        case .devices: .devices(try deviceReport())
-        }
-    }
-
     /// Per-flight totals computed by JetbridgeModel's ``FlightReport`` from the stored orders and merged bags, one
     /// flight in memory at a time, sorted by flight.
     ///

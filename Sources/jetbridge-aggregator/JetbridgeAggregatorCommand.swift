@@ -23,6 +23,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
               jetbridge-aggregator --home ground serve
               jetbridge-aggregator --home ground report flights --format html
               jetbridge-aggregator --home ground receipts rebuild
+              jetbridge-aggregator --home ground store migrate --store postgres://jetbridge@db:5432/jetbridge
 
             Exit codes (sysexits; the same as jetbridge-agent's for the same situation, docs/EXIT-CODES.md): \
             0 done, 64 usage, 65 bad input data, 66 missing input file (--config, no key pair for serve), \
@@ -30,7 +31,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
             into a missing directory), 75 try again later (store busy, disk full), 1 other failures.
             """,
         version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
-        subcommands: [Serve.self, Status.self, Report.self, Receipts.self, Keys.self, Devices.self])
+        subcommands: [Serve.self, Status.self, Report.self, Receipts.self, StoreCommand.self, Keys.self, Devices.self])
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {

@@ -13,7 +13,7 @@ struct Report: ParsableCommand {
         abstract: "Print a report from the store (safe while serve runs).",
         usage: """
             jetbridge-aggregator report flights|items|luggage|devices [--flight <flight>] [--status <status> ...] \
-            [--format <format>] [--output <file>]
+            [--format <format>] [--output <file>] [--store <url>]
             """,
         discussion: """
             Examples:
@@ -22,11 +22,14 @@ struct Report: ParsableCommand {
               jetbridge-aggregator report luggage --status missing --format html
 
             A flight whose stored orders cannot be totalled (two currencies, a total that overflows) is printed as \
-            one row with its error; the other flights print. Exit codes: 0 done, 64 usage, 69 no store yet, \
+            one row with its error; the other flights print. --store reads another store, such as the PostgreSQL \
+            database several aggregators share (from any host). Exit codes: 0 done, 64 usage, 69 no store yet or \
+            PostgreSQL unreachable, \
             73 --output into a directory that does not exist, 75 the store is busy, 1 other failures.
             """)
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var storeOption: StoreOption
 
     @Argument(help: "flights, items, luggage or devices.")
     var kind: ReportKind
@@ -64,7 +67,8 @@ struct Report: ParsableCommand {
     func run() throws {
         let logger = bootstrapLogging(.warning)
         let store = try AggregatorTools.openStore(
-            home: global.aggregatorHome, configuration: global.configuration(), logger: logger)
+            home: global.aggregatorHome, configuration: storeOption.applied(to: global.configuration()), logger: logger)
+        defer { try? store.close() }
         let text = try AggregatorTools.report(
             kind, flight: try flight.map { try FlightID($0) }, status: Set(status), format: format, store: store)
         if let output {
@@ -89,17 +93,22 @@ struct Receipts: ParsableCommand {
                 how many were already current. A seat whose stored orders cannot be totalled gets no receipt: it is \
                 named on standard error with the reason, the others are written, and the exit code is 65.
 
-                Exit codes: 0 done, 65 some seats have no receipt (listed), 69 no store yet, 75 the store is busy, \
-                1 other failures.
+                With a PostgreSQL store (--store postgres://…) the receipts are written into this host's receipts \
+                directory (the `receipts` setting), from the shared database: any host can rebuild every receipt.
+
+                Exit codes: 0 done, 65 some seats have no receipt (listed), 69 no store yet or PostgreSQL \
+                unreachable, 75 the store is busy, 1 other failures.
                 """)
 
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var storeOption: StoreOption
 
         func run() throws {
             let logger = bootstrapLogging(.warning)
-            let configuration = try global.configuration()
+            let configuration = storeOption.applied(to: try global.configuration())
             let store = try AggregatorTools.openStore(
                 home: global.aggregatorHome, configuration: configuration, logger: logger)
+            defer { try? store.close() }
             let summary = try AggregatorTools.rebuildReceipts(
                 home: global.aggregatorHome, configuration: configuration, store: store, logger: logger)
             print(Self.describe(summary))

@@ -12,6 +12,7 @@ struct Serve: AsyncParsableCommand {
         discussion: "SIGHUP reloads the allow list (it is also reloaded within a second of changing).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var storeOption: StoreOption
 
     @Option(
         name: .customLong("data"),
@@ -50,7 +51,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var configuration = try global.configuration()
+        var configuration = storeOption.applied(to: try global.configuration())
         if let dataEndpoint { configuration.dataEndpoint = dataEndpoint }
         if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
         if insecure { configuration.insecure = true }

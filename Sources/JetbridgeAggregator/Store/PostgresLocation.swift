@@ -93,10 +93,21 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The server's SQLSTATE (such as `40001`), when the server refused a statement.
     public var sqlState: String?
+    /// Whether the server could not be reached (refused or lost connection, server shutting down or starting up):
+    /// an outage that reconnecting ends, rather than a statement the server refused.
+    public var unreachable: Bool
 
-    public init(_ message: String, sqlState: String? = nil) {
+    public init(_ message: String, sqlState: String? = nil, unreachable: Bool = false) {
         self.message = message
         self.sqlState = sqlState
+        self.unreachable = unreachable
+    }
+
+    /// Whether the SQLSTATE is a connection exception (class 08) or the server going away or not up yet (57P01
+    /// admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
+    var isConnectionState: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
     }
 
     public var description: String { message }

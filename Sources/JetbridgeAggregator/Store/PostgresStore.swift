@@ -7,8 +7,8 @@ import NIOPosix
 import PostgresNIO
 
 /// The scale-out store: a PostgreSQL database that several aggregators may share (docs/STORE.md, "PostgreSQL
-/// engine"). Not wired into `serve`, `report` or `receipts` yet; the parity tests hold it to ``AggregatorStore``'s
-/// outcomes, reads, reports and receipts.
+/// engine"), chosen with `store` / `--store postgres://…` (``StoreLocation``); the parity tests hold it to
+/// ``AggregatorStore``'s outcomes, reads, reports and receipts.
 ///
 /// Exactly once comes from the database's own rules, not from locks in the aggregator: primary keys on order and
 /// scan ids, `INSERT … ON CONFLICT` clauses (the highest revision wins, only for the owning device), rows written in
@@ -17,7 +17,12 @@ import PostgresNIO
 ///
 /// One connection, serialised by a lock. Calls block on postgres-nio futures (run on SwiftNIO's event loops), so they
 /// belong on the store's own thread, never on Swift's cooperative pool.
-public final class PostgresStore: StoreEngine {
+///
+/// A lost connection (the server restarted, stopped or unreachable) fails the call in progress with an error that
+/// says so (``PostgresStoreError/unreachable``); the next call connects again, at most once per backoff interval
+/// (0.1 s doubling to 5 s while attempts fail; calls in between fail at once without waiting on the network). The
+/// outage is logged once when it begins and once when it ends, never per call.
+public final class PostgresStore: StoreEngine, @unchecked Sendable {
     /// The schema, one entry per version, applied in order on open under an advisory lock (see ``migrate()``).
     ///
     /// Text columns compare as bytes (`COLLATE "C"`), like SQLite's BINARY collation, so that every ordering (flights,
@@ -111,11 +116,25 @@ public final class PostgresStore: StoreEngine {
     /// Attempts of one transaction that fails with a serialization failure or deadlock.
     static let maximumAttempts = 20
 
+    /// The first wait after a failed connection attempt, and the longest.
+    static let firstBackoff: Duration = .milliseconds(100)
+    static let longestBackoff: Duration = .seconds(5)
+    /// How long one connection attempt may take: an unreachable host must not hold the store thread for long.
+    static let connectTimeout: Int64 = 5
+
     /// Where the store is (shown without its password).
     public let location: PostgresLocation
-    private let connection: PostgresConnection
+    private let configuration: PostgresConnection.Configuration
     private let lock = NSLock()
     private let logger: Logger
+    // Guarded by `lock` (hence @unchecked Sendable).
+    private var connection: PostgresConnection
+    /// Set when the connection failed (rather than the server refusing a statement): the next call reconnects.
+    private var broken = false
+    private var backoff = PostgresStore.firstBackoff
+    private var nextAttempt = ContinuousClock.now
+    /// When the current outage began, if one is going on.
+    private var outageSince: Date?
 
     /// Connects to the database at `url` and brings its schema up to date.
     ///
@@ -130,7 +149,7 @@ public final class PostgresStore: StoreEngine {
         let location = try PostgresLocation(url, environment: environment)
         self.location = location
         self.logger = logger
-        let configuration: PostgresConnection.Configuration
+        var configuration: PostgresConnection.Configuration
         if let directory = location.socketDirectory {
             configuration = .init(
                 unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user,
@@ -140,13 +159,14 @@ public final class PostgresStore: StoreEngine {
                 host: location.host!, port: location.port, username: location.user, password: location.password,
                 database: location.database, tls: .disable)
         }
+        configuration.options.connectTimeout = .seconds(Self.connectTimeout)
+        self.configuration = configuration
         do {
-            connection = try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-                id: Int.random(in: 1...Int(Int32.max)), logger: logger
-            ).wait()
+            connection = try Self.connect(configuration, logger: logger)
         } catch {
-            throw Self.describe(error, doing: "cannot connect to \(location.redacted)")
+            var failure = Self.describe(error, doing: "cannot connect to \(location.redacted)")
+            failure.unreachable = failure.sqlState == nil || failure.isConnectionState
+            throw failure
         }
         do {
             try migrate()
@@ -159,13 +179,74 @@ public final class PostgresStore: StoreEngine {
 
     // MARK: Statements
 
+    private static func connect(
+        _ configuration: PostgresConnection.Configuration, logger: Logger
+    ) throws -> PostgresConnection {
+        try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+            id: Int.random(in: 1...Int(Int32.max)), logger: logger
+        ).wait()
+    }
+
     @discardableResult
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         do {
             return try connection.query(query, logger: logger).wait()
         } catch {
-            throw Self.describe(error, doing: "\(location.redacted)")
+            var failure = Self.describe(error, doing: "\(location.redacted)")
+            // No answer from the server (the connection closed or failed), or the server going away (57P01 admin
+            // shutdown, 57P02, 57P03 starting up) or a connection exception (08xxx): reconnect before the next call.
+            if failure.sqlState == nil || failure.isConnectionState {
+                broken = true
+                failure.unreachable = true
+                noteOutage(failure)
+            }
+            throw failure
         }
+    }
+
+    /// Connects again when the connection was lost, at most once per backoff interval; called with the lock held
+    /// before every call's statements.
+    /// - Throws: ``PostgresStoreError`` with `unreachable` set while the server cannot be reached.
+    private func reconnectIfNeeded() throws {
+        guard broken || connection.isClosed else { return }
+        let now = ContinuousClock.now
+        guard now >= nextAttempt else {
+            throw PostgresStoreError(
+                "the store \(location.redacted) is unreachable; reconnecting (next attempt in "
+                    + "\(Int(((nextAttempt - now) / .milliseconds(1)).rounded())) ms)", unreachable: true)
+        }
+        _ = try? connection.close().wait()
+        do {
+            connection = try Self.connect(configuration, logger: logger)
+        } catch {
+            var failure = Self.describe(error, doing: "the store \(location.redacted) is unreachable")
+            failure.unreachable = true
+            broken = true
+            nextAttempt = now + backoff
+            backoff = min(backoff * 2, Self.longestBackoff)
+            noteOutage(failure)
+            throw failure
+        }
+        broken = false
+        backoff = Self.firstBackoff
+        if let since = outageSince {
+            outageSince = nil
+            logger.notice(
+                "store reachable again",
+                metadata: [
+                    "store": "\(location.redacted)", "outageSeconds": "\(Int(Date().timeIntervalSince(since).rounded()))",
+                ])
+        }
+    }
+
+    /// Logs the start of an outage, once.
+    private func noteOutage(_ failure: PostgresStoreError) {
+        guard outageSince == nil else { return }
+        outageSince = Date()
+        logger.warning(
+            "store unreachable; reconnecting with backoff (up to \(Self.longestBackoff))",
+            metadata: ["store": "\(location.redacted)", "error": "\(failure.message)"])
     }
 
     /// A message for `error` that never carries the password: the server's SQLSTATE and message, or what failed.
@@ -192,7 +273,7 @@ public final class PostgresStore: StoreEngine {
                 try run(commit ? "COMMIT" : "ROLLBACK")
                 return value
             } catch let error as PostgresStoreError {
-                _ = try? connection.query("ROLLBACK", logger: logger).wait()
+                if !broken { _ = try? connection.query("ROLLBACK", logger: logger).wait() }
                 guard error.sqlState == "40001" || error.sqlState == "40P01", attempt < Self.maximumAttempts else {
                     throw error
                 }
@@ -201,15 +282,17 @@ public final class PostgresStore: StoreEngine {
                 Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
                 attempt += 1
             } catch {
-                _ = try? connection.query("ROLLBACK", logger: logger).wait()
+                if !broken { _ = try? connection.query("ROLLBACK", logger: logger).wait() }
                 throw error
             }
         }
     }
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    /// Runs `body` with the connection to itself, connecting again first if it was lost.
+    private func locked<T>(_ body: () throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
+        try reconnectIfNeeded()
         return try body()
     }
 
@@ -586,11 +669,146 @@ public final class PostgresStore: StoreEngine {
     public func idleMaintenance() throws {}
 
     public func close() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !connection.isClosed else { return }
+        do { try connection.close().wait() } catch {
+            // A connection the server already dropped has nothing left to close.
+            if broken { return }
+            throw Self.describe(error, doing: "closing \(location.redacted)")
+        }
+    }
+
+    // MARK: Receipts
+
+    public var name: String { location.redacted }
+
+    public func flightsWithOrders() throws -> [FlightID] {
         try locked {
-            do { try connection.close().wait() } catch {
-                throw Self.describe(error, doing: "closing \(location.redacted)")
+            try run("SELECT DISTINCT flight FROM orders ORDER BY flight").map { try flightID($0.decode(String.self)) }
+        }
+    }
+
+    public func forEachReceipt(
+        flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void
+    ) throws {
+        // One flight's order rows in memory at a time (postgres-nio's future API returns them all), one seat's
+        // decoded orders.
+        let rows = try locked {
+            try run("SELECT seat, record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seat, seq")
+        }
+        try forEachSeat(rows) { seatText, orders in
+            let seat = try seatValue(seatText)
+            let receipt: Receipt
+            do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
+                failed(flight, seat, error)
+                return
+            }
+            try body(receipt)
+        }
+    }
+
+    /// Seats claimed per step of the receipt walk, at most: a commit that marks a claimed seat waits for the step's
+    /// transaction (its files written and synced), so steps stay short (100 seats: 200 small files).
+    static let receiptClaim = 100
+
+    public func refreshReceipts(
+        after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
+        write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
+    ) throws -> [ReceiptMark] {
+        try locked {
+            try transaction {
+                // Claimed: held until this transaction ends; another aggregator's walk skips them (and renders the
+                // seats after them), a commit that marks one again waits, then marks it anew.
+                let rows = try run(
+                    """
+                    SELECT flight, seat, generation FROM dirty_receipts
+                    WHERE (flight, seat) > (\(after?.flight.rawValue ?? ""), \(after?.seat.rawValue ?? ""))
+                    ORDER BY flight, seat LIMIT \(min(limit, Self.receiptClaim)) FOR UPDATE SKIP LOCKED
+                    """)
+                var marks: [ReceiptMark] = []
+                for row in rows {
+                    let (flight, seat, generation) = try row.decode((String, String, Int64).self)
+                    marks.append(ReceiptMark(flight: try flightID(flight), seat: try seatValue(seat), generation: generation))
+                }
+                var failedSeats: Set<ReceiptMark> = []
+                var index = 0
+                while index < marks.count {
+                    let flight = marks[index].flight
+                    var seats: [Seat] = []
+                    while index < marks.count, marks[index].flight == flight {
+                        seats.append(marks[index].seat)
+                        index += 1
+                    }
+                    let orderRows = try run(
+                        """
+                        SELECT seat, record FROM orders WHERE flight = \(flight.rawValue)
+                            AND seat = ANY(\(seats.map(\.rawValue))) ORDER BY seat, seq
+                        """)
+                    var found: [String: Result<[Order], any Error>] = [:]
+                    try forEachSeat(orderRows) { found[$0] = $1 }
+                    for seat in seats {
+                        guard let orders = found[seat.rawValue] else {
+                            try write(flight, seat, nil)
+                            continue
+                        }
+                        let receipt: Receipt
+                        do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
+                            failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
+                            failed(flight, seat, error)
+                            continue
+                        }
+                        try write(flight, seat, receipt)
+                    }
+                }
+                guard !marks.isEmpty else { return (marks, true) }
+                try durable()
+                for mark in marks
+                where !failedSeats.contains(ReceiptMark(flight: mark.flight, seat: mark.seat, generation: 0)) {
+                    try run(
+                        """
+                        DELETE FROM dirty_receipts WHERE flight = \(mark.flight.rawValue) AND seat = \(mark.seat.rawValue)
+                            AND generation = \(mark.generation)
+                        """)
+                }
+                return (marks, true)
             }
         }
+    }
+
+    public func probe() -> String? {
+        do {
+            _ = try locked { try run("SELECT 1") }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Groups `seat, record` rows (in seat order) by seat: each seat's decoded orders, or the error of the first
+    /// order that does not decode (the other seats go on).
+    private func forEachSeat(
+        _ rows: PostgresQueryResult, _ body: (String, Result<[Order], any Error>) throws -> Void
+    ) throws {
+        var current: String?
+        var orders: [Order] = []
+        var failure: (any Error)?
+        func finishSeat() throws {
+            guard let current else { return }
+            try body(current, failure.map { .failure($0) } ?? .success(orders))
+        }
+        for row in rows {
+            let (seat, bytes) = try row.decode((String, Data).self)
+            if seat != current {
+                try finishSeat()
+                current = seat
+                orders.removeAll(keepingCapacity: true)
+                failure = nil
+            }
+            guard failure == nil else { continue }
+            do { orders.append(try decodeOrder(bytes)) } catch { failure = error }
+        }
+        try finishSeat()
     }
 
     // MARK: Internals

@@ -2,9 +2,13 @@ public import Foundation
 public import JetbridgeModel
 public import JetbridgeProtocol
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What the aggregator needs from a store, whichever engine keeps the data: the embedded SQLite file
-/// (``AggregatorStore``, the default) or a shared PostgreSQL database (``PostgresStore``, scale-out; not wired into
-/// `serve`, `report` or `receipts` yet).
+/// (``AggregatorStore``, the default) or a shared PostgreSQL database (``PostgresStore``, scale-out), chosen by the
+/// `store` setting (``StoreLocation``).
 ///
 /// Both engines keep the same rules (docs/STORE.md): orders unique by id with the highest revision winning and
 /// owned by the device that created them, one currency per flight, scans unique by scan id, bags merged from all
@@ -51,6 +55,40 @@ public protocol StoreEngine: AnyObject, Sendable {
     /// How many seats wait for a receipt rewrite.
     func dirtyReceiptCount() throws -> Int
 
+    /// Every flight that has orders, sorted.
+    func flightsWithOrders() throws -> [FlightID]
+
+    /// Calls `body` with each receipt of `flight`, in seat order, one seat's orders decoded at a time. A seat whose
+    /// receipt cannot be made (two currencies, an overflowing total, an order that no longer decodes) goes to
+    /// `failed` instead, and the others go on.
+    func forEachReceipt(
+        flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void) throws
+
+    /// One step of the receipt walk: up to `limit` seats whose receipts are behind, after `after` in (flight, seat)
+    /// text order, each passed to `write` with its receipt (`nil`: the seat has no orders left, remove its files) or
+    /// to `failed` when its receipt cannot be made; then `durable` (the caller syncs the directory); then the marks
+    /// of the written seats are cleared, unless a newer commit marked them again. The failed seats stay marked.
+    ///
+    /// SQLite reads the marks and orders in one snapshot and clears by generation. PostgreSQL claims the marks with
+    /// `SELECT … FOR UPDATE SKIP LOCKED` and clears them in the same transaction, so each seat has one writer at a
+    /// time however many aggregators share the database; seats another writer holds are skipped (it renders them).
+    /// - Returns: Every mark visited, in order; fewer than `limit` means the walk reached the end.
+    func refreshReceipts(
+        after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
+        write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
+    ) throws -> [ReceiptMark]
+
+    /// Why the store cannot take a write now (SQLite: 64 KiB cannot be written and synced next to the file;
+    /// PostgreSQL: the server cannot be reached), or `nil` when it can. Asked while idle after a failed transaction,
+    /// so that readiness returns without waiting for a batch.
+    func probe() -> String?
+
+    /// The store for messages: the SQLite file's path, or the PostgreSQL URL without its password.
+    var name: String { get }
+
+    /// How many schema migrations the store has applied (`store migrate` prints it).
+    func schemaVersion() throws -> Int
+
     /// Per-flight totals; a flight that cannot be totalled gets an error row, never a failed report.
     func flightReports(flight: FlightID?) throws -> FlightReports
 
@@ -70,8 +108,96 @@ public protocol StoreEngine: AnyObject, Sendable {
     func close() throws
 }
 
+/// A seat whose receipt is behind, as the receipt walk met it.
+public struct ReceiptMark: Hashable, Sendable {
+    public var flight: FlightID
+    public var seat: Seat
+    /// Raised by every later mark; clearing only removes the mark if it is unchanged.
+    public var generation: Int64
+
+    public init(flight: FlightID, seat: Seat, generation: Int64) {
+        self.flight = flight
+        self.seat = seat
+        self.generation = generation
+    }
+}
+
+extension StoreEngine {
+    /// Every order at its latest revision, by flight, then in order of first arrival.
+    public func orders() throws -> [Order] { try orders(flight: nil) }
+
+    /// Every bag merged from its scans, by flight, then tag id.
+    public func bags() throws -> [BagState] { try bags(flight: nil) }
+
+    /// Stores several batches in one transaction, now.
+    public func apply(_ batches: [IncomingBatch]) throws -> [BatchOutcome] { try apply(batches, at: Date()) }
+
+    /// Counts one rejected batch against its device, now.
+    public func recordRejection(device: String, reason: String) throws {
+        try recordRejection(device: device, reason: reason, at: Date())
+    }
+
+    /// Counts one limited batch against its device, now.
+    public func recordLimited(device: String, reason: String) throws {
+        try recordLimited(device: device, reason: reason, at: Date())
+    }
+
+    /// Builds one report. Stored data that cannot be totalled becomes error rows (see ``FlightReport``,
+    /// ``ItemReport``), never a failure of the whole report.
+    ///
+    /// - Parameters:
+    ///   - kind: Which report.
+    ///   - flight: Only this flight (ignored by the devices report, whose statistics are per device; the command
+    ///     line refuses `--flight` with it).
+    ///   - status: Only bags with these statuses (luggage report; all when empty).
+    public func report(_ kind: ReportKind, flight: FlightID? = nil, status: Set<BagStatus> = []) throws -> Report {
+        switch kind {
+        case .flights: .flights(try flightReports(flight: flight))
+        case .items: .items(try itemReport(flight: flight))
+        case .luggage: .luggage(try luggageReport(flight: flight, status: status))
+        case .devices: .devices(try deviceReport())
+        }
+    }
+}
+
 extension AggregatorStore: StoreEngine {
     public func idleMaintenance() throws { try checkpoint() }
 
     public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int { try unstoredCount(records) }
+
+    public var name: String { path }
+
+    public func refreshReceipts(
+        after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
+        write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
+    ) throws -> [ReceiptMark] {
+        var failedSeats: Set<ReceiptMark> = []
+        let marks = try forEachDirtyReceipt(
+            after: after.map { ($0.flight, $0.seat) }, limit: limit,
+            failed: { flight, seat, error in
+                failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
+                failed(flight, seat, error)
+            }, write)
+        guard !marks.isEmpty else { return marks }
+        try durable()
+        try clearDirty(marks.filter { !failedSeats.contains(ReceiptMark(flight: $0.flight, seat: $0.seat, generation: 0)) })
+        return marks
+    }
+
+    public func probe() -> String? { probeWritable(nextTo: path) }
+}
+
+/// Whether 64 KiB can be written and synced next to `path` (a full disk cannot): `nil`, or why not. The probe file is
+/// removed.
+func probeWritable(nextTo path: String) -> String? {
+    let probe = (path as NSString).deletingLastPathComponent + "/.space-probe"
+    defer { unlink(probe) }
+    let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { return "cannot create a file next to the store \(path): \(String(cString: strerror(errno)))" }
+    defer { close(fd) }
+    let bytes = [UInt8](repeating: 0, count: 64 << 10)
+    guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
+        return "cannot write next to the store \(path): \(String(cString: strerror(errno)))"
+    }
+    return nil
 }

@@ -1,0 +1,186 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeProtocol
+import Logging
+import Testing
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `jetbridge-aggregator serve` process (the built executable) on a store given by `--store`, in a home of its own,
+/// insecure, on loopback ports the kernel chooses; its log (JSON lines) in the home.
+final class ServeProcess: @unchecked Sendable {
+    let process: Process
+    let home: URL
+    let log: URL
+    let dataEndpoint: String
+    let acksEndpoint: String
+    let metricsEndpoint: String?
+
+    /// Starts it and waits for its start-up line.
+    init(store: String, in parent: URL, name: String, metrics: Bool = false) async throws {
+        home = parent.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        log = home.appendingPathComponent("serve.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process = Process()
+        process.executableURL = AggregatorCLITests.binary
+        process.arguments =
+            [
+                "serve", "--home", home.path, "--store", store, "--insecure", "--log-format", "json",
+                "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*",
+            ] + (metrics ? ["--metrics", "127.0.0.1:0"] : [])
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: AggregatorHome.environmentVariable)
+        environment["JETBRIDGE_LOG_LEVEL"] = "info"
+        process.environment = environment
+        process.currentDirectoryURL = home
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        var text = ""
+        let process = process
+        let log = log
+        try await waitUntil("serve logs its start-up line") {
+            text = try String(contentsOf: log, encoding: .utf8)
+            return text.contains(#""message":"aggregator serving""#) || !process.isRunning
+        }
+        guard process.isRunning else {
+            throw TestPostgresError("serve exited \(process.terminationStatus) at start: \(text)")
+        }
+        dataEndpoint = String(try #require(text.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1))
+        acksEndpoint = String(try #require(text.firstMatch(of: /"acks":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1))
+        metricsEndpoint = text.firstMatch(of: /"metrics":"http:\/\/([0-9.]+:[0-9]+)\/metrics"/).map { String($0.output.1) }
+    }
+
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// How many log lines carry `message`.
+    func count(_ message: String) -> Int {
+        logText.split(separator: "\n").filter { $0.contains(#""message":"\#(message)"#) }.count
+    }
+
+    /// SIGTERM, then waits (at most 20 s) for the exit; SIGKILL after that.
+    func stop() async throws {
+        guard process.isRunning else { return }
+        process.terminate()
+        let process = process
+        try await waitUntil("serve exits") { !process.isRunning }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// A device on raw ZeroMQ sockets (insecure), connected to one aggregator: PUSH for batches, DEALER for acks.
+final class RawDevice: @unchecked Sendable {
+    let context: ZeroMQContext
+    let push: Socket
+    let dealer: Socket
+    let id: String
+
+    init(id: String, to serve: ServeProcess) throws {
+        self.id = id
+        context = try ZeroMQContext()
+        push = try context.socket(.push)
+        dealer = try context.socket(.dealer)
+        for socket in [push, dealer] { try socket.set(.linger, .zero) }
+        try dealer.set(.routingID, Data(id.utf8))
+        try dealer.connect(serve.acksEndpoint)
+        try push.connect(serve.dataEndpoint)
+        try dealer.send(WireCoding.encode(Hello(device: id)))
+    }
+
+    func send(_ batch: OutgoingBatch) throws { try push.send(batch.frames()) }
+
+    /// The next ack, or nil after `timeout`.
+    func ack(timeout: Duration = .seconds(20)) throws -> Ack? {
+        let ready = try poll([PollItem(dealer, .readable)], timeout: timeout)
+        guard ready[0].contains(.readable), let frame = try dealer.receive() else { return nil }
+        return try WireCoding.decode(Ack.self, from: frame)
+    }
+
+    func close() {
+        try? push.close(linger: .zero)
+        try? dealer.close(linger: .zero)
+        context.terminate()
+    }
+}
+
+/// An HTTP GET on loopback; the status code, or nil when nothing answers.
+func httpStatus(_ endpoint: String, _ path: String) -> Int? {
+    let parts = endpoint.split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else { return nil }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let request = "GET \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nConnection: close\r\n\r\n"
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let count = recv(fd, &buffer, buffer.count, 0)
+    guard count > 12 else { return nil }
+    return Int(String(decoding: buffer[9..<12], as: UTF8.self))
+}
+
+/// A PostgreSQL cluster of the test's own (Tests/postgres/start-throwaway.sh), for a test that stops and starts the
+/// server: the shared test cluster must stay up for the tests that run beside it.
+struct OwnPostgresCluster {
+    let url: String
+    let directory: String
+    static let bin = ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("postgres/start-throwaway.sh").path
+        let output = try Self.shell([script])
+        guard let url = output.firstMatch(of: /JETBRIDGE_TEST_POSTGRES=(\S+)/)?.output.1,
+            let directory = output.firstMatch(of: /JETBRIDGE_TEST_POSTGRES_DIR=(\S+)/)?.output.1
+        else { throw TestPostgresError("start-throwaway.sh printed no URL: \(output)") }
+        self.url = String(url)
+        self.directory = String(directory)
+    }
+
+    /// `pg_ctl stop -m fast` (connections are terminated, as in a restart for an upgrade) or `start`.
+    func pgctl(_ action: String) throws {
+        var arguments = ["\(Self.bin)/pg_ctl", "-D", "\(directory)/data", "-w"]
+        arguments += action == "stop" ? ["-m", "fast", "stop"] : ["-l", "\(directory)/server.log", "start"]
+        if getuid() == 0 { arguments = ["runuser", "-u", "postgres", "--"] + arguments }
+        _ = try Self.shell(arguments)
+    }
+
+    func remove() {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("postgres/stop-throwaway.sh").path
+        _ = try? Self.shell([script, directory])
+    }
+
+    @discardableResult
+    static func shell(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("jb-pg-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = process.standardOutput
+        try process.run()
+        process.waitUntilExit()
+        let text = try String(contentsOf: output, encoding: .utf8)
+        guard process.terminationStatus == 0 else {
+            throw TestPostgresError("\(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+}
