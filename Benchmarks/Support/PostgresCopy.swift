@@ -123,13 +123,18 @@ public final class PostgresCopy {
 
     /// Loads the rows into database `name` (whose schema exists): orders, then scans, in one transaction. Formatting
     /// the rows (``PostgresCopyRows``) is the caller's to time, as binding is in the store.
-    /// - Returns: Wall seconds, from `BEGIN` to the commit's answer.
-    public func load(_ rows: PostgresCopyRows, into name: String) -> Double {
+    /// - Parameter postmaster: The server's postmaster, to measure its CPU (``serverCPU(postmaster:)``) while the
+    ///   loading connection's backend is still alive: read after closing, a backend not yet reaped would be missed.
+    /// - Returns: Wall seconds, from `BEGIN` to the commit's answer, and the server's CPU seconds over them.
+    public func load(
+        _ rows: PostgresCopyRows, into name: String, postmaster: pid_t? = nil
+    ) -> (seconds: Double, serverCPU: Double?) {
         let connection = connect(database: name)
         defer { try? connection.close().wait() }
         let logger = self.logger
         let orders = rows.orders
         let scans = rows.scans
+        let cpu0 = postmaster.map(Self.serverCPU)
         let start = now()
         do {
             try Self.blocking {
@@ -148,7 +153,9 @@ public final class PostgresCopy {
         } catch {
             fatalError("COPY into \(name) of \(shown): \(String(reflecting: error))")
         }
-        return now() - start
+        let seconds = now() - start
+        let cpu = postmaster.flatMap { pid in cpu0.map { Self.serverCPU(postmaster: pid) - $0 } }
+        return (seconds, cpu)
     }
 
     /// User plus system CPU seconds of the PostgreSQL server whose postmaster is `postmaster`: the postmaster, its

@@ -63,10 +63,7 @@ extension Benchmark {
         // Formatting the rows is timed, as binding is in the store and in SQLite's floor.
         let rows = PostgresCopyRows(all)
         let formatSeconds = now() - t0
-        let serverCPU0 = postmaster.map(PostgresCopy.serverCPU)
-        let copySeconds = server.load(rows, into: copyDatabase)
-        let copyServerCPU = postmaster.flatMap { pid in serverCPU0.map { PostgresCopy.serverCPU(postmaster: pid) - $0 }
-        }
+        let (copySeconds, copyServerCPU) = server.load(rows, into: copyDatabase, postmaster: postmaster)
         let copyCPU = selfCPU() - c0
         let floorSeconds = formatSeconds + copySeconds
         let floorRate = Double(total) / floorSeconds
