@@ -196,6 +196,9 @@ let package = Package(
             dependencies: [
                 "BenchmarkSupport", "FileQueue", "MessagePack", "JetbridgeModel",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // --store postgres: the receipts' progress and the rows counted in the shared database.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Benchmarks/SyncBenchmark"
         ),
@@ -207,11 +210,17 @@ let package = Package(
         .target(name: "JetbridgeTestKit", path: "Tests/JetbridgeTestKit"),
 
         // MARK: Benchmark support
-        // What several benchmarks share (the seeded generator, the sync record mix, clocks, the direct-insert floor);
-        // not a product: nothing outside Benchmarks/ uses it.
+        // What several benchmarks share (the seeded generator, the sync record mix, clocks, the direct-insert floor, the
+        // PostgreSQL COPY floor); not a product: nothing outside Benchmarks/ uses it.
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: [
+                "JetbridgeModel", .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // PostgresCopy: the COPY floor of the PostgreSQL store (postgres-nio's copyFrom).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/Support"
         ),
     ],
