@@ -20,10 +20,13 @@ struct SeveralAggregatorsTests {
         let acks: [String]
         let serverKeys: [String]
         let device = "cart-1"
+        /// `--store` for both aggregators and the reports (a PostgreSQL URL), or nil: each its own SQLite home.
+        var store: String?
         var home: URL { sandbox.directory.appendingPathComponent(device) }
 
         /// - Parameter window: `sync.window`; batches are 10 records, the ack timeout 0.5 s.
-        init(window: Int = 4) throws {
+        init(window: Int = 4, store: String? = nil) throws {
+            self.store = store
             sandbox = try AgentSandbox()
             let directory = sandbox.directory
             grounds = ["ground-a", "ground-b"].map { directory.appendingPathComponent($0) }
@@ -84,7 +87,7 @@ struct SeveralAggregatorsTests {
         func serve(_ index: Int) throws -> PipelineTests.Background {
             try PipelineTests.Background(
                 AgentSandbox.executable("jetbridge-aggregator"),
-                ["--home", grounds[index].path, "serve", "--data", data[index], "--acks", acks[index]],
+                ["--home", grounds[index].path, "serve", "--data", data[index], "--acks", acks[index]] + storeFlag,
                 in: sandbox.directory, name: "serve-\(index)-\(UUID().uuidString.prefix(4))")
         }
 
@@ -98,7 +101,8 @@ struct SeveralAggregatorsTests {
         func storedTags(_ index: Int) throws -> Set<String> {
             let report = try AgentSandbox.run(
                 AgentSandbox.executable("jetbridge-aggregator"),
-                ["--home", grounds[index].path, "report", "luggage", "--format", "json"], in: sandbox.directory)
+                ["--home", grounds[index].path, "report", "luggage", "--format", "json"] + storeFlag,
+                in: sandbox.directory)
             if report.status == 69 { return [] }  // no store yet
             try check(report.status == 0, "\(report)")
             struct Bags: Decodable {
@@ -107,6 +111,32 @@ struct SeveralAggregatorsTests {
             }
             let bags = try JSONDecoder().decode(Bags.self, from: Data(report.stdout.utf8)).bags
             return Set(bags.map { $0.tag.uppercased() })
+        }
+
+        /// Waits until both aggregators have bound their ipc endpoints (after opening their store), so the device
+        /// finds both up from its first batch instead of sending everything to the one that started first.
+        func waitUntilListening() throws {
+            let paths = (data + acks).map { String($0.dropFirst("ipc://".count)) }
+            let deadline = Date().addingTimeInterval(30)
+            while !paths.allSatisfy({ FileManager.default.fileExists(atPath: $0) }), Date() < deadline { usleep(10_000) }
+            try check(paths.allSatisfy { FileManager.default.fileExists(atPath: $0) }, "both aggregators listen")
+        }
+
+        var storeFlag: [String] { store.map { ["--store", $0] } ?? [] }
+
+        /// `report devices` row of the device: (records, new, duplicates) summed over every aggregator that stored.
+        func deviceCounts() throws -> (records: Int, new: Int, duplicates: Int) {
+            let report = try AgentSandbox.run(
+                AgentSandbox.executable("jetbridge-aggregator"),
+                ["--home", grounds[0].path, "report", "devices", "--format", "json"] + storeFlag, in: sandbox.directory)
+            try check(report.status == 0, "\(report)")
+            struct Devices: Decodable {
+                struct Device: Decodable { var device: String, records: Int, new: Int, duplicates: Int }
+                var devices: [Device]
+            }
+            let rows = try JSONDecoder().decode(Devices.self, from: Data(report.stdout.utf8)).devices
+            guard let row = rows.first(where: { $0.device == device }) else { return (0, 0, 0) }
+            return (row.records, row.new, row.duplicates)
         }
 
         func acknowledged() -> UInt64 {
@@ -150,6 +180,7 @@ struct SeveralAggregatorsTests {
         let captured = try twin.capture(400)
         let servers = try [twin.serve(0), twin.serve(1)]
         defer { for server in servers { server.kill9() } }
+        try twin.waitUntilListening()
         let sync = try twin.sync()
         try check(sync.wait(atMost: 90) == 0, "sync: \(sync.output)")
         let summary = try Summary(sync.output)
@@ -199,6 +230,7 @@ struct SeveralAggregatorsTests {
         let captured = try twin.capture(3000)
         let servers = try [twin.serve(0), twin.serve(1)]
         defer { for server in servers { server.kill9() } }
+        try twin.waitUntilListening()
         let sync = try twin.sync()
         // Once a tenth is acknowledged, both have batches; kill the first with batches in flight.
         let deadline = Date().addingTimeInterval(60)
@@ -214,6 +246,61 @@ struct SeveralAggregatorsTests {
         let union = try twin.storedTags(0).union(twin.storedTags(1))
         try check(union == captured, "every captured record is in one store or the other (\(union.count))")
         return "acknowledged \(atKill) of \(captured.count) at the kill; "
+            + summary.aggregators.map { "\($0.data.suffix(10)): \($0.acknowledged)" }.joined(separator: ", ")
+    }
+
+    /// A new database on the test server (`JETBRIDGE_TEST_POSTGRES`), by `psql`, so this test's counts are its own.
+    static func freshDatabase() throws -> String? {
+        guard let url = ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"], !url.isEmpty else {
+            return nil
+        }
+        let name = "several_\(UUID().uuidString.prefix(8).lowercased())"
+        let created = try AgentSandbox.run(
+            URL(fileURLWithPath: "/usr/bin/psql"), [url, "-qc", "CREATE DATABASE \(name)"],
+            in: FileManager.default.temporaryDirectory)
+        try check(created.status == 0, "CREATE DATABASE: \(created)")
+        guard let slash = url.range(of: "/", options: .backwards) else { return nil }
+        return url[..<slash.upperBound] + name
+    }
+
+    @Test(
+        "two aggregators on one PostgreSQL store, one SIGKILLed mid-sync: the device finishes through the other and every record is new exactly once",
+        .enabled(
+            if: ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"] != nil
+                || ProcessInfo.processInfo.environment["CI"] == "true",
+            "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")"))
+    func killedMidSyncOnASharedStore() async throws {
+        let note = try await onThreads(1) { _ in try Self.killedMidSyncOnASharedStoreRun() }[0]
+        print("several aggregators, shared PostgreSQL store: \(note)")
+    }
+
+    static func killedMidSyncOnASharedStoreRun() throws -> String {
+        guard let store = try freshDatabase() else {
+            throw PipelineFailure(description: "JETBRIDGE_TEST_POSTGRES is not set (CI=true needs it)")
+        }
+        let twin = try Twin(window: 2, store: store)
+        let captured = try twin.capture(3000)
+        let servers = try [twin.serve(0), twin.serve(1)]
+        defer { for server in servers { server.kill9() } }
+        try twin.waitUntilListening()
+        let sync = try twin.sync()
+        let deadline = Date().addingTimeInterval(60)
+        while twin.acknowledged() < 300, Date() < deadline, sync.process.isRunning { usleep(5_000) }
+        let atKill = twin.acknowledged()
+        servers[0].kill9()
+        try check(atKill < UInt64(captured.count), "the kill came mid-sync (acknowledged \(atKill))")
+        try check(sync.wait(atMost: 90) == 0, "sync: \(sync.output)")
+        let summary = try Summary(sync.output)
+        try check(summary.acknowledged == captured.count && summary.remaining == 0, "\(sync.output)")
+        try check(summary.aggregators[0].acknowledged > 0, "the first had acknowledged some: \(sync.output)")
+        // Exactly once in the shared store: every tag once, and over both aggregators each record counted new once
+        // (a batch the killed one stored but never acked comes back from the other as duplicates, never as new).
+        try check(try twin.storedTags(1) == captured, "the shared store holds exactly what was captured")
+        try check(try twin.storedTags(0) == captured, "either aggregator's home reads the same shared store")
+        let counts = try twin.deviceCounts()
+        try check(counts.new == captured.count, "new \(counts.new) of \(captured.count): each record new once")
+        try check(counts.records == counts.new + counts.duplicates, "records = new + duplicates: \(counts)")
+        return "acknowledged \(atKill) of \(captured.count) at the kill; \(counts.duplicates) duplicates resent; "
             + summary.aggregators.map { "\($0.data.suffix(10)): \($0.acknowledged)" }.joined(separator: ", ")
     }
 
