@@ -318,11 +318,14 @@ struct SeveralAggregatorsTests {
             kill(servers[0].process.processIdentifier, SIGCONT)
             for server in servers { server.kill9() }
         }
+        try twin.waitUntilListening()
         // No --until-drained: the sync must still be running when the stopped aggregator answers.
         let sync = try twin.sync(["--timeout", "90", "--log-level", "info"])
         defer { sync.kill9() }
         var deadline = Date().addingTimeInterval(60)
         while twin.acknowledged() < 50, Date() < deadline, sync.process.isRunning { usleep(2_000) }
+        // Stop it only once it is taking batches (its store holds some), so it has batches in flight when it stops.
+        while try twin.storedTags(0).isEmpty, Date() < deadline, sync.process.isRunning { usleep(20_000) }
         // SIGSTOP: the aggregator keeps its connections but reads and answers nothing, like a hung host.
         kill(servers[0].process.processIdentifier, SIGSTOP)
         let atStop = twin.acknowledged()
