@@ -1,5 +1,7 @@
 // The benchmark's flags (docs/BENCHMARKS.md, "sync-benchmark").
 
+import BenchmarkSupport
+
 /// Which store the aggregators write to.
 enum StoreChoice: Equatable {
     /// One aggregator on its SQLite file (the default mode).
@@ -45,11 +47,18 @@ struct Options {
                     let url = arguments.first.flatMap { $0.hasPrefix("postgres") ? $0 : nil }
                     if url != nil { arguments.removeFirst() }
                     store = .postgres(url: url)
-                default: fatalError("--store takes sqlite or postgres [URL]; \(Self.usage)")
+                default: exitWithUsage("--store takes sqlite or postgres [URL]", usage: Self.usage)
                 }
                 continue
             }
-            guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else { fatalError(Self.usage) }
+            let numeric = [
+                "--devices", "--records", "--batch-records", "--window", "--tx-batches", "--tx-records",
+                "--queue-batches", "--tx-delay-ms",
+            ]
+            guard numeric.contains(argument) else { exitWithUsage("unknown option \(argument)", usage: Self.usage) }
+            guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else {
+                exitWithUsage("\(argument) takes a positive number", usage: Self.usage)
+            }
             switch argument {
             case "--devices": deviceCount = value
             case "--records": recordsPerDevice = value
@@ -59,7 +68,7 @@ struct Options {
             case "--tx-records": transactionRecords = value
             case "--queue-batches": queueBatches = value
             case "--tx-delay-ms": transactionDelay = value
-            default: fatalError("unknown option \(argument); \(Self.usage)")
+            default: preconditionFailure("every numeric option is listed above")
             }
         }
     }
