@@ -117,8 +117,10 @@ struct MetricsTests {
         defer { device.close() }
         #expect(try await Self.get(fixture.server, "/readyz") == (200, "ready\n"))
 
-        // The store refuses every order for seat 3C inside the transaction, as a full disk would.
+        // The store refuses every order for seat 3C inside the transaction, and the idle write probe fails, as on a
+        // full disk: /readyz stays unready for as long as the fault is held, however slowly this test runs.
         try fixture.fixture.failOrders(seat: "3C")
+        try fixture.fixture.failWriteProbe()
         let batch = try outgoing("cart-1", 1, [order(1), order(2, seat: "3C")])
         try device.send(batch)
         #expect(try await device.ack()?.status == .retry)
@@ -127,7 +129,11 @@ struct MetricsTests {
         #expect(reason.contains("the last store transaction failed"), "\(reason)")
         #expect(try await Self.get(fixture.server, "/healthz").0 == 200)
 
+        try await Task.sleep(for: .milliseconds(1_500))  // past an idle probe: it must not clear the fault
+        #expect(try await Self.get(fixture.server, "/readyz").0 == 503)
+
         try fixture.fixture.healOrders()
+        try fixture.fixture.healWriteProbe()
         try device.send(batch)
         #expect(try await device.ack()?.status == .stored)
         #expect(try await Self.get(fixture.server, "/readyz") == (200, "ready\n"))
