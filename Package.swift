@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "JetbridgeAgent",
             dependencies: [
-                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue", "SystemSupport",
+                "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "FileQueue", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
-                "MessagePack", "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
+                "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
                 "SystemSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -1,7 +1,8 @@
 import FileQueue
 public import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
 public import Logging
-import MessagePack
 
 /// Records sales and bag scans into the device's queue, durably, for any number of processes at once.
 ///
@@ -45,9 +46,18 @@ public struct CaptureService: Sendable {
         }
     }
 
-    func encode(_ value: some Encodable) throws(AgentError) -> Data {
+    /// The record's bytes, as the queue and the order ledger hold them (``RecordCoding``).
+    func encode(_ order: Order) throws(AgentError) -> Data {
+        try encode(.order(order))
+    }
+
+    func encode(_ scan: Scan) throws(AgentError) -> Data {
+        try encode(.scan(scan))
+    }
+
+    func encode(_ record: Record) throws(AgentError) -> Data {
         do {
-            return try MessagePackEncoder().encode(value)
+            return try RecordCoding.encode(record)
         } catch {
             throw AgentError(.failure, "cannot encode the record: \(error)")
         }

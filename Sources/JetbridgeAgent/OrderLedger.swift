@@ -1,12 +1,12 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
-import MessagePack
+import JetbridgeProtocol
 
 /// This device's record of the latest revision of every order it took, so that `order --amend` can raise the
 /// revision even after the order's records were synced and removed from the queue.
 ///
-/// One file per order, `<home>/orders/<UUID>.msgpack`, holding the order record (MessagePack) and replaced
+/// One file per order, `<home>/orders/<UUID>.msgpack`, holding the order record (``RecordCoding``) and replaced
 /// atomically. Amendments hold an exclusive lock on `<home>/orders/lock` from reading the latest revision until the
 /// new one is durable in the queue, so two concurrent amendments never produce the same revision.
 struct OrderLedger {
@@ -32,7 +32,7 @@ struct OrderLedger {
         let url = file(for: id)
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
         do {
-            let order = try MessagePackDecoder().decode(Order.self, from: Data(contentsOf: url))
+            let order = try RecordCoding.decodeOrder(Data(contentsOf: url))
             guard order.id == id else {
                 throw AgentError(
                     .failure, "the ledger file \(url.path) holds order \(order.id.uuidString), not \(id.uuidString)")

@@ -95,7 +95,7 @@ extension AggregatorStore {
             let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO flights (flight, currency) VALUES (?, ?)")
             while let row = try rows.next() {
                 let bytes: Data = row[1]
-                guard case .order(let order) = try? RecordDecoder().decode(from: bytes) else { continue }
+                guard case .order(let order) = try? RecordCoding.decode(bytes) else { continue }
                 try insert.execute(arguments: [row[0] as String, order.currency])
             }
         }

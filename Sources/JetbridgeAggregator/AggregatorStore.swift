@@ -72,10 +72,10 @@ public final class AggregatorStore: Sendable {
         try self.init(path: home.appendingPathComponent(Self.fileName).path, logger: logger)
     }
 
-    /// Decodes a stored record's bytes (MessagePack, as received) for receipts and reports, with the hand-written
-    /// decoder that accepted them (`RecordDecoder`, about ten times cheaper than Codable).
+    /// Decodes a stored record's bytes (MessagePack, as received) for receipts and reports, with the codec that
+    /// accepted them (`RecordCoding`, about ten times cheaper than Codable).
     func decoder(_ bytes: Data) throws -> JetbridgeModel.Record {
-        try RecordDecoder().decode(from: bytes)
+        try RecordCoding.decode(bytes)
     }
 
     /// Stores several batches in ONE transaction and returns what each changed, in the same order.

@@ -25,8 +25,9 @@ public struct IncomingBatch: Sendable {
     ///
     /// Records are read by ``RecordDecoder`` in one pass over frame 2, which checks every byte (strings as UTF-8
     /// and timestamps included, also under keys a record does not read) before the batch is returned. When that
-    /// pass finds anything wrong, the batch is decoded again by ``referenceDecode(frames:authenticatedDevice:)``,
-    /// whose answer is returned: a refused batch gets exactly the status, index and reason it always got.
+    /// pass finds anything wrong, ``checkedRecords(_:header:decode:)`` looks for the fault as the answer names it:
+    /// the structure of frame 2 as a whole first, then record by record with ``RecordDecoder`` again, whose
+    /// `DecodingError` (field and byte offset) becomes the reason.
     /// - Parameters:
     ///   - frames: The frames of one ZeroMQ message.
     ///   - authenticatedDevice: The connection's `User-Id` from the ZAP handler, or nil in insecure mode.
@@ -41,16 +42,20 @@ public struct IncomingBatch: Sendable {
         if let records = quickRecords(frames[1], header: header) {
             return .success(IncomingBatch(header: header, records: records))
         }
-        return codableRecords(frames[1], header: header)
+        return checkedRecords(frames[1], header: header) { try RecordDecoder().decode(from: $0) }
     }
 
-    /// Checks and decodes a batch message as ``decode(frames:authenticatedDevice:)`` does, with the Codable
-    /// `MessagePackDecoder` for every record: the reference the fast path is tested and measured against.
+    /// The reference ``decode(frames:authenticatedDevice:)`` is tested and measured against: the same checks, with
+    /// the Codable `MessagePackDecoder` for every record. Not used to serve; the differential tests, the fuzz target
+    /// and `record-decode-benchmark` call it.
     public static func referenceDecode(frames: [Data], authenticatedDevice: String?) -> Result<
         IncomingBatch, BatchRejection
     > {
+        var decoder = MessagePackDecoder()
+        decoder.nestingLimit = WireProtocol.recordNestingLimit
         switch checkFrames(frames, authenticatedDevice: authenticatedDevice) {
-        case .success(let header): return codableRecords(frames[1], header: header)
+        case .success(let header):
+            return checkedRecords(frames[1], header: header) { try decoder.decode(Record.self, from: $0) }
         case .failure(let rejection): return .failure(rejection)
         }
     }
@@ -94,7 +99,7 @@ public struct IncomingBatch: Sendable {
     }
 
     /// The records of a checked frame 2 read by ``RecordDecoder``, or nil when anything is wrong with them (the
-    /// caller then asks the reference path why).
+    /// caller then asks ``checkedRecords(_:header:decode:)`` why).
     ///
     /// One pass: the array header, then each record from where the previous one ended. Every byte is checked: the
     /// decoder validates the strings and timestamps it reads, and with `validatesUnreadValues` those under keys it
@@ -120,8 +125,15 @@ public struct IncomingBatch: Sendable {
         }
     }
 
-    /// The records of a checked frame 2 through `MessagePackStructure.arrayElements` and the Codable decoder.
-    static func codableRecords(_ body: Data, header: BatchHeader) -> Result<IncomingBatch, BatchRejection> {
+    /// The records of a checked frame 2, found the slow way so that a fault is named as the ack names it: the whole
+    /// frame's structure through `MessagePackStructure.arrayElements` (every byte, so a malformed record anywhere
+    /// is the answer before any record's content), the count, then each record through `decode`, its rules and its
+    /// device, stopping at the first record at fault.
+    /// - Parameter decode: Decodes one record from exactly its bytes: ``RecordDecoder`` to serve, Codable for the
+    ///   reference.
+    static func checkedRecords(
+        _ body: Data, header: BatchHeader, decode: (Data) throws -> Record
+    ) -> Result<IncomingBatch, BatchRejection> {
         let ranges: [Range<Int>]
         do {
             ranges = try MessagePackStructure.arrayElements(in: body, nestingLimit: WireProtocol.recordNestingLimit + 1)
@@ -133,14 +145,12 @@ public struct IncomingBatch: Sendable {
             return .failure(
                 .malformed(header, "frame 2 holds \(ranges.count) records but the header says \(header.count)"))
         }
-        var decoder = MessagePackDecoder()
-        decoder.nestingLimit = WireProtocol.recordNestingLimit
         var records: [Element] = []
         records.reserveCapacity(ranges.count)
         for (index, range) in ranges.enumerated() {
             let bytes = body[range]
             do {
-                let record = try decoder.decode(Record.self, from: bytes)
+                let record = try decode(bytes)
                 try record.validate()
                 guard record.device == header.device else {
                     return .failure(
@@ -150,16 +160,13 @@ public struct IncomingBatch: Sendable {
                                 + "'\(header.device)'"))
                 }
                 records.append(Element(record: record, bytes: bytes))
-            } catch let error as ValidationError {
-                return .failure(
-                    BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
-                )
             } catch let error as DecodingError {
                 return .failure(
                     BatchRejection(
                         status: .rejected, header: header, index: index,
                         reason: "record \(index): \(ValidationError(error))"))
             } catch {
+                // A ValidationError from `validate()`, or whatever else `decode` throws.
                 return .failure(
                     BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
                 )

@@ -1,8 +1,9 @@
-public import Foundation
-public import JetbridgeModel
+package import Foundation
+package import JetbridgeModel
 internal import MessagePack
 
-/// Decodes a ``Record`` from MessagePack by hand: the aggregator's hot path, about ten times cheaper than Codable.
+/// Decodes a ``Record`` from MessagePack by hand: the aggregator's hot path, about ten times cheaper than Codable, and
+/// the decoder behind ``RecordCoding`` (`package`: callers outside this package decode with ``RecordCoding``).
 ///
 /// It accepts exactly what `MessagePackDecoder().decode(Record.self, from:)` (nesting limit ``nestingLimit``)
 /// accepts and decodes it to an equal value: keys in any order; keys a record does not read (other strings, integer
@@ -10,24 +11,25 @@ internal import MessagePack
 /// range, invalid UTF-8, too deep nesting or bytes after the record rejected. Typed fields are checked as their
 /// decoders check them (``FlightID``, ``Seat``, ``Owner``, UUID, scan point, record type). Errors are
 /// `DecodingError`s with the coding path and the byte offset; rule violations carry a ``ValidationError``, so
-/// `ValidationError(error)` names the field. The tests decode generated and mutated records both ways and compare.
+/// `ValidationError(error)` names the field. It is the authority for errors too: a refused batch's reason is its
+/// error. The differential tests and the fuzz target decode generated and mutated records both ways and compare.
 ///
 /// It does not run ``Record/validate()``.
-public struct RecordDecoder: Sendable {
+package struct RecordDecoder: Sendable {
     /// The deepest nesting of arrays and maps accepted, counting the record's own map as the first level.
-    public var nestingLimit = WireProtocol.recordNestingLimit
+    package var nestingLimit = WireProtocol.recordNestingLimit
     /// Also check strings and timestamps under keys a record does not read, as `MessagePackStructure.arrayElements`
     /// checks every element of frame 2. Off by default, to match `MessagePackDecoder`, which checks only their
     /// structure.
-    public var validatesUnreadValues = false
+    package var validatesUnreadValues = false
 
-    public init() {}
+    package init() {}
 
     /// Decodes one record.
     /// - Parameter bytes: Exactly one MessagePack map.
     /// - Returns: The record, not yet validated.
     /// - Throws: `DecodingError`; offsets count from the start of `bytes`.
-    public func decode(from bytes: some ContiguousBytes) throws -> Record {
+    package func decode(from bytes: some ContiguousBytes) throws -> Record {
         var cache = Cache()
         return try MessagePackReader.withReader(bytes) { reader in
             let record = try read(&reader, cache: &cache)
@@ -143,9 +145,7 @@ public struct RecordDecoder: Sendable {
     func readLineItems(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
         -> [LineItem]
     {
-        let arrayOffset = reader.offset
-        let count = try reader.readArrayHeader(codingPath: path())
-        try checkDepth(depth, at: arrayOffset, path())
+        let count = try readArrayHeader(&reader, depth: depth, path())
         var lines: [LineItem] = []
         // Every element takes at least one byte, so the bytes left bound what a hostile count can reserve.
         lines.reserveCapacity(Swift.min(count, reader.count - reader.offset))
@@ -158,14 +158,9 @@ public struct RecordDecoder: Sendable {
     func readLineItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
         -> LineItem
     {
-        let mapOffset = reader.offset
-        let count = try reader.readMapHeader(codingPath: path())
-        try checkDepth(depth, at: mapOffset, path())
         var item: Item?
         var number = 0
-        try readEntries(&reader, count: count, fields: Field.lineItemFields, mapOffset: mapOffset, depth: depth, path())
-        {
-            reader, field in
+        try readMap(&reader, fields: Field.lineItemFields, depth: depth, path()) { reader, field in
             switch field {
             case .item: item = try readItem(&reader, depth: depth + 1, path() + [field.key])
             default: number = try reader.read(Int.self, codingPath: path() + [field.key])
@@ -177,13 +172,9 @@ public struct RecordDecoder: Sendable {
     func readItem(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
         -> Item
     {
-        let mapOffset = reader.offset
-        let count = try reader.readMapHeader(codingPath: path())
-        try checkDepth(depth, at: mapOffset, path())
         var name = ""
         var unitPrice = 0
-        try readEntries(&reader, count: count, fields: Field.itemFields, mapOffset: mapOffset, depth: depth, path()) {
-            reader, field in
+        try readMap(&reader, fields: Field.itemFields, depth: depth, path()) { reader, field in
             switch field {
             case .name: name = try reader.read(String.self, codingPath: path() + [field.key])
             default: unitPrice = try reader.read(Int.self, codingPath: path() + [field.key])
@@ -195,14 +186,10 @@ public struct RecordDecoder: Sendable {
     func readTag(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
         -> LuggageTag
     {
-        let mapOffset = reader.offset
-        let count = try reader.readMapHeader(codingPath: path())
-        try checkDepth(depth, at: mapOffset, path())
         var id: UUID?
         var owner: Owner?
         var weight = 0.0
-        try readEntries(&reader, count: count, fields: Field.tagFields, mapOffset: mapOffset, depth: depth, path()) {
-            reader, field in
+        try readMap(&reader, fields: Field.tagFields, depth: depth, path()) { reader, field in
             switch field {
             case .id: id = try readUUID(&reader, path() + [field.key])
             case .owner: owner = try readOwner(&reader, depth: depth + 1, path() + [field.key])
@@ -215,9 +202,7 @@ public struct RecordDecoder: Sendable {
     func readOwner(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey]) throws
         -> Owner
     {
-        let arrayOffset = reader.offset
-        let count = try reader.readArrayHeader(codingPath: path())
-        try checkDepth(depth, at: arrayOffset, path())
+        let count = try readArrayHeader(&reader, depth: depth, path())
         guard count == 2 else {
             throw invalid(
                 ValidationError(
@@ -321,13 +306,33 @@ public struct RecordDecoder: Sendable {
             let field = Field(reader.bytes(of: name)), fields & field.bit != 0
         else { return nil }
         guard seen & field.bit == 0 else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: path(),
-                    debugDescription: "Duplicate key \"\(field.key.stringValue)\" in the map at offset \(mapOffset)"))
+            throw MessagePackReader.duplicateKeyError(field.key.stringValue, inMapAt: mapOffset, codingPath: path())
         }
         seen |= field.bit
         return field
+    }
+
+    /// Reads a map nested at level `depth` (its header, the depth check, then its entries as ``readEntries``).
+    @inline(__always)
+    func readMap(
+        _ reader: inout MessagePackReader, fields: UInt32, depth: Int, _ path: @autoclosure () -> [any CodingKey],
+        _ readField: (inout MessagePackReader, Field) throws -> Void
+    ) throws {
+        let mapOffset = reader.offset
+        let count = try reader.readMapHeader(codingPath: path())
+        try checkDepth(depth, at: mapOffset, path())
+        try readEntries(&reader, count: count, fields: fields, mapOffset: mapOffset, depth: depth, path(), readField)
+    }
+
+    /// Reads the header of an array nested at level `depth` and checks the depth; returns its count.
+    @inline(__always)
+    func readArrayHeader(_ reader: inout MessagePackReader, depth: Int, _ path: @autoclosure () -> [any CodingKey])
+        throws -> Int
+    {
+        let arrayOffset = reader.offset
+        let count = try reader.readArrayHeader(codingPath: path())
+        try checkDepth(depth, at: arrayOffset, path())
+        return count
     }
 
     /// Reads the `count` entries of the map whose header is at `mapOffset` (at nesting level `depth`): each key of
@@ -369,11 +374,7 @@ public struct RecordDecoder: Sendable {
 
     func checkDepth(_ depth: Int, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws {
         guard depth < nestingLimit else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: path(),
-                    debugDescription:
-                        "Nesting too deep at offset \(offset): more than \(nestingLimit) levels of arrays and maps"))
+            throw MessagePackReader.nestingError(at: offset, limit: nestingLimit, codingPath: path())
         }
     }
 
@@ -433,9 +434,11 @@ enum Field: Int, CaseIterable {
         }
     }
 
-    var key: FieldKey { FieldKey(stringValue: name.description) }
+    /// The key in coding paths; the Codable decoder's key types, so paths read alike (indexes as `[2]` in
+    /// ``ValidationError/path(_:)``).
+    var key: AnyCodingKey { AnyCodingKey(stringValue: name.description) }
 
-    static func index(_ index: Int) -> FieldKey { FieldKey(intValue: index) }
+    static func index(_ index: Int) -> IndexKey { IndexKey(index: index) }
 
     /// The field whose name is `bytes`, if any: by length, then by bytes.
     init?(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -462,21 +465,5 @@ enum Field: Int, CaseIterable {
         }
         guard let found else { return nil }
         self = found
-    }
-}
-
-/// A coding key for paths in errors; indexes read `[2]` in ``ValidationError/path(_:)``.
-struct FieldKey: CodingKey {
-    var stringValue: String
-    var intValue: Int?
-
-    init(stringValue: String) {
-        self.stringValue = stringValue
-        self.intValue = nil
-    }
-
-    init(intValue: Int) {
-        self.stringValue = "Index \(intValue)"
-        self.intValue = intValue
     }
 }

@@ -172,6 +172,20 @@ public struct MessagePackReader {
         }
     }
 
+    /// The error `MessagePackDecoder`'s keyed containers throw for a key present twice, for a decoder in this package
+    /// that tracks the keys it reads itself (`RecordDecoder` in JetbridgeProtocol), so both word it alike.
+    package static func duplicateKeyError(_ key: String, inMapAt mapOffset: Int, codingPath: [any CodingKey])
+        -> DecodingError
+    {
+        ReadFailure.duplicateKey("\"\(key)\"", mapOffset: mapOffset).decodingError(codingPath)
+    }
+
+    /// The error `MessagePackDecoder` throws for an array or map at `offset` nested deeper than `limit` levels, for
+    /// a decoder in this package that counts its depth itself.
+    package static func nestingError(at offset: Int, limit: Int, codingPath: [any CodingKey]) -> DecodingError {
+        ReadFailure.tooDeep(at: offset, limit: limit).decodingError(codingPath)
+    }
+
     // MARK: Strings
 
     /// Where a string's bytes lie, from the start of the reader's bytes.

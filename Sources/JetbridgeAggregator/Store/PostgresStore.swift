@@ -815,7 +815,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
 
     private func decodeOrder(_ bytes: Data) throws -> Order {
         let record: JetbridgeModel.Record
-        do { record = try RecordDecoder().decode(from: bytes) } catch {
+        do { record = try RecordCoding.decode(bytes) } catch {
             throw StoreError(
                 .undecodableRecord,
                 "a stored order no longer decodes (\(error)); open the store with the codec it was written with",

@@ -1,30 +1,5 @@
 import Foundation
 
-/// Why a read failed, before the coding path is known; containers turn it into a `DecodingError`.
-struct ReadFailure: Error {
-    enum Kind {
-        case typeMismatch(Any.Type)
-        case valueNotFound(Any.Type)
-        case corrupted
-    }
-
-    var kind: Kind
-    var message: String
-
-    static func corrupted(_ message: String) -> ReadFailure {
-        ReadFailure(kind: .corrupted, message: message)
-    }
-
-    func decodingError(_ codingPath: [any CodingKey]) -> DecodingError {
-        let context = DecodingError.Context(codingPath: codingPath, debugDescription: message)
-        switch kind {
-        case .typeMismatch(let type): return .typeMismatch(type, context)
-        case .valueNotFound(let type): return .valueNotFound(type, context)
-        case .corrupted: return .dataCorrupted(context)
-        }
-    }
-}
-
 /// A valid pointer for empty input, so reads never need an optional base address.
 nonisolated(unsafe) let emptyInputBase = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
 

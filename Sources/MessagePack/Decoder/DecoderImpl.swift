@@ -185,12 +185,7 @@ final class DecoderImpl: Decoder, CodingPathStack {
 
     func checkNesting(depth: Int, at offset: Int) throws {
         guard depth < options.nestingLimit else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: codingPath,
-                    debugDescription:
-                        "Nesting too deep at offset \(offset): more than \(options.nestingLimit) levels of arrays and maps"
-                ))
+            throw ReadFailure.tooDeep(at: offset, limit: options.nestingLimit).decodingError(codingPath)
         }
     }
 

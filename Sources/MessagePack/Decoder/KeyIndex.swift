@@ -94,7 +94,7 @@ extension KeyIndex {
         let count = entries.count
         func duplicate(_ entry: Entry) -> ReadFailure {
             let name = entry.length < 0 ? String(entry.key) : "\"\(text(of: entry, in: reader))\""
-            return .corrupted("Duplicate key \(name) in the map at offset \(mapOffset)")
+            return .duplicateKey(name, mapOffset: mapOffset)
         }
         if count <= 16 {
             for i in 0..<count {

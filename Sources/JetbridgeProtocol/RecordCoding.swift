@@ -1,0 +1,52 @@
+public import Foundation
+public import JetbridgeModel
+internal import MessagePack
+
+/// The one codec for records, as the queue, the wire, the order ledger and the store hold them (docs/PROTOCOL.md,
+/// "Records"): capture encodes with it, the order ledger reads its files with it, and the store decodes stored bytes
+/// with it for receipts and reports. The agent and the aggregator do not import MessagePack.
+///
+/// Encoding is the Codable `MessagePackEncoder` (maps with string keys in declaration order, dates as the timestamp
+/// extension, UUIDs as canonical text). Decoding is ``RecordDecoder``, the hand-written decoder the ground checks
+/// batches with (about ten times cheaper than Codable); it accepts exactly what Codable accepts, with errors that
+/// name the field and the byte offset. It does not run ``Record/validate()``: a caller that takes records from
+/// outside validates them, as `IncomingBatch.decode` does.
+public enum RecordCoding: Sendable {
+    /// Encodes a record.
+    /// - Throws: `EncodingError` (none is expected for a record built by the model's initialisers).
+    public static func encode(_ record: Record) throws -> Data {
+        switch record {
+        case .order(let order): try encode(order)
+        case .scan(let scan): try encode(scan)
+        }
+    }
+
+    /// Encodes an order as the record it is (the same bytes as `encode(.order(order))`).
+    public static func encode(_ order: Order) throws -> Data {
+        try MessagePackEncoder().encode(order)
+    }
+
+    /// Encodes a scan as the record it is (the same bytes as `encode(.scan(scan))`).
+    public static func encode(_ scan: Scan) throws -> Data {
+        try MessagePackEncoder().encode(scan)
+    }
+
+    /// Decodes one record from exactly its bytes.
+    /// - Throws: `DecodingError` with the coding path and the byte offset (from the start of `bytes`); a broken
+    ///   rule inside a typed field carries a ``ValidationError``, which `ValidationError(error)` recovers.
+    public static func decode(_ bytes: some ContiguousBytes) throws -> Record {
+        try RecordDecoder().decode(from: bytes)
+    }
+
+    /// Decodes one order record from exactly its bytes, as the order ledger stores it.
+    /// - Throws: `DecodingError` as ``decode(_:)``, also when the bytes are a scan record.
+    public static func decodeOrder(_ bytes: some ContiguousBytes) throws -> Order {
+        switch try decode(bytes) {
+        case .order(let order): return order
+        case .scan:
+            let path = [Field.type.key]
+            throw RecordDecoder().invalid(
+                ValidationError(.invalidRecordType, "record type is 'scan' where 'order' was expected"), path)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeTestKit
+import MessagePack
+import Testing
+
+@testable import JetbridgeProtocol
+
+/// `RecordCoding`, the one record codec: what capture writes, what the ledger and the store read back, and the
+/// errors a refused batch reports (issue 13: the hand-written decoder is the authority for errors).
+@Suite struct RecordCodingTests {
+    @Test func encodingWritesTheDocumentedBytesAndTheCodableEncodersBytes() throws {
+        let order = try RecordCoding.encode(exampleOrder)
+        #expect(order == documentedRecord)
+        #expect(try RecordCoding.encode(Record.order(exampleOrder)) == order)
+        let bag = scan()
+        #expect(try RecordCoding.encode(bag) == MessagePackEncoder().encode(bag))
+        #expect(try RecordCoding.encode(Record.scan(bag)) == MessagePackEncoder().encode(Record.scan(bag)))
+    }
+
+    @Test func decodingReadsBackWhatEncodingWrote() throws {
+        #expect(try RecordCoding.decode(documentedRecord) == .order(exampleOrder))
+        #expect(try RecordCoding.decodeOrder(documentedRecord) == exampleOrder)
+        let bag = scan()
+        #expect(try RecordCoding.decode(RecordCoding.encode(bag)) == .scan(bag))
+        // A slice of a larger buffer decodes with offsets from its own start.
+        let framed = Data([0x91]) + documentedRecord
+        #expect(try RecordCoding.decode(framed[1...]) == .order(exampleOrder))
+    }
+
+    @Test func anOrderFileHoldingAScanIsRefusedAsTheCodableDecoderRefusesIt() throws {
+        let bytes = try RecordCoding.encode(scan())
+        let error = try #require(throws: DecodingError.self) { try RecordCoding.decodeOrder(bytes) }
+        let reference = try #require(throws: DecodingError.self) {
+            try MessagePackDecoder().decode(Order.self, from: bytes)
+        }
+        #expect(ValidationError(error) == ValidationError(reference))
+        #expect(ValidationError(error).code == .invalidRecordType)
+        #expect(ValidationError(error).path == "type")
+    }
+
+    @Test func decodingErrorsNameTheFieldAndTheOffset() throws {
+        var damaged = documentedRecord
+        // "revision": 1 becomes `false`: a wrong type at the byte after the key.
+        let key = Data("revision".utf8)
+        let at = try #require(damaged.range(of: key)).upperBound
+        damaged[at] = 0xc2
+        let error = try #require(throws: DecodingError.self) { try RecordCoding.decode(damaged) }
+        let reason = ValidationError(error)
+        #expect(reason.path == "revision")
+        #expect(reason.message.contains("offset \(at - damaged.startIndex)"), "\(reason)")
+    }
+
+    /// The batch path's reason for a refused record is the hand-written decoder's own error for that record, and the
+    /// Codable reference names the same record.
+    @Test func aRefusedBatchIsAnsweredWithTheHandWrittenDecodersError() throws {
+        var rng = SplitMix(state: 11)
+        var refused = 0
+        for _ in 0..<300 {
+            var payloads = (0..<rng.pick([1, 3, 8])).map { _ in AnyWidthWriter.encode(Gen.tree(Gen.record(&rng)), &rng) }
+            let bad = rng.below(payloads.count)
+            payloads[bad] = AnyWidthWriter.encode(Mutate.tree(Gen.tree(Gen.record(&rng)), &rng), &rng)
+            let frames = try batch(payloads.map { Data($0) }).frames()
+            let reference = rejection(IncomingBatch.referenceDecode(frames: frames, authenticatedDevice: "cart-1"))
+            guard let found = rejection(decode(frames)) else {
+                #expect(reference == nil)
+                continue
+            }
+            refused += 1
+            #expect(found.status == reference?.status)
+            #expect(found.index == reference?.index)
+            // Frame 2's structure is checked as a whole first (`MessagePackStructure`): its reasons name an element.
+            guard found.index >= 0, found.index < payloads.count, !found.reason.hasPrefix("Element ") else { continue }
+            do {
+                let record = try RecordCoding.decode(payloads[found.index])
+                try record.validate()
+                #expect(found.reason.hasPrefix("record \(found.index) names device"), "\(found.reason)")
+            } catch let error as DecodingError {
+                #expect(found.reason == InertText.escape("record \(found.index): \(ValidationError(error))"))
+            } catch {
+                #expect(found.reason == InertText.escape("record \(found.index): \(error)"))
+            }
+        }
+        #expect(refused > 100, "only \(refused) of 300 batches refused: the mutations missed")
+    }
+}
