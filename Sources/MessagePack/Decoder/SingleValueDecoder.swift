@@ -11,7 +11,7 @@ struct SingleValueDecoder: SingleValueDecodingContainer {
         self.impl = impl
         self.start = start
         self.depth = depth
-        self.codingPath = Array(impl.keys.prefix(depth))
+        self.codingPath = impl.path(depth: depth, parentKey: nil)
     }
 
     @inline(__always)

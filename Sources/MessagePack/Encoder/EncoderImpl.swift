@@ -279,8 +279,7 @@ final class EncoderImpl: Encoder, CodingPathStack {
                 try writer.writeString(converted)
             }
         case .custom(let convert):
-            let path = Array(keys.prefix(depth)) + [key]
-            try writer.writeString(convert(path).stringValue)
+            try writer.writeString(convert(path(depth: depth, parentKey: nil) + [key]).stringValue)
         }
     }
 

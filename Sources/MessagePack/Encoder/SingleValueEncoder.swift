@@ -7,7 +7,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer, ScalarEncodingContainer
     /// Where this value starts; writing is allowed only while nothing has been written there.
     let start: Int
 
-    var codingPath: [any CodingKey] { Array(impl.keys.prefix(depth)) }
+    var codingPath: [any CodingKey] { impl.path(depth: depth, parentKey: nil) }
 
     @inline(__always)
     func begin() throws {
