@@ -5,200 +5,75 @@ import Logging
 import ZeroMQ
 import SystemSupport
 
-/// The sockets the network thread owns; handed to it once, used by it alone.
-struct NetworkLoop: @unchecked Sendable {
-    let pull: Socket
-    let router: Socket
-    /// Acks (two frames: device id, ack) and control messages (one frame) from the store thread.
-    let acks: Socket
-}
-
-/// Where each device's acks go on the ack channel, and the acks waiting for a route. Owned by the network thread.
+/// The network thread: owns the data `PULL`, the ack `ROUTER` and the inproc `PULL` from the store thread, and the
+/// state only it touches (the ack routes and held acks, the admitted keys, the per-device limiter).
 ///
-/// A route is the routing id of a connection that said hello **as that device**: in CURVE mode only a hello whose
-/// `device` equals the connection's `User-Id` (the key's allow-listed device) sets it. Acks never go to a routing id
-/// just because it equals a device id. A routing id is a secret the device chose (docs/PROTOCOL.md, Acks): the
-/// ROUTER hands a routing id over to any connection that presents it (`ROUTER_HANDOVER`), so only a connection that
-/// knows the secret, which is the device's own, can take its route over. The one exception is the route of an agent
-/// older than that rule, whose routing id is its device id: still served, with a warning, because nothing better can
-/// be done for it.
-///
-/// An ack without a usable route (no hello yet, the device reconnecting, its pipe full) is held rather than dropped,
-/// and sent when the route works again: the first batches of a new connection are often committed before its hello
-/// arrives, and a device whose link was cut reconnects with the same routing id. It is held long enough to outlast a
-/// cut link and the device's reconnect (60 s), bounded per device and in all, and counted.
-struct AckRoutes {
-    /// An ack waiting for its device's route.
-    struct Held {
-        let payload: Data
-        let since: ContinuousClock.Instant
+/// It checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once (``BatchRefusals``), queues
+/// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the acks the
+/// store thread passes back to that route only (``AckRoutes``; an ack never goes to a routing id just because it
+/// equals a device id). What it shares with the other threads is passed in: the queue, the store (read for the
+/// limits), the counters, the run control. Built once and run once, on its own thread (`@unchecked Sendable`: its
+/// sockets and state are used by that thread alone).
+final class NetworkLoop: @unchecked Sendable {
+    struct Sockets {
+        let pull: Socket
+        let router: Socket
+        /// Acks (two frames: device id, ack) and control messages (one frame) from the store thread.
+        let acks: Socket
     }
 
-    /// How long an ack waits for a route: longer than a cut link usually lasts (the agent resends every batch
-    /// still waiting once its link returns, so an ack that outlived this is only a duplicate saved).
-    static let heldLifetime: Duration = .seconds(60)
-    /// Bounds on held acks: beyond the first a device's oldest is dropped, beyond the second the new one.
-    static let maxHeldPerDevice = 256
-    static let maxHeld = 65_536
-    /// Most routes kept: in CURVE mode the allow list bounds them, in insecure mode (any hello names any device) this
-    /// does; a hello for a new device past it sets no route (its acks wait, then its device resends).
-    static let maxRoutes = 100_000
-    /// The shortest routing id taken as a secret (besides the old agents' device-id routing id).
-    static let minimumSecretLength = 16
+    private let sockets: Sockets
+    private let queue: BatchQueue
+    private let store: any StoreEngine
+    private let refusals: BatchRefusals
+    private let control: RunControl
+    private let statistics: Locked<ServerStatistics>
+    private let metrics: AggregatorMetrics
+    /// Acks held for want of a route, for `/metrics` and `status`.
+    private let acksHeld: Locked<Int>
+    private let devicesFile: URL
+    private let zap: ZAPHandler?
+    private let insecure: Bool
+    private let logger: Logger
 
-    /// The bounds in force: the ones above, smaller in tests.
-    struct Bounds: Sendable {
-        var maxHeldPerDevice = AckRoutes.maxHeldPerDevice
-        var maxHeld = AckRoutes.maxHeld
-        var maxRoutes = AckRoutes.maxRoutes
+    private var routes: AckRoutes
+    /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets nothing
+    /// stored also on a connection admitted before the revocation.
+    private var admitted: [String: String]
+    private var limiter: DeviceLimiter
+
+    init(
+        sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, store: any StoreEngine, refusals: BatchRefusals,
+        control: RunControl, acksHeld: Locked<Int>, logger: Logger
+    ) {
+        self.sockets = sockets
+        self.devicesFile = devicesFile
+        self.zap = zap
+        self.insecure = insecure
+        self.queue = queue
+        self.store = store
+        self.refusals = refusals
+        self.statistics = refusals.statistics
+        self.metrics = refusals.metrics
+        self.control = control
+        self.acksHeld = acksHeld
+        self.logger = logger
+        routes = AckRoutes(bounds: ackBounds)
+        admitted = allowlist.byPublicKey
+        limiter = DeviceLimiter(allowlist: allowlist)
     }
 
-    let bounds: Bounds
-    init(bounds: Bounds = Bounds()) { self.bounds = bounds }
-
-    private(set) var routes: [String: Data] = [:]
-    private var devicesByRoute: [Data: String] = [:]
-    /// The public key of the connection each route was learned from (CURVE mode).
-    private(set) var routeKeys: [String: String] = [:]
-    private(set) var held: [String: [Held]] = [:]
-    private(set) var heldCount = 0
-    /// Devices already warned about, so each is named once per run.
-    var warnedLegacy: Set<String> = []
-    /// When each key was last warned about a refused hello: a peer that repeats one must not flood the log.
-    private var lastWarning: [String: ContinuousClock.Instant] = [:]
-    static let warningInterval: Duration = .seconds(30)
-
-    /// Whether to log a refused hello from `key` now (at most one per ``warningInterval`` and key).
-    mutating func shouldWarn(
-        about key: String, interval: Duration = warningInterval, now: ContinuousClock.Instant = .now
-    ) -> Bool {
-        if let last = lastWarning[key], now - last < interval { return false }
-        if lastWarning.count >= 10_000 { lastWarning = [:] }
-        lastWarning[key] = now
-        return true
-    }
-
-    /// What kind of routing id a hello came with.
-    enum Kind: Equatable {
-        /// A secret the device chose: what the protocol asks for.
-        case secret
-        /// The device id itself, as agents before the secret routing ids did: served, but anyone allowed can take it.
-        case legacy
-        /// Neither (too short to be secret, or starting with a zero byte): refused in CURVE mode.
-        case unusable
-    }
-
-    static func kind(of route: Data, device: String) -> Kind {
-        if route == Data(device.utf8) { return .legacy }
-        if route.count >= minimumSecretLength, route.first != 0 { return .secret }
-        return .unusable
-    }
-
-    /// The route for `device`'s acks, if a hello set one.
-    func route(for device: String) -> Data? { routes[device] }
-
-    /// Sets `device`'s route, learned from a connection with public key `key` (CURVE mode). - Returns: Whether it
-    /// changed.
-    mutating func learn(device: String, route: Data, key: String? = nil) -> Bool {
-        if routes[device] == nil, routes.count >= bounds.maxRoutes { return false }
-        routeKeys[device] = key
-        if routes[device] == route { return false }
-        if let previous = routes[device] { devicesByRoute[previous] = nil }
-        // A routing id names one connection: whoever had it before has lost it (insecure mode only: in CURVE mode
-        // `forget(route:unlessHeldBy:)` has already dropped another key's claim).
-        if let other = devicesByRoute[route] { routes[other] = nil }
-        routes[device] = route
-        devicesByRoute[route] = device
-        return true
-    }
-
-    /// Drops the route `route` when a message on it shows that another key holds it now (an old agent's device-id
-    /// routing id taken over by another device). - Returns: The device whose route was dropped.
-    mutating func forget(route: Data, unlessHeldBy key: String) -> String? {
-        guard let device = devicesByRoute[route], device != key else { return nil }
-        devicesByRoute[route] = nil
-        routes[device] = nil
-        routeKeys[device] = nil
-        return device
-    }
-
-    /// Queues an ack behind those already waiting for `device`. - Returns: How many old acks were dropped to make room.
-    mutating func hold(_ payload: Data, for device: String, now: ContinuousClock.Instant) -> Int {
-        var dropped = 0
-        if held[device, default: []].count >= bounds.maxHeldPerDevice {
-            held[device]!.removeFirst()
-            heldCount -= 1
-            dropped += 1
-        }
-        if heldCount >= bounds.maxHeld {
-            return dropped + 1
-        }
-        held[device, default: []].append(Held(payload: payload, since: now))
-        heldCount += 1
-        return dropped
-    }
-
-    /// Whether acks wait for `device`.
-    func isHolding(for device: String) -> Bool { held[device] != nil }
-
-    /// The oldest ack waiting for `device`.
-    func firstHeld(for device: String) -> Held? { held[device]?.first }
-
-    /// Removes the oldest ack waiting for `device` (it was sent).
-    mutating func removeFirstHeld(for device: String) {
-        guard var acks = held[device], !acks.isEmpty else { return }
-        acks.removeFirst()
-        heldCount -= 1
-        held[device] = acks.isEmpty ? nil : acks
-    }
-
-    /// Drops acks older than ``heldLifetime``. - Returns: How many.
-    mutating func expire(now: ContinuousClock.Instant) -> Int {
-        var dropped = 0
-        for (device, acks) in held {
-            let kept = acks.filter { now - $0.since < Self.heldLifetime }
-            guard kept.count != acks.count else { continue }
-            dropped += acks.count - kept.count
-            held[device] = kept.isEmpty ? nil : kept
-        }
-        heldCount -= dropped
-        return dropped
-    }
-
-    /// Drops every held ack (shutdown). - Returns: How many.
-    mutating func dropAllHeld() -> Int {
-        defer {
-            held = [:]
-            heldCount = 0
-        }
-        return heldCount
-    }
-}
-
-/// One-frame control messages on the inproc socket from the store thread.
-enum StoreSignal {
-    /// The queue had been full and has room now.
-    static let room = Data("room".utf8)
-    /// The store thread has committed and acked its last batch and is gone.
-    static let done = Data("done".utf8)
-}
-
-extension AggregatorServer {
-    func runNetwork(_ sockets: NetworkLoop, allowlist: DeviceAllowlist) {
+    func run() {
         var accepting = true
         var storeDone = false
-        var allowlistStamp = Self.stamp(of: home.devicesFile)
+        var allowlistStamp = Self.stamp(of: devicesFile)
         var lastAllowlistCheck = ContinuousClock.now
-        var routes = AckRoutes(bounds: ackBounds)
         var lastHeldCheck = ContinuousClock.now
         var reportedHeld = 0
-        /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets
-        /// nothing stored also on a connection admitted before the revocation.
-        var admitted = allowlist.byPublicKey
-        var limiter = DeviceLimiter(allowlist: allowlist)
         do {
             while !storeDone {
-                if accepting && stopRequested {
+                if accepting && control.stopRequested {
                     // Stop taking new batches. What sits in the PULL queue is dropped unacked: the devices resend it.
                     accepting = false
                     try sockets.pull.close(linger: .zero)
@@ -209,30 +84,23 @@ extension AggregatorServer {
                 if readPull { items.append(PollItem(sockets.pull, .readable)) }
                 let ready = try poll(items, timeout: .milliseconds(100))
                 // Hellos first: a route that arrived with the acks it is needed for is used at once.
-                if ready[1].contains(.readable) {
-                    try readHellos(sockets.router, routes: &routes, admitted: admitted)
-                }
-                if ready[0].contains(.readable) { storeDone = try forwardAcks(sockets, routes: &routes) }
-                if readPull && ready[2].contains(.readable) {
-                    try readBatches(sockets, routes: &routes, admitted: admitted, limiter: &limiter)
-                }
+                if ready[1].contains(.readable) { try readHellos() }
+                if ready[0].contains(.readable) { storeDone = try forwardAcks() }
+                if readPull && ready[2].contains(.readable) { try readBatches() }
 
                 let now = ContinuousClock.now
                 if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
                     lastHeldCheck = now
-                    retryHeld(&routes, router: sockets.router, now: now)
+                    retryHeld(now: now)
                 }
                 if routes.heldCount != reportedHeld {
                     reportedHeld = routes.heldCount
                     acksHeld.withLock { $0 = reportedHeld }
                 }
-                let reload = state.withLock { state in
-                    defer { state.reloadRequested = false }
-                    return state.reloadRequested
-                }
+                let reload = control.takeReloadRequest()
                 if reload || now - lastAllowlistCheck >= .seconds(1) {
                     lastAllowlistCheck = now
-                    let stamp = Self.stamp(of: home.devicesFile)
+                    let stamp = Self.stamp(of: devicesFile)
                     if reload || stamp != allowlistStamp {
                         allowlistStamp = stamp
                         if let list = reloadAllowlist() {
@@ -243,7 +111,7 @@ extension AggregatorServer {
                 }
             }
         } catch {
-            fail(AggregatorError(.other, "the network thread stopped: \(error)"))
+            control.fail(AggregatorError(.other, "the network thread stopped: \(error)"))
             queue.close()
             // Keep draining the store thread's acks until it is done, so it never blocks on a full inproc pipe.
             while !storeDone {
@@ -252,19 +120,19 @@ extension AggregatorServer {
             }
         }
         if !sockets.pull.isClosed { try? sockets.pull.close(linger: .zero) }
-        retryHeld(&routes, router: sockets.router, now: .now)
+        retryHeld(now: .now)
         let unsent = routes.dropAllHeld()
         if unsent > 0 {
             statistics.withLock { $0.unroutableAcks += unsent }
             logger.info("\(unsent) acks had no route at shutdown; their devices will resend")
         }
         // The last acks are queued in the ROUTER: linger gives them a second to leave.
-        try? sockets.router.close(linger: Self.ackLinger)
+        try? sockets.router.close(linger: AggregatorServer.ackLinger)
         try? sockets.acks.close(linger: .zero)
     }
 
     /// Sends the acks the store thread passed back. Returns true once the store thread said it is done.
-    private func forwardAcks(_ sockets: NetworkLoop, routes: inout AckRoutes) throws -> Bool {
+    private func forwardAcks() throws -> Bool {
         for _ in 0..<1_000 {
             guard let frames = try sockets.acks.receiveMultipart(options: .dontWait) else { return false }
             if frames.count == 1 {
@@ -272,7 +140,7 @@ extension AggregatorServer {
                 continue  // `room`: the poll loop reads the data socket again
             }
             guard frames.count == 2 else { continue }
-            sendAck(frames[1], to: String(decoding: frames[0], as: UTF8.self), routes: &routes, router: sockets.router)
+            sendAck(frames[1], to: String(decoding: frames[0], as: UTF8.self))
         }
         return false
     }
@@ -280,7 +148,8 @@ extension AggregatorServer {
     /// Sends one ack to `device`'s route, never to a routing id merely equal to its name. Without a route, or when
     /// the route fails (EHOSTUNREACH: the device is reconnecting; EAGAIN: it is not reading), the ack is held and
     /// sent later; one held too long is dropped (the device resends the batch, and the resend is a duplicate).
-    func sendAck(_ payload: Data, to device: String, routes: inout AckRoutes, router: Socket) {
+    private func sendAck(_ payload: Data, to device: String) {
+        let router = sockets.router
         let holding = routes.isHolding(for: device)
         if !holding, let route = routes.route(for: device), (try? router.send([route, payload], options: .dontWait)) != nil
         {
@@ -293,15 +162,20 @@ extension AggregatorServer {
             logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
         }
         // Behind older acks: they go first, in order.
-        if holding { flushHeld(for: device, routes: &routes, router: router) }
+        if holding { flushHeld(for: device) }
+    }
+
+    /// Encodes `ack` and sends it to `device`'s route (``sendAck(_:to:)``).
+    private func send(_ ack: Ack, to device: String) {
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device) }
     }
 
     /// Sends the acks held for `device`, oldest first, until its route fails.
-    private func flushHeld(for device: String, routes: inout AckRoutes, router: Socket) {
+    private func flushHeld(for device: String) {
         guard let route = routes.route(for: device) else { return }
         while let ack = routes.firstHeld(for: device) {
             do {
-                try router.send([route, ack.payload], options: .dontWait)
+                try sockets.router.send([route, ack.payload], options: .dontWait)
             } catch {
                 return
             }
@@ -310,8 +184,8 @@ extension AggregatorServer {
     }
 
     /// Retries every held ack and drops those that waited too long.
-    private func retryHeld(_ routes: inout AckRoutes, router: Socket, now: ContinuousClock.Instant) {
-        for device in Array(routes.held.keys) { flushHeld(for: device, routes: &routes, router: router) }
+    private func retryHeld(now: ContinuousClock.Instant) {
+        for device in Array(routes.held.keys) { flushHeld(for: device) }
         let expired = routes.expire(now: now)
         statistics.withLock { $0.acksHeld = routes.heldCount }
         if expired > 0 {
@@ -322,7 +196,8 @@ extension AggregatorServer {
 
     /// Reads hellos and learns routes from them (see ``AckRoutes``). In CURVE mode a hello counts only when its
     /// device is the connection's key, and any message on a route shows who holds it now.
-    private func readHellos(_ router: Socket, routes: inout AckRoutes, admitted: [String: String]) throws {
+    private func readHellos() throws {
+        let router = sockets.router
         for _ in 0..<1_000 {
             guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
             guard let route = message.frames.first, !route.isEmpty else { continue }
@@ -376,21 +251,19 @@ extension AggregatorServer {
                     "device \(hello.device) uses its device id as routing id (an agent before secret routing ids): another allowed device can take over its acks; upgrade its agent",
                     metadata: ["device": "\(hello.device)"])
             }
-            flushHeld(for: hello.device, routes: &routes, router: router)
+            flushHeld(for: hello.device)
         }
     }
 
     /// Reads and checks batches while the queue has room.
-    private func readBatches(
-        _ sockets: NetworkLoop, routes: inout AckRoutes, admitted: [String: String], limiter: inout DeviceLimiter
-    ) throws {
+    private func readBatches() throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
             let size = message.frames.reduce(0) { $0 + $1.count }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let authenticated: String? = insecure ? nil : (message.userID ?? "")
             if let authenticated, !authenticated.isEmpty, !Self.stillAllowed(message, admitted: admitted) {
-                refuseRevoked(message, device: authenticated, routes: &routes, router: sockets.router)
+                refuseRevoked(message, device: authenticated)
                 continue
             }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
@@ -401,57 +274,33 @@ extension AggregatorServer {
                     count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
                     unstored: { (try? store.unstoredCount(of: $0)) ?? $0.count })
                 {
-                    answerLimited(batch.header, verdict, routes: &routes, router: sockets.router)
+                    answerLimited(batch.header, verdict)
                     continue
                 }
                 queue.push(.batch(batch, bytes: size))
             case .failure(let rejection):
-                refuse(rejection, authenticated: authenticated, routes: &routes, router: sockets.router)
+                refuse(rejection, authenticated: authenticated)
             }
         }
     }
 
-    /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and counts it.
-    private func refuse(
-        _ rejection: BatchRejection, authenticated: String?, routes: inout AckRoutes, router: Socket
-    ) {
-        statistics.withLock { $0.rejectedBatches += 1 }
-        let device = rejection.header?.device
-        metrics.batch(
-            device: authenticated.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
-            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0, reason: rejection.reason)
-        logger.warning(
-            "batch refused",
-            metadata: [
-                "device": "\(InertText.escape(device ?? "?"))", "key": "\(authenticated ?? "-")",
-                "status": "\(rejection.status.rawValue)",
-                "index": "\(rejection.index)", "reason": "\(rejection.reason)",
-            ])
-        // The ack goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
-        // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
-        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
-        if let owner = authenticated ?? device, !owner.isEmpty,
-            let payload = try? WireCoding.encode(rejection.ack ?? Self.unnamedAnswer(rejection, device: owner))
-        {
-            sendAck(payload, to: owner, routes: &routes, router: router)
-        }
-        // Counted against the device that sent it: the key's device when known.
-        if let owner = authenticated ?? device, !owner.isEmpty {
-            queue.push(.rejection(device: owner, reason: rejection.description))
-        }
+    /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and has the store
+    /// thread count it against the device that sent it: the key's device when known.
+    private func refuse(_ rejection: BatchRejection, authenticated: String?) {
+        guard let answer = refusals.refuse(rejection, key: authenticated, logKey: authenticated ?? "-") else { return }
+        send(answer.ack, to: answer.owner)
+        queue.push(.rejection(device: answer.owner, reason: answer.reason))
     }
 
     /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
     /// per device, with how many since).
-    private func answerLimited(
-        _ header: BatchHeader, _ verdict: DeviceLimiter.Verdict, routes: inout AckRoutes, router: Socket
-    ) {
+    private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
         statistics.withLock { $0.limitedBatches += 1 }
         metrics.batch(device: header.device, status: Ack.Status.limited.rawValue)
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
             retryAfter: verdict.retryAfter)
-        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: header.device, routes: &routes, router: router) }
+        send(ack, to: header.device)
         queue.push(.limited(device: header.device, reason: verdict.reason))
         if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
             logger.warning(
@@ -475,7 +324,7 @@ extension AggregatorServer {
     /// Answers a batch from a revoked key `forbidden` and stores nothing of it. The answer goes to the device's route
     /// only if that route was learned from the same (revoked) key: a device re-allowed with a new key must not
     /// receive the stolen key's answers.
-    private func refuseRevoked(_ message: ReceivedMessage, device: String, routes: inout AckRoutes, router: Socket) {
+    private func refuseRevoked(_ message: ReceivedMessage, device: String) {
         statistics.withLock { $0.rejectedBatches += 1 }
         let header = IncomingBatch.name(of: message.frames)
         metrics.batch(
@@ -490,24 +339,19 @@ extension AggregatorServer {
         let ack = Ack(
             device: header?.device ?? device, first: header?.first ?? 0, last: header?.last ?? 0, status: .forbidden,
             reason: Self.revokedReason)
-        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device, routes: &routes, router: router) }
-    }
-
-    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
-    static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
-        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
+        send(ack, to: device)
     }
 
     /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).
     private func reloadAllowlist() -> DeviceAllowlist? {
         guard let zap else { return nil }
         do {
-            let list = try DeviceAllowlist.load(from: home.devicesFile)
+            let list = try DeviceAllowlist.load(from: devicesFile)
             zap.replaceAllowlist(list.byPublicKey)
             statistics.withLock { $0.allowlistReloads += 1 }
             logger.info(
                 "allow list reloaded; applies to new connections and to every message from now on",
-                metadata: ["devices": "\(list.devices.count)", "file": "\(home.devicesFile.path)"])
+                metadata: ["devices": "\(list.devices.count)", "file": "\(devicesFile.path)"])
             return list
         } catch {
             logger.error("allow list not reloaded; keeping the previous one", metadata: ["error": "\(error)"])
