@@ -248,11 +248,11 @@ public final class AggregatorServer: Service, Sendable {
             runStatusWriter()
             statusDone.signal()
         }
-        startThread("jb-network") { [self] in
+        startThread("jb-network") {
             network.run()
             networkDone.signal()
         }
-        startThread("jb-store") { [self] in
+        startThread("jb-store") {
             storeLoop.run()
             storeDone.signal()
         }

@@ -21,14 +21,20 @@ struct BatchRefusals: Sendable {
         let reason: String
     }
 
-    /// Logs and counts `rejection`; returns its answer, or nil when it names no device to answer.
+    /// Logs `rejection`, has `send` answer it (unless it names no device to answer), then counts it in the statistics:
+    /// whoever reads ``ServerStatistics/rejectedBatches`` finds the answer already sent, held or dropped.
     /// - Parameters:
     ///   - rejection: Why the batch was refused.
     ///   - key: The connection's device in CURVE mode (the key's allow-listed device, "" for none), nil otherwise or
     ///     when the store refused it (its header's device is then the key's).
     ///   - logKey: What the log line shows as `key`, when the refusing thread knows the connection.
-    func refuse(_ rejection: BatchRejection, key: String?, logKey: String? = nil) -> Answer? {
-        statistics.withLock { $0.rejectedBatches += 1 }
+    ///   - send: Sends the answer on the refusing thread's socket.
+    /// - Returns: The answer, or nil when there was none to send.
+    @discardableResult
+    func refuse(
+        _ rejection: BatchRejection, key: String?, logKey: String? = nil, send: (Answer) -> Void
+    ) -> Answer? {
+        defer { statistics.withLock { $0.rejectedBatches += 1 } }
         let device = rejection.header?.device
         metrics.batch(
             device: key.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
@@ -43,9 +49,11 @@ struct BatchRefusals: Sendable {
         // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
         // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
         guard let owner = key ?? device, !owner.isEmpty else { return nil }
-        return Answer(
+        let answer = Answer(
             owner: owner, ack: rejection.ack ?? Self.unnamedAnswer(rejection, device: owner),
             reason: rejection.description)
+        send(answer)
+        return answer
     }
 
     /// Counts a refused batch against its device in the store, where `report devices` reads it.

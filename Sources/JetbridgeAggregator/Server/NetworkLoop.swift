@@ -287,9 +287,10 @@ final class NetworkLoop: @unchecked Sendable {
     /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and has the store
     /// thread count it against the device that sent it: the key's device when known.
     private func refuse(_ rejection: BatchRejection, authenticated: String?) {
-        guard let answer = refusals.refuse(rejection, key: authenticated, logKey: authenticated ?? "-") else { return }
-        send(answer.ack, to: answer.owner)
-        queue.push(.rejection(device: answer.owner, reason: answer.reason))
+        let answer = refusals.refuse(rejection, key: authenticated, logKey: authenticated ?? "-") {
+            send($0.ack, to: $0.owner)
+        }
+        if let answer { queue.push(.rejection(device: answer.owner, reason: answer.reason)) }
     }
 
     /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s

@@ -218,9 +218,10 @@ struct StoreLoop: @unchecked Sendable {
     /// of it was stored. Counted in the store before the answer, so that a device (or a test) reading
     /// `report devices` after its ack sees it.
     private func refuseStored(_ rejection: BatchRejection) {
-        guard let answer = refusals.refuse(rejection, key: nil) else { return }
-        refusals.count(answer, in: store)
-        ack(answer.ack)
+        refusals.refuse(rejection, key: nil) { answer in
+            refusals.count(answer, in: store)
+            ack(answer.ack)
+        }
     }
 
     private func ack(_ ack: Ack) {
