@@ -339,23 +339,11 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
         return try locked {
             // As in SQLite: a refusal rolls the transaction back and the group is stored again without that batch,
             // one refused batch per round.
-            var refused: [Int: BatchRejection] = [:]
-            while true {
-                let pass = try transaction {
+            try Self.storeRefusingOnePerRound(batches) { refused in
+                try transaction {
                     let pass = try store(batches, skipping: refused, now: now)
                     return (pass, pass.refusal == nil)
                 }
-                guard let found = pass.refusal else {
-                    var outcomes = pass.outcomes
-                    for (index, rejection) in refused {
-                        let header = batches[index].header
-                        outcomes[index] = BatchOutcome(
-                            device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0,
-                            rejection: rejection)
-                    }
-                    return outcomes
-                }
-                refused[found.batch] = found.rejection
             }
         }
     }
@@ -367,11 +355,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
     ) throws -> (outcomes: [BatchOutcome], refusal: AggregatorStore.Refusal?) {
         var refusal: AggregatorStore.Refusal?
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
-            if let found = refusal, (found.batch, found.rejection.index) <= (b, i) { return }
-            refusal = (
-                b,
-                BatchRejection(status: .rejected, header: batches[b].header, index: i, reason: "record \(i): \(error)")
-            )
+            refusal = Self.earliest(refusal, b, i, error, in: batches)
         }
         let total = batches.reduce(0) { $0 + $1.records.count }
         var orders: [PendingRow] = []
@@ -462,25 +446,14 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
             for (row, new) in zip(round, inserted) where new { newCounts[Int(row.batch)] += 1 }
         }
         // Devices' statistics summed per device and written in device order (one row each).
-        var outcomes: [BatchOutcome] = []
         var devices: [String: (batches: Int, records: Int, new: Int, duplicates: Int)] = [:]
-        for (b, (batch, new)) in zip(batches, newCounts).enumerated() {
-            let header = batch.header
-            guard refused[b] == nil else {
-                outcomes.append(
-                    BatchOutcome(device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0))
-                continue
-            }
-            let duplicates = batch.records.count - new
+        let outcomes = Self.outcomes(of: batches, new: newCounts, skipping: refused) { header, records, new, duplicates in
             var sums = devices[header.device] ?? (0, 0, 0, 0)
             sums.batches += 1
-            sums.records += batch.records.count
+            sums.records += records
             sums.new += new
             sums.duplicates += duplicates
             devices[header.device] = sums
-            outcomes.append(
-                BatchOutcome(
-                    device: header.device, first: header.first, last: header.last, new: new, duplicates: duplicates))
         }
         if !devices.isEmpty {
             try run(
@@ -497,32 +470,32 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
     public func recordRejection(device: String, reason: String, at now: Date) throws {
         let shown = InertText.escape(String(reason.prefix(500)))
         let seconds = now.timeIntervalSince1970
-        try locked {
-            try transaction {
-                try run(
-                    """
-                    INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason)
-                    VALUES (\(device), 1, \(seconds), \(shown))
-                    ON CONFLICT (device) DO UPDATE SET rejects = devices.rejects + 1,
-                        last_reject_at = excluded.last_reject_at, last_reject_reason = excluded.last_reject_reason
-                    """)
-                return ((), true)
-            }
-        }
+        try countAgainstDevice(
+            """
+            INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason)
+            VALUES (\(device), 1, \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET rejects = devices.rejects + 1,
+                last_reject_at = excluded.last_reject_at, last_reject_reason = excluded.last_reject_reason
+            """)
     }
 
     public func recordLimited(device: String, reason: String, at now: Date) throws {
         let shown = String(reason.prefix(500))
         let seconds = now.timeIntervalSince1970
+        try countAgainstDevice(
+            """
+            INSERT INTO devices (device, limited, last_limited_at, last_limited_reason)
+            VALUES (\(device), 1, \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET limited = devices.limited + 1,
+                last_limited_at = excluded.last_limited_at, last_limited_reason = excluded.last_limited_reason
+            """)
+    }
+
+    /// Runs one `devices` upsert (a rejection or a limited batch counted) in a transaction of its own.
+    private func countAgainstDevice(_ upsert: PostgresQuery) throws {
         try locked {
             try transaction {
-                try run(
-                    """
-                    INSERT INTO devices (device, limited, last_limited_at, last_limited_reason)
-                    VALUES (\(device), 1, \(seconds), \(shown))
-                    ON CONFLICT (device) DO UPDATE SET limited = devices.limited + 1,
-                        last_limited_at = excluded.last_limited_at, last_limited_reason = excluded.last_limited_reason
-                    """)
+                try run(upsert)
                 return ((), true)
             }
         }
@@ -617,15 +590,10 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
                 }
             }
             var next = 0
-            for (bagFlight, bags) in try bagGroups(flight: flight) {
-                while next < orderFlights.count, orderFlights[next] < bagFlight.rawValue {
-                    try emit(try flightID(orderFlights[next]), [])
-                    next += 1
-                }
-                if next < orderFlights.count, orderFlights[next] == bagFlight.rawValue { next += 1 }
-                try emit(bagFlight, bags)
+            for group in try bagGroups(flight: flight) {
+                try Self.emitFlights(through: group, orderFlights: orderFlights, next: &next, emit)
             }
-            for text in orderFlights[next...] { try emit(try flightID(text), []) }
+            try Self.emitFlights(through: nil, orderFlights: orderFlights, next: &next, emit)
             return FlightReports(flights: reports)
         }
     }
@@ -699,11 +667,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
         }
         try forEachSeat(rows) { seatText, orders in
             let seat = try seatValue(seatText)
-            let receipt: Receipt
-            do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
-                failed(flight, seat, error)
-                return
-            }
+            guard let receipt = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed) else { return }
             try body(receipt)
         }
     }
@@ -752,10 +716,9 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
                             try write(flight, seat, nil)
                             continue
                         }
-                        let receipt: Receipt
-                        do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
+                        guard let receipt = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed)
+                        else {
                             failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
-                            failed(flight, seat, error)
                             continue
                         }
                         try write(flight, seat, receipt)
@@ -790,25 +753,9 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
     private func forEachSeat(
         _ rows: PostgresQueryResult, _ body: (String, Result<[Order], any Error>) throws -> Void
     ) throws {
-        var current: String?
-        var orders: [Order] = []
-        var failure: (any Error)?
-        func finishSeat() throws {
-            guard let current else { return }
-            try body(current, failure.map { .failure($0) } ?? .success(orders))
-        }
-        for row in rows {
-            let (seat, bytes) = try row.decode((String, Data).self)
-            if seat != current {
-                try finishSeat()
-                current = seat
-                orders.removeAll(keepingCapacity: true)
-                failure = nil
-            }
-            guard failure == nil else { continue }
-            do { orders.append(try decodeOrder(bytes)) } catch { failure = error }
-        }
-        try finishSeat()
+        var iterator = rows.makeIterator()
+        try Self.forEachSeat(
+            rows: { try iterator.next().map { try $0.decode((String, Data).self) } }, decode: decodeOrder, body)
     }
 
     // MARK: Internals
@@ -845,12 +792,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
                 groups.append((try flightID(flightText), []))
                 currentText = flightText
             }
-            let owner: Owner
-            do {
-                owner = try Owner(initial: String(ownerText.prefix(1)), family: String(ownerText.dropFirst()))
-            } catch {
-                throw StoreError(.corruptRow, "stored owner '\(ownerText)' is invalid: \(error)", path: "scans.owner")
-            }
+            let owner = try ownerValue(ownerText)
             let scan = Scan(
                 id: id, tag: LuggageTag(id: tag, owner: owner, weight: weight),
                 point: point == 0 ? .origin : .destination,

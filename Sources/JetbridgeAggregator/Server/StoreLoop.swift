@@ -8,13 +8,39 @@ import SystemSupport
     import Glibc
 #endif
 
-/// The socket the store thread owns: a PUSH to the network thread's inproc PULL.
-struct StoreLoop: @unchecked Sendable {
-    let acks: Socket
+/// One-frame control messages on the inproc socket from the store thread.
+enum StoreSignal {
+    /// The queue had been full and has room now.
+    static let room = Data("room".utf8)
+    /// The store thread has committed and acked its last batch and is gone.
+    static let done = Data("done".utf8)
 }
 
-extension AggregatorServer {
-    func runStore(_ loop: StoreLoop) {
+/// The store thread: groups what is waiting in the ``BatchQueue`` into one `apply` transaction, then passes one ack
+/// per batch back to the network thread on its inproc `PUSH`: `stored` after the commit, `retry` for every batch of a
+/// failed transaction, and a refusal's answer (``BatchRefusals``) for a batch the store refused. Between groups it
+/// checkpoints an idle store, probes a failed one, tells the receipts thread when the store went idle, and logs the
+/// statistics.
+///
+/// It owns its socket and its timers (locals of ``run()``); what it shares is passed in. Built once and run once, on
+/// its own thread (`@unchecked Sendable`: its socket is used by that thread alone).
+struct StoreLoop: @unchecked Sendable {
+    let acks: Socket
+    let store: any StoreEngine
+    let storeLocation: StoreLocation
+    let queue: BatchQueue
+    let receipts: ReceiptWorker
+    let configuration: AggregatorConfiguration
+    let refusals: BatchRefusals
+    /// Why the store is not usable now, for `/readyz` (written here, read by the server).
+    let storeProblem: Locked<String?>
+    let handshakes: HandshakeMonitor
+    let logger: Logger
+
+    private var statistics: Locked<ServerStatistics> { refusals.statistics }
+    private var metrics: AggregatorMetrics { refusals.metrics }
+
+    func run() {
         let bulkDelay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
         // Waiting for a fuller group pays only under a backlog (fewer commits: each one writes every index page it
         // touched to the WAL); a device sending now and then gets its ack without the wait.
@@ -34,7 +60,7 @@ extension AggregatorServer {
             maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
             delay: delay, idle: idle)
         {
-            if taken.freedRoom { send([StoreSignal.room], on: loop.acks) }
+            if taken.freedRoom { send([StoreSignal.room]) }
             let takenBatches = taken.work.reduce(0) { if case .batch = $1 { $0 + 1 } else { $0 } }
             delay = takenBatches >= Self.bulkGroupBatches ? bulkDelay : trickleDelay
             let now = ContinuousClock.now
@@ -44,7 +70,7 @@ extension AggregatorServer {
             }
             if !taken.work.isEmpty {
                 lastWork = now
-                process(taken.work, acks: loop.acks, failures: &transactionFailures)
+                process(taken.work, failures: &transactionFailures)
                 uncheckpointed = true
             } else if uncheckpointed && now - lastWork >= .seconds(configuration.checkpointIdleSeconds) {
                 do {
@@ -83,18 +109,18 @@ extension AggregatorServer {
                 }
             }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
-                let current = currentStatistics
+                let current = statistics.withLock { $0 }
                 if current != previous { logStatistics(since: previous, seconds: (now - lastStats).seconds) }
                 previous = current
                 lastStats = now
             }
-            if insecure && now - lastInsecureWarning >= .seconds(60) {
-                logInsecureWarning()
+            if configuration.insecure && now - lastInsecureWarning >= .seconds(60) {
+                Self.warnInsecure(logger)
                 lastInsecureWarning = now
             }
         }
-        send([StoreSignal.done], on: loop.acks)
-        try? loop.acks.close(linger: Self.ackLinger)
+        send([StoreSignal.done])
+        try? acks.close(linger: AggregatorServer.ackLinger)
     }
 
     /// The wait for more batches after a small group.
@@ -103,7 +129,7 @@ extension AggregatorServer {
     static let bulkGroupBatches = 4
 
     /// One group: rejections counted, batches stored in ONE transaction, then one ack per batch.
-    private func process(_ work: [StoreWork], acks: Socket, failures: inout RepeatedFailure) {
+    private func process(_ work: [StoreWork], failures: inout RepeatedFailure) {
         var batches: [IncomingBatch] = []
         var records = 0
         for item in work {
@@ -112,10 +138,7 @@ extension AggregatorServer {
                 batches.append(batch)
                 records += batch.records.count
             case .rejection(let device, let reason):
-                do { try store.recordRejection(device: device, reason: reason) } catch {
-                    logger.warning(
-                        "could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
-                }
+                refusals.count(device: device, reason: reason, in: store)
             case .limited(let device, let reason):
                 do { try store.recordLimited(device: device, reason: reason) } catch {
                     logger.warning(
@@ -140,11 +163,11 @@ extension AggregatorServer {
                 if let rejection = outcome.rejection {
                     refused += 1
                     refusedRecords += batch.records.count
-                    refuseStored(rejection, acks: acks)
+                    refuseStored(rejection)
                     continue
                 }
                 new += outcome.new
-                ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates), on: acks)
+                ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates))
                 metrics.batch(
                     device: batch.header.device, status: Ack.Status.stored.rawValue, new: outcome.new,
                     duplicates: outcome.duplicates)
@@ -155,7 +178,6 @@ extension AggregatorServer {
                 $0.storedRecords += records - refusedRecords
                 $0.newRecords += new
                 $0.duplicateRecords += records - refusedRecords - new
-                $0.rejectedBatches += refused
             }
             logger.debug(
                 "transaction committed",
@@ -171,7 +193,7 @@ extension AggregatorServer {
             let failure = describeStoreFailure(error, path: storePath)
             storeProblem.withLock { $0 = "the last store transaction failed: \(failure)" }
             for batch in batches {
-                ack(.retry(batch.header, reason: reason), on: acks)
+                ack(.retry(batch.header, reason: reason))
                 metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
             }
             statistics.withLock { $0.retriedBatches += batches.count }
@@ -193,37 +215,30 @@ extension AggregatorServer {
     var storePath: String { storeLocation.description }
 
     /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing
-    /// of it was stored.
-    private func refuseStored(_ rejection: BatchRejection, acks: Socket) {
-        let device = rejection.header?.device ?? "?"
-        logger.warning(
-            "batch refused",
-            metadata: [
-                "device": "\(device)", "status": "\(rejection.status.rawValue)", "index": "\(rejection.index)",
-                "reason": "\(rejection.reason)",
-            ])
-        // Counted before the answer, so that a device (or a test) reading `report devices` after its ack sees it.
-        do { try store.recordRejection(device: device, reason: rejection.description) } catch {
-            logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
+    /// of it was stored. Counted in the store before the answer, so that a device (or a test) reading
+    /// `report devices` after its ack sees it.
+    private func refuseStored(_ rejection: BatchRejection) {
+        refusals.refuse(rejection, key: nil) { answer in
+            refusals.count(answer, in: store)
+            ack(answer.ack)
         }
-        if let ack = rejection.ack { self.ack(ack, on: acks) }
     }
 
-    private func ack(_ ack: Ack, on socket: Socket) {
+    private func ack(_ ack: Ack) {
         guard let payload = try? WireCoding.encode(ack) else { return }
-        send([Data(ack.device.utf8), payload], on: socket)
+        send([Data(ack.device.utf8), payload])
     }
 
     /// Sends to the network thread. Blocking is fine: that thread drains the pipe on every loop.
-    private func send(_ frames: [Data], on socket: Socket) {
-        do { try socket.send(frames) } catch {
+    private func send(_ frames: [Data]) {
+        do { try acks.send(frames) } catch {
             logger.error("could not pass an ack to the network thread", metadata: ["error": "\(error)"])
         }
     }
 
     func logStatistics(since previous: ServerStatistics = ServerStatistics(), seconds: Double = 0, final: Bool = false)
     {
-        let now = currentStatistics
+        let now = statistics.withLock { $0 }
         var metadata: Logger.Metadata = [
             "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",
             "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
@@ -237,5 +252,12 @@ extension AggregatorServer {
             metadata["recordsPerSecond"] = "\(Int(Double(now.storedRecords - previous.storedRecords) / seconds))"
         }
         logger.info(final ? "final statistics" : "statistics", metadata: metadata)
+    }
+
+    /// Warns that CURVE is off: at start, then every minute from the store thread.
+    static func warnInsecure(_ logger: Logger) {
+        logger.warning(
+            "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only."
+        )
     }
 }

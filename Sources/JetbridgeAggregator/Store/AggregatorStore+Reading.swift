@@ -115,13 +115,8 @@ extension AggregatorStore {
                     }
                     if waiting.first == seatText { waiting.removeFirst() }
                     let seat = try seats[seatText] ?? seatValue(seatText)
-                    let receipt: Receipt
-                    do {
-                        receipt = try Receipt(flight: flight, seat: seat, orders: orders.get())
-                    } catch {
-                        failed(flight, seat, error)
-                        return
-                    }
+                    guard let receipt = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed)
+                    else { return }
                     try body(flight, seat, receipt)
                 }
                 for seatText in waiting { try body(flight, seats[seatText]!, nil) }
@@ -141,9 +136,7 @@ extension AggregatorStore {
         try pool.read { db in
             try Self.forEachSeat(of: flight, in: db, where: { _ in true }, decode: decodeOrder) { seatText, orders in
                 let seat = try seatValue(seatText)
-                let receipt: Receipt
-                do { receipt = try Receipt(flight: flight, seat: seat, orders: orders.get()) } catch {
-                    failed(flight, seat, error)
+                guard let receipt = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed) else {
                     return
                 }
                 try body(receipt)
@@ -159,26 +152,14 @@ extension AggregatorStore {
     ) throws {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT seat, record FROM orders WHERE flight = ? ORDER BY seat", arguments: [flight.rawValue])
-        var current: String?
-        var orders: [Order] = []
-        var failure: (any Error)?
-        func finishSeat() throws {
-            guard let current else { return }
-            try body(current, failure.map { .failure($0) } ?? .success(orders))
-        }
-        while let row = try rows.next() {
-            let seat: String = row[0]
-            guard include(seat) else { continue }
-            if seat != current {
-                try finishSeat()
-                current = seat
-                orders.removeAll(keepingCapacity: true)
-                failure = nil
-            }
-            guard failure == nil else { continue }
-            do { orders.append(try decode(row[1])) } catch { failure = error }
-        }
-        try finishSeat()
+        try forEachSeat(
+            rows: {
+                while let row = try rows.next() {
+                    let seat: String = row[0]
+                    if include(seat) { return (seat, row[1]) }
+                }
+                return nil
+            }, decode: decode, body)
     }
 
     /// Removes the marks of receipts that were written, unless a newer commit marked them again meanwhile.
@@ -247,12 +228,7 @@ extension AggregatorStore {
                 currentFlight = try flightID(flightText)
             }
             let ownerText: String = row[2]
-            let owner: Owner
-            do {
-                owner = try Owner(initial: String(ownerText.prefix(1)), family: String(ownerText.dropFirst()))
-            } catch {
-                throw StoreError(.corruptRow, "stored owner '\(ownerText)' is invalid: \(error)", path: "scans.owner")
-            }
+            let owner = try ownerValue(ownerText)
             let scan = Scan(
                 id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]),
                 point: (row[4] as Int) == 0 ? .origin : .destination,
@@ -270,6 +246,13 @@ extension AggregatorStore {
 func flightID(_ text: String) throws -> FlightID {
     do { return try FlightID(text) } catch {
         throw StoreError(.corruptRow, "stored flight '\(text)' is invalid: \(error)", path: "flight")
+    }
+}
+
+/// A stored scan's owner (`initial` + `family`, as `scans.owner` keeps it).
+func ownerValue(_ text: String) throws -> Owner {
+    do { return try Owner(initial: String(text.prefix(1)), family: String(text.dropFirst())) } catch {
+        throw StoreError(.corruptRow, "stored owner '\(text)' is invalid: \(error)", path: "scans.owner")
     }
 }
 

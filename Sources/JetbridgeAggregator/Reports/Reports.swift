@@ -199,15 +199,10 @@ extension AggregatorStore {
                 }
             }
             var next = 0
-            try Self.forEachBagGroup(flight: flight, in: db) { bagFlight, bags in
-                while next < orderFlights.count, orderFlights[next] < bagFlight.rawValue {
-                    try emit(try flightID(orderFlights[next]), [])
-                    next += 1
-                }
-                if next < orderFlights.count, orderFlights[next] == bagFlight.rawValue { next += 1 }
-                try emit(bagFlight, bags)
+            try Self.forEachBagGroup(flight: flight, in: db) {
+                try Self.emitFlights(through: ($0, $1), orderFlights: orderFlights, next: &next, emit)
             }
-            for text in orderFlights[next...] { try emit(try flightID(text), []) }
+            try Self.emitFlights(through: nil, orderFlights: orderFlights, next: &next, emit)
             return FlightReports(flights: reports)
         }
     }

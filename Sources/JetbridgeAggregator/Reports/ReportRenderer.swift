@@ -54,54 +54,42 @@ public struct ReportRenderer: Sendable {
     func json(_ report: Report) -> JSONText {
         switch report {
         case .flights(let reports):
-            return .object([("flights", .array(reports.flights.map(Self.json)))])
+            return .list("flights", reports.flights.map(Self.json))
         case .items(let report):
-            return .object([
-                (
-                    "items",
-                    .array(
-                        report.items.map {
-                            .object(
-                                [
-                                    ("name", .string($0.name)), ("currency", .string($0.currency)),
-                                    ("count", .int($0.count)), ("revenue", $0.error == nil ? .int($0.revenue) : .null),
-                                    ("flights", .int($0.flights)),
-                                ] + ($0.error.map { [("error", JSONText.string($0))] } ?? []))
-                        })
-                )
-            ])
+            return .list(
+                "items",
+                report.items.map {
+                    .object(
+                        [
+                            ("name", .string($0.name)), ("currency", .string($0.currency)),
+                            ("count", .int($0.count)), ("revenue", $0.error == nil ? .int($0.revenue) : .null),
+                            ("flights", .int($0.flights)),
+                        ] + ($0.error.map { [("error", JSONText.string($0))] } ?? []))
+                })
         case .luggage(let report):
-            return .object([
-                (
-                    "bags",
-                    .array(
-                        report.bags.map {
-                            .object([
-                                ("flight", .string($0.bag.flight.rawValue)), ("tag", .string($0.bag.tagID.uuidString)),
-                                ("owner", .array([.string($0.bag.owner.initial), .string($0.bag.owner.family)])),
-                                ("weight", .double($0.bag.weight)), ("departedAt", .optional($0.bag.departedAt)),
-                                ("arrivedAt", .optional($0.bag.arrivedAt)), ("status", .string($0.status.rawValue)),
-                                ("conflict", .bool($0.bag.ownerConflict)),
-                            ])
-                        })
-                )
-            ])
+            return .list(
+                "bags",
+                report.bags.map {
+                    .object([
+                        ("flight", .string($0.bag.flight.rawValue)), ("tag", .string($0.bag.tagID.uuidString)),
+                        ("owner", .array([.string($0.bag.owner.initial), .string($0.bag.owner.family)])),
+                        ("weight", .double($0.bag.weight)), ("departedAt", .optional($0.bag.departedAt)),
+                        ("arrivedAt", .optional($0.bag.arrivedAt)), ("status", .string($0.status.rawValue)),
+                        ("conflict", .bool($0.bag.ownerConflict)),
+                    ])
+                })
         case .devices(let report):
-            return .object([
-                (
-                    "devices",
-                    .array(
-                        report.devices.map {
-                            .object([
-                                ("device", .string($0.device)), ("lastSync", .optional($0.lastSync)),
-                                ("batches", .int($0.batches)), ("records", .int($0.records)), ("new", .int($0.new)),
-                                ("duplicates", .int($0.duplicates)), ("rejects", .int($0.rejects)),
-                                ("lastRejectAt", .optional($0.lastRejectAt)),
-                                ("lastRejectReason", .optional($0.lastRejectReason)), ("limited", .int($0.limited)),
-                            ])
-                        })
-                )
-            ])
+            return .list(
+                "devices",
+                report.devices.map {
+                    .object([
+                        ("device", .string($0.device)), ("lastSync", .optional($0.lastSync)),
+                        ("batches", .int($0.batches)), ("records", .int($0.records)), ("new", .int($0.new)),
+                        ("duplicates", .int($0.duplicates)), ("rejects", .int($0.rejects)),
+                        ("lastRejectAt", .optional($0.lastRejectAt)),
+                        ("lastRejectReason", .optional($0.lastRejectReason)), ("limited", .int($0.limited)),
+                    ])
+                })
         }
     }
 

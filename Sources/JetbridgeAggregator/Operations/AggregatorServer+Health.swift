@@ -11,7 +11,7 @@ extension AggregatorServer {
     /// begins), the last store transaction committed (a failed one makes it unready until the next commit), and the
     /// store file and its directory writable.
     public func readiness() -> String? {
-        if state.withLock({ $0.stopRequested || $0.finished }) { return "stopping: the sockets are closing" }
+        if control.stoppingOrFinished { return "stopping: the sockets are closing" }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
         guard case .sqlite(let url) = storeLocation else { return nil }
         let path = url.path

@@ -14,6 +14,8 @@ indirect enum JSONText {
 
     static func optional(_ date: Date?) -> JSONText { date.map { .string(isoDate($0)) } ?? .null }
     static func optional(_ text: String?) -> JSONText { text.map { .string($0) } ?? .null }
+    /// A report's whole document: one key holding its rows.
+    static func list(_ key: String, _ rows: [JSONText]) -> JSONText { .object([(key, .array(rows))]) }
 
     /// Compact RFC 8259 text.
     var text: String {

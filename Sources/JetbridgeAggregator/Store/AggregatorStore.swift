@@ -99,33 +99,14 @@ public final class AggregatorStore: Sendable {
     ///   stored and the caller answers `retry` or `rejected`.
     public func apply(_ batches: [IncomingBatch], at now: Date = Date()) throws -> [BatchOutcome] {
         guard !batches.isEmpty else { return [] }
-        var refused: [Int: BatchRejection] = [:]
         return try pool.writeWithoutTransaction { db in
-            // A refusal rolls the transaction back and the group is stored again without that batch. Only the
-            // refusal of the earliest batch found is certain (later batches' verdicts may depend on what the refused
-            // one would have stored), so one batch goes per round; refusals are rare, and they cost a round each.
-            while true {
-                var outcomes: [BatchOutcome] = []
-                var found: (batch: Int, rejection: BatchRejection)?
+            try Self.storeRefusingOnePerRound(batches) { refused in
+                var pass: (outcomes: [BatchOutcome], refusal: Refusal?) = ([], nil)
                 try db.inTransaction(.immediate) {
-                    let pass = try Self.store(batches, skipping: refused, now: now, in: db)
-                    if let refusal = pass.refusal {
-                        found = refusal
-                        return .rollback
-                    }
-                    outcomes = pass.outcomes
-                    return .commit
+                    pass = try Self.store(batches, skipping: refused, now: now, in: db)
+                    return pass.refusal == nil ? .commit : .rollback
                 }
-                guard let found else {
-                    for (index, rejection) in refused {
-                        let header = batches[index].header
-                        outcomes[index] = BatchOutcome(
-                            device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0,
-                            rejection: rejection)
-                    }
-                    return outcomes
-                }
-                refused[found.batch] = found.rejection
+                return pass
             }
         }
     }
@@ -177,12 +158,7 @@ public final class AggregatorStore: Sendable {
         // The earliest batch (in arrival order) found breaking a rule, and its first such record.
         var refusal: Refusal?
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
-            if let found = refusal, (found.batch, found.rejection.index) <= (b, i) { return }
-            let header = batches[b].header
-            refusal = (
-                b,
-                BatchRejection(status: .rejected, header: header, index: i, reason: "record \(i): \(error)")
-            )
+            refusal = Self.earliest(refusal, b, i, error, in: batches)
         }
         // A flight's currency: what the store says, else the first order of this transaction that names the flight.
         // Checked in arrival order, so a second currency is refused also within one batch.
@@ -231,23 +207,9 @@ public final class AggregatorStore: Sendable {
             guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             if try storeScan(scan) { newCounts[Int(row.batch)] += 1 }
         }
-        var outcomes: [BatchOutcome] = []
-        outcomes.reserveCapacity(batches.count)
-        for (b, (batch, new)) in zip(batches, newCounts).enumerated() {
-            let header = batch.header
-            guard refused[b] == nil else {
-                // A placeholder: `apply` puts the refusal here.
-                outcomes.append(
-                    BatchOutcome(device: header.device, first: header.first, last: header.last, new: 0, duplicates: 0))
-                continue
-            }
-            let duplicates = batch.records.count - new
-            try deviceBatch.execute(arguments: [
-                header.device, now.timeIntervalSince1970, batch.records.count, new, duplicates,
-            ])
-            outcomes.append(
-                BatchOutcome(
-                    device: header.device, first: header.first, last: header.last, new: new, duplicates: duplicates))
+        let outcomes = try Self.outcomes(of: batches, new: newCounts, skipping: refused) {
+            header, records, new, duplicates in
+            try deviceBatch.execute(arguments: [header.device, now.timeIntervalSince1970, records, new, duplicates])
         }
         if !dirty.isEmpty {
             // A bulk transaction touches thousands of seats (3,600 in store-benchmark's 40,000-record groups): bound

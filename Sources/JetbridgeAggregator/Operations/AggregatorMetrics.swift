@@ -103,28 +103,29 @@ final class AggregatorMetrics: Sendable {
                     lastBatch: CoreMetrics.Gauge(
                         label: "jetbridge_device_last_batch_timestamp_seconds", dimensions: [("device", device)],
                         factory: factory))
-            func records(_ outcome: String, _ count: Int) {
-                let counter =
-                    counters.records[outcome]
-                    ?? CoreMetrics.Counter(
-                        label: "jetbridge_records_total", dimensions: [("device", device), ("outcome", outcome)],
-                        factory: factory)
-                counters.records[outcome] = counter
-                counter.increment(by: count)
+            for (outcome, count) in [("new", new), ("duplicate", duplicates), ("rejected", rejected)] {
+                counter(
+                    &counters.records, outcome, label: "jetbridge_records_total",
+                    dimensions: [("device", device), ("outcome", outcome)]
+                ).increment(by: count)
             }
-            records("new", new)
-            records("duplicate", duplicates)
-            records("rejected", rejected)
-            let counter =
-                counters.batches[status]
-                ?? CoreMetrics.Counter(
-                    label: "jetbridge_batches_total", dimensions: [("device", device), ("status", status)],
-                    factory: factory)
-            counters.batches[status] = counter
-            counter.increment()
+            counter(
+                &counters.batches, status, label: "jetbridge_batches_total",
+                dimensions: [("device", device), ("status", status)]
+            ).increment()
             counters.lastBatch.record(Date().timeIntervalSince1970)
             devices[device] = counters
         }
+    }
+
+    /// The counter `cache` holds under `key`, made and kept there on first use.
+    private func counter(
+        _ cache: inout [String: CoreMetrics.Counter], _ key: String, label: String, dimensions: [(String, String)]
+    ) -> CoreMetrics.Counter {
+        if let counter = cache[key] { return counter }
+        let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
+        cache[key] = counter
+        return counter
     }
 
     /// A handshake the ZAP handler decided.

@@ -8,15 +8,15 @@ import SystemSupport
 
 /// `jetbridge-aggregator serve`: receives batches on the data socket, stores them, acks them on the ack socket.
 ///
-/// Threads, not the cooperative pool, because every ZeroMQ and SQLite call here blocks:
-/// - the **network thread** owns the data `PULL`, the ack `ROUTER` and an inproc `PULL` from the store thread; it
-///   checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once, queues good ones in a
-///   bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the acks the store thread
-///   passes back to that route only (``AckRoutes``; an ack never goes to a routing id just because it equals a
-///   device id);
-/// - the **store thread** groups what is waiting into one `apply` transaction, then passes one ack per batch back:
-///   `stored` after the commit, `retry` for every batch of a failed transaction;
-/// - the **receipts thread** rewrites receipts after commits, off the ack path;
+/// The `Service` that builds the threads and starts them. Threads, not the cooperative pool, because every ZeroMQ
+/// and SQLite call here blocks; each is a type that owns its sockets and state, and gets what it shares passed in:
+/// - the **network thread** (``NetworkLoop``) owns the data `PULL`, the ack `ROUTER`, an inproc `PULL` from the store
+///   thread and the ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, queues
+///   good ones in a bounded ``BatchQueue`` and sends the acks the store thread passes back;
+/// - the **store thread** (``StoreLoop``) groups what is waiting into one `apply` transaction, then passes one ack
+///   per batch back: `stored` after the commit, `retry` for every batch of a failed transaction;
+/// - a refused batch takes one path on either thread (``BatchRefusals``);
+/// - the **receipts thread** (``ReceiptWorker``) rewrites receipts after commits, off the ack path;
 /// - a **lifecycle thread** joins them in order at shutdown, then closes the store and the ZeroMQ context.
 ///
 /// Created with ``init(home:configuration:logger:)``, which binds (so a busy endpoint fails there, with a clear
@@ -53,27 +53,21 @@ public final class AggregatorServer: Service, Sendable {
     /// Counters and gauges for `/metrics`, kept also when no endpoint serves them.
     let metrics: AggregatorMetrics
     let metricsServer: MetricsServer?
-    /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit.
+    /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit. Written by
+    /// the store thread.
     let storeProblem = Locked<String?>(nil)
     /// Acks the network thread holds for want of a route.
     let acksHeld = Locked(0)
     /// The bounds on ack routes and held acks (``AckRoutes``).
     let ackBounds: AckRoutes.Bounds
     let startedAt = Date()
-    let state = Locked(RunState())
+    /// Stop, reload, failure: shared with the loops.
+    let control: RunControl
     let statistics = Locked(ServerStatistics())
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
     /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
     static let ackSendBuffer = 128 << 10
-
-    struct RunState {
-        var stopRequested = false
-        var reloadRequested = false
-        var finished = false
-        var failure: AggregatorError?
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
 
     /// Opens the store, binds both endpoints and starts serving.
     ///
@@ -98,6 +92,7 @@ public final class AggregatorServer: Service, Sendable {
         self.home = home
         self.configuration = configuration
         self.logger = logger
+        self.control = RunControl(logger: logger)
         self.insecure = configuration.insecure
         let keys = configuration.insecure ? nil : try ServerKeys.load(from: home)
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
@@ -187,9 +182,16 @@ public final class AggregatorServer: Service, Sendable {
             self.metricsEndpoint = metricsServerOrNil?.endpoint
             self.context = context
             self.zap = zapHandler
-            let network = NetworkLoop(pull: pull, router: router, acks: ackIn)
-            let storeLoop = StoreLoop(acks: ackOut)
-            startThreads(network: network, store: storeLoop, allowlist: allowlist)
+            let refusals = BatchRefusals(statistics: statistics, metrics: metrics, logger: logger)
+            let network = NetworkLoop(
+                sockets: .init(pull: pull, router: router, acks: ackIn), allowlist: allowlist,
+                devicesFile: home.devicesFile, zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue,
+                store: store, refusals: refusals, control: control, acksHeld: acksHeld, logger: logger)
+            let storeLoop = StoreLoop(
+                acks: ackOut, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
+                configuration: configuration, refusals: refusals, storeProblem: storeProblem, handshakes: handshakes,
+                logger: logger)
+            startThreads(network: network, store: storeLoop)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()
@@ -210,7 +212,7 @@ public final class AggregatorServer: Service, Sendable {
                 "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
             ])
         metricsServer?.start { [self] method, path in answer(method, path) }
-        if insecure { logInsecureWarning() }
+        if insecure { StoreLoop.warnInsecure(logger) }
     }
 
     private static func bind(_ socket: Socket, _ endpoint: String, name: String) throws {
@@ -235,15 +237,9 @@ public final class AggregatorServer: Service, Sendable {
         return AggregatorError(.unavailable, "cannot open the store \(path): \(error)")
     }
 
-    func logInsecureWarning() {
-        logger.warning(
-            "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only."
-        )
-    }
-
     // MARK: Lifecycle
 
-    private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop, allowlist: DeviceAllowlist) {
+    private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop) {
         let networkDone = DispatchSemaphore(value: 0)
         let storeDone = DispatchSemaphore(value: 0)
         let statusDone = DispatchSemaphore(value: 0)
@@ -252,12 +248,12 @@ public final class AggregatorServer: Service, Sendable {
             runStatusWriter()
             statusDone.signal()
         }
-        startThread("jb-network") { [self] in
-            runNetwork(network, allowlist: allowlist)
+        startThread("jb-network") {
+            network.run()
             networkDone.signal()
         }
-        startThread("jb-store") { [self] in
-            runStore(storeLoop)
+        startThread("jb-store") {
+            storeLoop.run()
             storeDone.signal()
         }
         startThread("jb-lifecycle") { [self] in
@@ -277,51 +273,22 @@ public final class AggregatorServer: Service, Sendable {
             metricsServer?.shutdown()
             removeStatusFile()
             homeLock.release()
-            logStatistics(final: true)
+            storeLoop.logStatistics(final: true)
             logger.info("aggregator stopped")
-            let waiters = state.withLock { state in
-                state.finished = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
+            control.finish()
         }
     }
 
     /// Begins a graceful stop; returns at once. ``finished()`` returns when it is complete.
-    public func stop() {
-        let first = state.withLock { state in
-            defer { state.stopRequested = true }
-            return !state.stopRequested
-        }
-        if first { logger.info("aggregator stopping: committing and acking the batches in hand") }
-    }
+    public func stop() { control.stop() }
 
     /// Reloads the allow list at the next opportunity (SIGHUP).
-    public func requestReload() {
-        state.withLock { $0.reloadRequested = true }
-    }
+    public func requestReload() { control.requestReload() }
 
-    var stopRequested: Bool { state.withLock { $0.stopRequested } }
-
-    /// Records a failure that stops the server; ``run()`` throws it.
-    func fail(_ error: AggregatorError) {
-        logger.critical("aggregator failed: \(error.message)")
-        state.withLock { if $0.failure == nil { $0.failure = error } }
-        stop()
-    }
+    var stopRequested: Bool { control.stopRequested }
 
     /// Waits until the server has stopped completely (store closed).
-    public func finished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state in
-                if state.finished { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
-    }
+    public func finished() async { await control.finished() }
 
     /// The counters so far.
     public var currentStatistics: ServerStatistics { statistics.withLock { $0 } }
@@ -338,6 +305,6 @@ public final class AggregatorServer: Service, Sendable {
         } onCancel: {
             self.stop()
         }
-        if let failure = state.withLock({ $0.failure }) { throw failure }
+        if let failure = control.failure { throw failure }
     }
 }

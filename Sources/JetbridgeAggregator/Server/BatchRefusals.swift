@@ -1,0 +1,75 @@
+import JetbridgeModel
+import JetbridgeProtocol
+import Logging
+import SystemSupport
+
+/// The one path a refused batch takes, whichever thread refuses it: the network thread on decoding (a bad header,
+/// record or device) or the store thread on a rule that needs the store (another device's order, a flight's second
+/// currency). Nothing of a refused batch is stored; it is logged, counted in the statistics and metrics, answered,
+/// and counted against its device in the store (``count(_:in:)``, on the store thread).
+struct BatchRefusals: Sendable {
+    let statistics: Locked<ServerStatistics>
+    let metrics: AggregatorMetrics
+    let logger: Logger
+
+    /// A refused batch: the answer and to whom it goes.
+    struct Answer {
+        /// The device whose route gets the answer and against which the refusal is counted.
+        let owner: String
+        let ack: Ack
+        /// The reason counted in the store (`report devices`).
+        let reason: String
+    }
+
+    /// Logs `rejection`, has `send` answer it (unless it names no device to answer), then counts it in the statistics:
+    /// whoever reads ``ServerStatistics/rejectedBatches`` finds the answer already sent, held or dropped.
+    /// - Parameters:
+    ///   - rejection: Why the batch was refused.
+    ///   - key: The connection's device in CURVE mode (the key's allow-listed device, "" for none), nil otherwise or
+    ///     when the store refused it (its header's device is then the key's).
+    ///   - logKey: What the log line shows as `key`, when the refusing thread knows the connection.
+    ///   - send: Sends the answer on the refusing thread's socket.
+    /// - Returns: The answer, or nil when there was none to send.
+    @discardableResult
+    func refuse(
+        _ rejection: BatchRejection, key: String?, logKey: String? = nil, send: (Answer) -> Void
+    ) -> Answer? {
+        defer { statistics.withLock { $0.rejectedBatches += 1 } }
+        let device = rejection.header?.device
+        metrics.batch(
+            device: key.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
+            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0, reason: rejection.reason)
+        var metadata: Logger.Metadata = [
+            "device": "\(InertText.escape(device ?? "?"))", "status": "\(rejection.status.rawValue)",
+            "index": "\(rejection.index)", "reason": "\(rejection.reason)",
+        ]
+        if let logKey { metadata["key"] = "\(logKey)" }
+        logger.warning("batch refused", metadata: metadata)
+        // The answer goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
+        // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
+        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
+        guard let owner = key ?? device, !owner.isEmpty else { return nil }
+        let answer = Answer(
+            owner: owner, ack: rejection.ack ?? Self.unnamedAnswer(rejection, device: owner),
+            reason: rejection.description)
+        send(answer)
+        return answer
+    }
+
+    /// Counts a refused batch against its device in the store, where `report devices` reads it.
+    func count(_ answer: Answer, in store: any StoreEngine) {
+        count(device: answer.owner, reason: answer.reason, in: store)
+    }
+
+    /// Counts a refusal against `device` in the store.
+    func count(device: String, reason: String, in store: any StoreEngine) {
+        do { try store.recordRejection(device: device, reason: reason) } catch {
+            logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
+        }
+    }
+
+    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
+    static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
+        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
+    }
+}

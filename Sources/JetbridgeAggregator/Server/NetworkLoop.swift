@@ -1,0 +1,371 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import Logging
+import ZeroMQ
+import SystemSupport
+
+/// The network thread: owns the data `PULL`, the ack `ROUTER` and the inproc `PULL` from the store thread, and the
+/// state only it touches (the ack routes and held acks, the admitted keys, the per-device limiter).
+///
+/// It checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once (``BatchRefusals``), queues
+/// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the acks the
+/// store thread passes back to that route only (``AckRoutes``; an ack never goes to a routing id just because it
+/// equals a device id). What it shares with the other threads is passed in: the queue, the store (read for the
+/// limits), the counters, the run control. Built once and run once, on its own thread (`@unchecked Sendable`: its
+/// sockets and state are used by that thread alone).
+final class NetworkLoop: @unchecked Sendable {
+    struct Sockets {
+        let pull: Socket
+        let router: Socket
+        /// Acks (two frames: device id, ack) and control messages (one frame) from the store thread.
+        let acks: Socket
+    }
+
+    private let sockets: Sockets
+    private let queue: BatchQueue
+    private let store: any StoreEngine
+    private let refusals: BatchRefusals
+    private let control: RunControl
+    private let statistics: Locked<ServerStatistics>
+    private let metrics: AggregatorMetrics
+    /// Acks held for want of a route, for `/metrics` and `status`.
+    private let acksHeld: Locked<Int>
+    private let devicesFile: URL
+    private let zap: ZAPHandler?
+    private let insecure: Bool
+    private let logger: Logger
+
+    private var routes: AckRoutes
+    /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets nothing
+    /// stored also on a connection admitted before the revocation.
+    private var admitted: [String: String]
+    private var limiter: DeviceLimiter
+
+    init(
+        sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, store: any StoreEngine, refusals: BatchRefusals,
+        control: RunControl, acksHeld: Locked<Int>, logger: Logger
+    ) {
+        self.sockets = sockets
+        self.devicesFile = devicesFile
+        self.zap = zap
+        self.insecure = insecure
+        self.queue = queue
+        self.store = store
+        self.refusals = refusals
+        self.statistics = refusals.statistics
+        self.metrics = refusals.metrics
+        self.control = control
+        self.acksHeld = acksHeld
+        self.logger = logger
+        routes = AckRoutes(bounds: ackBounds)
+        admitted = allowlist.byPublicKey
+        limiter = DeviceLimiter(allowlist: allowlist)
+    }
+
+    func run() {
+        var accepting = true
+        var storeDone = false
+        var allowlistStamp = Self.stamp(of: devicesFile)
+        var lastAllowlistCheck = ContinuousClock.now
+        var lastHeldCheck = ContinuousClock.now
+        var reportedHeld = 0
+        do {
+            while !storeDone {
+                if accepting && control.stopRequested {
+                    // Stop taking new batches. What sits in the PULL queue is dropped unacked: the devices resend it.
+                    accepting = false
+                    try sockets.pull.close(linger: .zero)
+                    queue.close()
+                }
+                let readPull = accepting && queue.hasRoom
+                var items = [PollItem(sockets.acks, .readable), PollItem(sockets.router, .readable)]
+                if readPull { items.append(PollItem(sockets.pull, .readable)) }
+                let ready = try poll(items, timeout: .milliseconds(100))
+                // Hellos first: a route that arrived with the acks it is needed for is used at once.
+                if ready[1].contains(.readable) { try readHellos() }
+                if ready[0].contains(.readable) { storeDone = try forwardAcks() }
+                if readPull && ready[2].contains(.readable) { try readBatches() }
+
+                let now = ContinuousClock.now
+                if routes.heldCount > 0, now - lastHeldCheck >= .milliseconds(100) {
+                    lastHeldCheck = now
+                    retryHeld(now: now)
+                }
+                if routes.heldCount != reportedHeld {
+                    reportedHeld = routes.heldCount
+                    acksHeld.withLock { $0 = reportedHeld }
+                }
+                let reload = control.takeReloadRequest()
+                if reload || now - lastAllowlistCheck >= .seconds(1) {
+                    lastAllowlistCheck = now
+                    let stamp = Self.stamp(of: devicesFile)
+                    if reload || stamp != allowlistStamp {
+                        allowlistStamp = stamp
+                        if let list = reloadAllowlist() {
+                            admitted = list.byPublicKey
+                            limiter.allowlist = list
+                        }
+                    }
+                }
+            }
+        } catch {
+            control.fail(AggregatorError(.other, "the network thread stopped: \(error)"))
+            queue.close()
+            // Keep draining the store thread's acks until it is done, so it never blocks on a full inproc pipe.
+            while !storeDone {
+                guard let frames = try? sockets.acks.receiveMultipart() else { break }
+                storeDone = frames.count == 1 && frames[0] == StoreSignal.done
+            }
+        }
+        if !sockets.pull.isClosed { try? sockets.pull.close(linger: .zero) }
+        retryHeld(now: .now)
+        let unsent = routes.dropAllHeld()
+        if unsent > 0 {
+            statistics.withLock { $0.unroutableAcks += unsent }
+            logger.info("\(unsent) acks had no route at shutdown; their devices will resend")
+        }
+        // The last acks are queued in the ROUTER: linger gives them a second to leave.
+        try? sockets.router.close(linger: AggregatorServer.ackLinger)
+        try? sockets.acks.close(linger: .zero)
+    }
+
+    /// Sends the acks the store thread passed back. Returns true once the store thread said it is done.
+    private func forwardAcks() throws -> Bool {
+        for _ in 0..<1_000 {
+            guard let frames = try sockets.acks.receiveMultipart(options: .dontWait) else { return false }
+            if frames.count == 1 {
+                if frames[0] == StoreSignal.done { return true }
+                continue  // `room`: the poll loop reads the data socket again
+            }
+            guard frames.count == 2 else { continue }
+            sendAck(frames[1], to: String(decoding: frames[0], as: UTF8.self))
+        }
+        return false
+    }
+
+    /// Sends one ack to `device`'s route, never to a routing id merely equal to its name. Without a route, or when
+    /// the route fails (EHOSTUNREACH: the device is reconnecting; EAGAIN: it is not reading), the ack is held and
+    /// sent later; one held too long is dropped (the device resends the batch, and the resend is a duplicate).
+    private func sendAck(_ payload: Data, to device: String) {
+        let router = sockets.router
+        let holding = routes.isHolding(for: device)
+        if !holding, let route = routes.route(for: device), (try? router.send([route, payload], options: .dontWait)) != nil
+        {
+            return
+        }
+        let dropped = routes.hold(payload, for: device, now: .now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
+        if dropped > 0 {
+            statistics.withLock { $0.unroutableAcks += dropped }
+            logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
+        }
+        // Behind older acks: they go first, in order.
+        if holding { flushHeld(for: device) }
+    }
+
+    /// Encodes `ack` and sends it to `device`'s route (``sendAck(_:to:)``).
+    private func send(_ ack: Ack, to device: String) {
+        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device) }
+    }
+
+    /// Sends the acks held for `device`, oldest first, until its route fails.
+    private func flushHeld(for device: String) {
+        guard let route = routes.route(for: device) else { return }
+        while let ack = routes.firstHeld(for: device) {
+            do {
+                try sockets.router.send([route, ack.payload], options: .dontWait)
+            } catch {
+                return
+            }
+            routes.removeFirstHeld(for: device)
+        }
+    }
+
+    /// Retries every held ack and drops those that waited too long.
+    private func retryHeld(now: ContinuousClock.Instant) {
+        for device in Array(routes.held.keys) { flushHeld(for: device) }
+        let expired = routes.expire(now: now)
+        statistics.withLock { $0.acksHeld = routes.heldCount }
+        if expired > 0 {
+            statistics.withLock { $0.unroutableAcks += expired }
+            logger.debug("\(expired) acks dropped after waiting for a route; their devices will resend")
+        }
+    }
+
+    /// Reads hellos and learns routes from them (see ``AckRoutes``). In CURVE mode a hello counts only when its
+    /// device is the connection's key, and any message on a route shows who holds it now.
+    private func readHellos() throws {
+        let router = sockets.router
+        for _ in 0..<1_000 {
+            guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
+            guard let route = message.frames.first, !route.isEmpty else { continue }
+            // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
+            let key: String? = insecure ? nil : (message.userID ?? "")
+            if let key, let lost = routes.forget(route: route, unlessHeldBy: key) {
+                logger.warning(
+                    "another key took over the ack route of \(lost) (an agent that uses its device id as routing id); its acks wait for its next hello",
+                    metadata: ["device": "\(lost)", "key": "\(key)"])
+            }
+            guard message.frames.count == 2, let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
+                hello.type == Hello.messageType
+            else {
+                logger.debug(
+                    "ignored a message on the ack channel that is not a hello", metadata: ["key": "\(key ?? "-")"])
+                continue
+            }
+            let kind = AckRoutes.kind(of: route, device: hello.device)
+            if let key, !Self.stillAllowed(message, admitted: admitted) {
+                // Revoked since the connection was admitted: no route, and the answer goes to this connection only.
+                let ack = Ack(
+                    device: key, first: 0, last: 0, status: .forbidden, reason: Self.revokedReason)
+                if let payload = try? WireCoding.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                if routes.shouldWarn(about: key) {
+                    logger.warning("refused a hello: the connection's key is no longer allowed", metadata: ["device": "\(key)"])
+                }
+                continue
+            }
+            if let key {
+                guard hello.device == key else {
+                    guard routes.shouldWarn(about: key) else { continue }
+                    logger.warning(
+                        "ignored a hello for another device than the connection's key",
+                        metadata: ["key": "\(key)", "device": "\(InertText.escape(hello.device))"])
+                    continue
+                }
+                guard kind != .unusable else {
+                    guard routes.shouldWarn(about: key) else { continue }
+                    logger.warning(
+                        "ignored a hello: its routing id is not a secret (it needs \(AckRoutes.minimumSecretLength) or more random bytes, not starting with 0; see docs/PROTOCOL.md)",
+                        metadata: ["device": "\(hello.device)", "routingIDBytes": "\(route.count)"])
+                    continue
+                }
+            }
+            statistics.withLock { $0.hellos += 1 }
+            if routes.learn(device: hello.device, route: route, key: message.publicKey) {
+                logger.debug("ack route learned", metadata: ["device": "\(InertText.escape(hello.device))"])
+            }
+            if key != nil, kind == .legacy, routes.warnedLegacy.insert(hello.device).inserted {
+                logger.warning(
+                    "device \(hello.device) uses its device id as routing id (an agent before secret routing ids): another allowed device can take over its acks; upgrade its agent",
+                    metadata: ["device": "\(hello.device)"])
+            }
+            flushHeld(for: hello.device)
+        }
+    }
+
+    /// Reads and checks batches while the queue has room.
+    private func readBatches() throws {
+        for _ in 0..<64 {
+            guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
+            let size = message.frames.reduce(0) { $0 + $1.count }
+            // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
+            let authenticated: String? = insecure ? nil : (message.userID ?? "")
+            if let authenticated, !authenticated.isEmpty, !Self.stillAllowed(message, admitted: admitted) {
+                refuseRevoked(message, device: authenticated)
+                continue
+            }
+            switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
+            case .success(let batch):
+                let device = batch.header.device
+                if let verdict = limiter.admit(
+                    device: device, records: batch.records.map(\.record), now: .now,
+                    count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
+                    unstored: { (try? store.unstoredCount(of: $0)) ?? $0.count })
+                {
+                    answerLimited(batch.header, verdict)
+                    continue
+                }
+                queue.push(.batch(batch, bytes: size))
+            case .failure(let rejection):
+                refuse(rejection, authenticated: authenticated)
+            }
+        }
+    }
+
+    /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and has the store
+    /// thread count it against the device that sent it: the key's device when known.
+    private func refuse(_ rejection: BatchRejection, authenticated: String?) {
+        let answer = refusals.refuse(rejection, key: authenticated, logKey: authenticated ?? "-") {
+            send($0.ack, to: $0.owner)
+        }
+        if let answer { queue.push(.rejection(device: answer.owner, reason: answer.reason)) }
+    }
+
+    /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
+    /// per device, with how many since).
+    private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
+        statistics.withLock { $0.limitedBatches += 1 }
+        metrics.batch(device: header.device, status: Ack.Status.limited.rawValue)
+        let ack = Ack(
+            device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
+            retryAfter: verdict.retryAfter)
+        send(ack, to: header.device)
+        queue.push(.limited(device: header.device, reason: verdict.reason))
+        if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
+            logger.warning(
+                "batch limited",
+                metadata: [
+                    "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
+                    "reason": "\(verdict.reason)", "retryAfter": "\(verdict.retryAfter)",
+                ])
+        }
+    }
+
+    static let revokedReason =
+        "this device's key is no longer allowed on the ground (revoked after the connection was made); nothing is stored"
+
+    /// Whether the key a message's connection was admitted with is still allowed, for the same device.
+    static func stillAllowed(_ message: ReceivedMessage, admitted: [String: String]) -> Bool {
+        guard let key = message.publicKey, let userID = message.userID else { return false }
+        return admitted[key] == userID
+    }
+
+    /// Answers a batch from a revoked key `forbidden` and stores nothing of it. The answer goes to the device's route
+    /// only if that route was learned from the same (revoked) key: a device re-allowed with a new key must not
+    /// receive the stolen key's answers.
+    private func refuseRevoked(_ message: ReceivedMessage, device: String) {
+        statistics.withLock { $0.rejectedBatches += 1 }
+        let header = IncomingBatch.name(of: message.frames)
+        metrics.batch(
+            device: device, status: Ack.Status.forbidden.rawValue, rejected: header?.count ?? 0,
+            reason: Self.revokedReason)
+        if routes.shouldWarn(about: "revoked " + device) {
+            logger.warning(
+                "batch refused: the connection's key is no longer allowed",
+                metadata: ["device": "\(device)", "batch": "\(header.map { "#\($0.first)…\($0.last)" } ?? "?")"])
+        }
+        guard routes.routeKeys[device] == message.publicKey else { return }
+        let ack = Ack(
+            device: header?.device ?? device, first: header?.first ?? 0, last: header?.last ?? 0, status: .forbidden,
+            reason: Self.revokedReason)
+        send(ack, to: device)
+    }
+
+    /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).
+    private func reloadAllowlist() -> DeviceAllowlist? {
+        guard let zap else { return nil }
+        do {
+            let list = try DeviceAllowlist.load(from: devicesFile)
+            zap.replaceAllowlist(list.byPublicKey)
+            statistics.withLock { $0.allowlistReloads += 1 }
+            logger.info(
+                "allow list reloaded; applies to new connections and to every message from now on",
+                metadata: ["devices": "\(list.devices.count)", "file": "\(devicesFile.path)"])
+            return list
+        } catch {
+            logger.error("allow list not reloaded; keeping the previous one", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// What changes when the allow list file is replaced: modification time, inode and size.
+    static func stamp(of url: URL) -> [Int] {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { return [] }
+        return [
+            Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_ino), Int(info.st_size),
+        ]
+    }
+}
