@@ -83,7 +83,8 @@ struct HostilePeerTests {
     /// in all, and routes within theirs, however many device ids a peer makes up; the aggregator goes on serving.
     /// The bounds are made small here (the served ones, 256 / 65,536 / 100,000, would take minutes of flooding).
     @Test func inInsecureModeHeldAcksAndRoutesAreBounded() async throws {
-        let bounds = AckRoutes.Bounds(maxHeldPerDevice: 16, maxHeld: 200, maxRoutes: 8)
+        // Held acks outlive the test however slowly it runs (they expire after 60 s in serve; a loaded run took 87 s).
+        let bounds = AckRoutes.Bounds(maxHeldPerDevice: 16, maxHeld: 200, maxRoutes: 8, heldLifetime: .seconds(3_600))
         let fixture = try ServerFixture(insecure: true, ackBounds: bounds)
         let flooder = Unchecked(
             try TestDevice(id: "flooder-0123456789", keys: nil, serverKey: nil, server: fixture.server))
