@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source deploy/capture-functions.sh
 
 if ! [ -e /usr/include/zmq.h ]; then
     echo "== installing libzmq and SQLite headers (Debian packages libzmq3-dev, libsqlite3-dev)"
@@ -18,10 +19,7 @@ if ! [ -e /usr/include/zmq.h ]; then
 fi
 
 echo "== building (debug; the first build takes a few minutes)"
-for product in jetbridge-agent jetbridge-aggregator jetbridge-queue; do
-    swift build --product "$product" >/dev/null
-done
-bin=$(swift build --show-bin-path)
+build_products jetbridge-agent jetbridge-aggregator jetbridge-queue
 
 demo=${DEMO_DIR:-$(mktemp -d -t jetbridge-demo.XXXXXX)}
 mkdir -p "$demo"
@@ -34,12 +32,6 @@ trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; true' EXIT
 echo "== demo directory: $demo"
 
 aggregator() { "$bin/jetbridge-aggregator" --home "$ground" "$@"; }
-agent() { # agent DEVICE ARGS...: the device's agent, with its own home
-    local device=$1
-    shift
-    "$bin/jetbridge-agent" --home "$demo/$device" "$@"
-}
-uuid() { tr a-f A-F < /proc/sys/kernel/random/uuid; }
 start_ground() {
     # The binary itself, not a shell function, so that $! is the server's own pid (kill -9 must reach it).
     "$bin/jetbridge-aggregator" --home "$ground" serve --data "$data" --acks "$acks" >> "$demo/aggregator.log" 2>&1 &
@@ -47,52 +39,26 @@ start_ground() {
     sleep 1
     kill -0 "$server_pid" 2>/dev/null || { echo "the aggregator did not start:"; cat "$demo/aggregator.log"; exit 1; }
 }
-acknowledged() { agent "$1" status --json | tr -d '\n ' | sed -E 's/.*"acknowledgedThrough":([0-9]+).*/\1/'; }
 
 echo
 echo "== 1. keys: the ground's pair, one pair per device, each device allowed by id"
 mkdir -p "$ground"
 server_key=$(aggregator keys generate)
 echo "ground public key: $server_key"
+ground_json="{\"data\": \"$data\", \"acks\": \"$acks\", \"serverPublicKey\": \"$server_key\"}"
 for device in cart-1 cart-2 gate-1; do
-    mkdir -p "$demo/$device"
-    # gate-1 sends small batches one at a time, so the sync takes long enough to kill the aggregator during it.
-    batch=100 window=8
-    [ "$device" = gate-1 ] && batch=10 window=1
-    cat > "$demo/$device/agent.json" <<JSON
-{"device": "$device", "flight": "$flight",
- "ground": {"data": "$data", "acks": "$acks", "serverPublicKey": "$server_key"},
- "sync": {"batchRecords": $batch, "window": $window}}
-JSON
-    device_key=$(agent "$device" keys generate | sed -n 's/^public key *//p')
+    device_key=$(make_device "$device" "$ground_json")
     aggregator devices allow "$device" -- "$device_key"
 done
 
 echo
 echo "== 2. in flight, offline: two attendants sell"
-agent cart-1 order --seat 17B --item Peanuts=2 --item Chips
-agent cart-1 order --seat 17C --item Popcorn
-agent cart-1 order --seat 17B --item Popcorn=2
-agent cart-2 order --seat 30A --item Chips=3
-id=$(agent cart-2 order --seat 31F --item Peanuts --json | tr -d '\n' | sed -E 's/.*"id" *: *"([^"]+)".*/\1/')
-echo "   (the passenger in 31F changes the order: same id, revision 2)"
-agent cart-2 order --amend "$id" --item Peanuts=2 --item Popcorn
+sell
 agent cart-1 order --seat 17I --item Chips || echo "   (refused, as it should be: there is no seat I; nothing was stored)"
 
 echo "== at the gates, a handler scans 600 bags at departure and, after landing, 597 of them on arrival"
-tags=$demo/tags.txt
-: > "$tags"
-initials=(A B C D E F G H)
-families=(SMI JON LEE KIM ZMU NGU BAR OKA)
-for i in $(seq 1 600); do
-    printf '{"id": "%s", "owner": ["%s", "%s"], "weight": %d.5}\n' \
-        "$(uuid)" "${initials[i % 8]}" "${families[i % 8]}" $((20 + i % 30)) >> "$tags"
-done
-agent gate-1 scan --at origin < "$tags"
-head -n 597 "$tags" | agent gate-1 scan --at destination
-for device in cart-1 cart-2 gate-1; do
-    printf '   %-7s %s\n' "$device" "$(agent "$device" status | grep -E '^unacknowledged')"
-done
+scan_bags
+show_queues
 
 echo
 echo "== 3. landed: the aggregator starts ($data, $acks), CURVE on, three devices allowed"
@@ -139,12 +105,10 @@ cat "$ground/receipts/ZA101_2026-11-21_17B.txt"
 echo
 echo "-- checks"
 json=$(aggregator report flights --format json | tr -d '\n ')
-expect='"orders":5,"revenue":3600'
-bags='"checked":600,"departed":600,"arrived":597,"missing":3'
-if [[ $json == *$expect* && $json == *$bags* ]]; then
+if [[ $json == *$expected_orders* && $json == *$expected_bags* ]]; then
     echo "PASS: 5 orders (31F at its latest revision), 36.00 USD, 600 bags of which 3 missing: nothing lost, nothing doubled"
 else
-    echo "FAIL: expected $expect and $bags in: $json"
+    echo "FAIL: expected $expected_orders and $expected_bags in: $json"
     exit 1
 fi
 kill -TERM "$server_pid" && wait "$server_pid" 2>/dev/null || true

@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source deploy/capture-functions.sh
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
@@ -28,10 +29,7 @@ if ! [ -x "$PG_BIN/initdb" ]; then
 fi
 
 echo "== building (debug; the first build takes several minutes)"
-for product in jetbridge-agent jetbridge-aggregator; do
-    swift build --product "$product" >/dev/null
-done
-bin=$(swift build --show-bin-path)
+build_products jetbridge-agent jetbridge-aggregator
 
 demo=${DEMO_DIR:-$(mktemp -d -t jetbridge-scale-out.XXXXXX)}
 mkdir -p "$demo"
@@ -60,13 +58,6 @@ aggregator() { # aggregator NAME ARGS...: one aggregator's command, on the share
     shift
     "$bin/jetbridge-aggregator" --home "$demo/ground-$name" "$@"
 }
-agent() { # agent DEVICE ARGS...: the device's agent, with its own home
-    local device=$1
-    shift
-    "$bin/jetbridge-agent" --home "$demo/$device" "$@"
-}
-uuid() { tr a-f A-F < /proc/sys/kernel/random/uuid; }
-acknowledged() { agent "$1" status --json | tr -d '\n ' | sed -E 's/.*"acknowledgedThrough":([0-9]+).*/\1/'; }
 data_a=tcp://127.0.0.1:$port acks_a=tcp://127.0.0.1:$((port + 1))
 data_b=tcp://127.0.0.1:$((port + 2)) acks_b=tcp://127.0.0.1:$((port + 3))
 start_aggregator() { # start_aggregator NAME DATA ACKS: prints nothing, sets last_pid
@@ -82,18 +73,10 @@ echo "== 2. keys: each aggregator's pair, one pair per device, each device allow
 mkdir -p "$demo/ground-a" "$demo/ground-b"
 key_a=$(aggregator a keys generate)
 key_b=$(aggregator b keys generate)
+ground_list="[{\"data\": \"$data_a\", \"acks\": \"$acks_a\", \"serverPublicKey\": \"$key_a\"},
+            {\"data\": \"$data_b\", \"acks\": \"$acks_b\", \"serverPublicKey\": \"$key_b\"}]"
 for device in cart-1 cart-2 gate-1; do
-    mkdir -p "$demo/$device"
-    # gate-1 sends small batches one at a time, so its sync lasts long enough to kill an aggregator during it.
-    batch=100 window=8
-    [ "$device" = gate-1 ] && batch=10 window=1
-    cat > "$demo/$device/agent.json" <<JSON
-{"device": "$device", "flight": "$flight",
- "ground": [{"data": "$data_a", "acks": "$acks_a", "serverPublicKey": "$key_a"},
-            {"data": "$data_b", "acks": "$acks_b", "serverPublicKey": "$key_b"}],
- "sync": {"batchRecords": $batch, "window": $window}}
-JSON
-    device_key=$(agent "$device" keys generate | sed -n 's/^public key *//p')
+    device_key=$(make_device "$device" "$ground_list")
     aggregator a devices allow "$device" -- "$device_key" >/dev/null
     aggregator b devices allow "$device" -- "$device_key" >/dev/null
 done
@@ -101,25 +84,9 @@ echo "aggregator A: $data_a $acks_a   aggregator B: $data_b $acks_b"
 
 echo
 echo "== 3. in flight, offline: two attendants sell, a handler scans 600 bags out and 597 in"
-agent cart-1 order --seat 17B --item Peanuts=2 --item Chips >/dev/null
-agent cart-1 order --seat 17C --item Popcorn >/dev/null
-agent cart-1 order --seat 17B --item Popcorn=2 >/dev/null
-agent cart-2 order --seat 30A --item Chips=3 >/dev/null
-id=$(agent cart-2 order --seat 31F --item Peanuts --json | tr -d '\n' | sed -E 's/.*"id" *: *"([^"]+)".*/\1/')
-agent cart-2 order --amend "$id" --item Peanuts=2 --item Popcorn >/dev/null
-tags=$demo/tags.txt
-: > "$tags"
-initials=(A B C D E F G H)
-families=(SMI JON LEE KIM ZMU NGU BAR OKA)
-for i in $(seq 1 600); do
-    printf '{"id": "%s", "owner": ["%s", "%s"], "weight": %d.5}\n' \
-        "$(uuid)" "${initials[i % 8]}" "${families[i % 8]}" $((20 + i % 30)) >> "$tags"
-done
-agent gate-1 scan --at origin < "$tags" >/dev/null
-head -n 597 "$tags" | agent gate-1 scan --at destination >/dev/null
-for device in cart-1 cart-2 gate-1; do
-    printf '   %-7s %s\n' "$device" "$(agent "$device" status | grep -E '^unacknowledged')"
-done
+sell >/dev/null
+scan_bags >/dev/null
+show_queues
 
 echo
 echo "== 4. landed: both aggregators start on the shared store; the three devices sync at once"
@@ -164,13 +131,11 @@ cat "$demo/ground-b/receipts/ZA202_2026-11-25_17B.txt"
 echo
 echo "-- checks"
 json=$(aggregator b report flights --store "$store" --format json | tr -d '\n ')
-expect='"orders":5,"revenue":3600'
-bags='"checked":600,"departed":600,"arrived":597,"missing":3'
 kill -TERM "$pid_b" 2>/dev/null && wait "$pid_b" 2>/dev/null || true
-if [ "$failed" = 0 ] && [[ $json == *$expect* && $json == *$bags* ]]; then
+if [ "$failed" = 0 ] && [[ $json == *$expected_orders* && $json == *$expected_bags* ]]; then
     echo "PASS: 5 orders (31F at its latest revision), 36.00 USD, 600 bags of which 3 missing, through two aggregators with one killed mid-sync: nothing lost, nothing doubled"
 else
-    echo "FAIL: every sync drained: $([ "$failed" = 0 ] && echo yes || echo no); expected $expect and $bags in: $json"
+    echo "FAIL: every sync drained: $([ "$failed" = 0 ] && echo yes || echo no); expected $expected_orders and $expected_bags in: $json"
     exit 1
 fi
 echo "Demo files and logs are in $demo (the PostgreSQL cluster is removed on exit)"

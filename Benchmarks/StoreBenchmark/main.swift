@@ -19,6 +19,7 @@ import JetbridgeProtocol
 import JetbridgeTestKit
 import Logging
 import MessagePack
+import PostgresNIO
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 var postgresURL: String?
@@ -178,7 +179,7 @@ struct PostgresFigures {
 var postgresStore: PostgresFigures?
 var postgresCopy: PostgresFigures?
 if let postgresURL {
-    let server = BenchmarkServer(url: postgresURL)
+    let server = PostgresCopy(url: postgresURL)
     print(
         "postgres: server \(server.setting("server_version")), fsync \(server.setting("fsync")), "
             + "synchronous_commit \(server.setting("synchronous_commit"))")
@@ -192,7 +193,7 @@ if let postgresURL {
         let store = try PostgresStore(
             url: server.createDatabase(storeDatabase), logger: Logger(label: "store-benchmark"))
         let backends = server.backends(of: storeDatabase)
-        let server0 = backends.reduce(0) { $0 + processCPU($1) }
+        let server0 = backends.reduce(0) { $0 + PostgresCopy.processCPU($1) }
         var figures = PostgresFigures()
         var rng = SplitMix(state: 42)
         var new = 0
@@ -208,7 +209,7 @@ if let postgresURL {
             new += outcomes.reduce(0) { $0 + $1.new }
             batches = []
         }
-        figures.serverCPU = backends.reduce(0) { $0 + processCPU($1) } - server0
+        figures.serverCPU = backends.reduce(0) { $0 + PostgresCopy.processCPU($1) } - server0
         try store.close()
         precondition(new == records, "expected \(records) new records in PostgreSQL, got \(new)")
         print(
@@ -221,9 +222,9 @@ if let postgresURL {
         let url = server.createDatabase(copyDatabase)
         try PostgresStore(url: url, logger: Logger(label: "store-benchmark")).close()
         let connection = server.connect(database: copyDatabase)
-        defer { server.close(connection) }
+        defer { try? connection.close().wait() }
         let backends = server.backends(of: copyDatabase)
-        let server0 = backends.reduce(0) { $0 + processCPU($1) }
+        let server0 = backends.reduce(0) { $0 + PostgresCopy.processCPU($1) }
         var figures = PostgresFigures()
         var rng = SplitMix(state: 42)
         var t0 = now()
@@ -234,11 +235,11 @@ if let postgresURL {
             t0 = now()
             let c0 = selfCPU()
             // Formatting the rows is timed, as binding is in the store and in SQLite's floor.
-            var rows = CopyRows(capacity: batchSize * batchesPerTransaction / 2)
+            var rows = PostgresCopyRows(capacity: batchSize * batchesPerTransaction / 2)
             for batch in batches {
-                for incoming in batch.records { rows.append(incoming) }
+                for incoming in batch.records { rows.append(incoming.record, bytes: incoming.bytes) }
             }
-            try copy(rows, over: connection, logger: server.logger)
+            server.copy(rows, over: connection)
             figures.seconds += now() - t0
             figures.cpu += selfCPU() - c0
         }
@@ -247,7 +248,7 @@ if let postgresURL {
         server.run(connection, "COMMIT")
         figures.seconds += now() - t0
         figures.cpu += selfCPU() - c0
-        figures.serverCPU = backends.reduce(0) { $0 + processCPU($1) } - server0
+        figures.serverCPU = backends.reduce(0) { $0 + PostgresCopy.processCPU($1) } - server0
         let count = server.integer(connection, "SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM scans)")
         precondition(count == records, "expected \(records) rows copied, got \(count)")
         print(

@@ -139,15 +139,7 @@ public final class PostgresCopy {
         do {
             try Self.blocking {
                 _ = try await connection.query("BEGIN", logger: logger)
-                try await connection.copyFrom(
-                    table: "orders", columns: ["id", "revision", "flight", "seat", "device", "record"],
-                    logger: logger
-                ) { try await $0.write(orders) }
-                try await connection.copyFrom(
-                    table: "scans",
-                    columns: ["id", "flight", "tag", "point", "scanned_at", "owner", "weight", "device"],
-                    logger: logger
-                ) { try await $0.write(scans) }
+                try await Self.copy(orders: orders, scans: scans, over: connection, logger: logger)
                 _ = try await connection.query("COMMIT", logger: logger)
             }
         } catch {
@@ -156,6 +148,54 @@ public final class PostgresCopy {
         let seconds = now() - start
         let cpu = postmaster.flatMap { pid in cpu0.map { Self.serverCPU(postmaster: pid) - $0 } }
         return (seconds, cpu)
+    }
+
+    /// Loads `rows` over `connection` inside the transaction the caller opened (store-benchmark copies group by group
+    /// in one transaction, timing each group's formatting and COPY); an error stops the benchmark.
+    public func copy(_ rows: PostgresCopyRows, over connection: PostgresConnection) {
+        let (logger, orders, scans) = (self.logger, rows.orders, rows.scans)
+        do {
+            try Self.blocking { try await Self.copy(orders: orders, scans: scans, over: connection, logger: logger) }
+        } catch {
+            fatalError("COPY of \(rows.orderCount + rows.scanCount) rows: \(String(reflecting: error))")
+        }
+    }
+
+    /// Two `COPY … FROM STDIN` statements, orders then scans.
+    private static func copy(
+        orders: ByteBuffer, scans: ByteBuffer, over connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.copyFrom(
+            table: "orders", columns: ["id", "revision", "flight", "seat", "device", "record"], logger: logger
+        ) { try await $0.write(orders) }
+        try await connection.copyFrom(
+            table: "scans", columns: ["id", "flight", "tag", "point", "scanned_at", "owner", "weight", "device"],
+            logger: logger
+        ) { try await $0.write(scans) }
+    }
+
+    /// The one integer `sql` answers; anything else stops the benchmark.
+    public func integer(_ connection: PostgresConnection, _ sql: String) -> Int {
+        guard let value = try? run(connection, sql).first?.decode(Int.self) else { fatalError("\(sql): no integer") }
+        return value
+    }
+
+    /// The server processes serving `database` (the backends of its connections), found from another connection.
+    public func backends(of database: String) -> [pid_t] {
+        let admin = connect()
+        defer { try? admin.close().wait() }
+        let rows = run(
+            admin, "SELECT pid FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()")
+        return rows.compactMap { try? $0.decode(Int32.self) }
+    }
+
+    /// User plus system CPU seconds of process `pid` alone (a backend), from /proc; 0 when it is gone.
+    public static func processCPU(_ pid: pid_t) -> Double {
+        // After "pid (comm)": the state is the first field; utime and stime are fields 14 and 15 of proc(5).
+        guard let fields = statFields(pid), fields.count > 12, let user = Double(fields[11]),
+            let system = Double(fields[12])
+        else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// User plus system CPU seconds of the PostgreSQL server whose postmaster is `postmaster`: the postmaster, its
@@ -207,8 +247,9 @@ public final class PostgresCopy {
 /// Rows in PostgreSQL's COPY text format (a tab between columns, a newline after each row) for the columns
 /// `PostgresStore` writes: orders with their MessagePack bytes as `bytea` hex, scans as columns.
 ///
-/// Like the store, an order keeps its highest revision (a correction replaces the row, it does not add one), and a
-/// record seen twice is one row.
+/// Built from a whole run (``init(_:)``), an order keeps its highest revision (a correction replaces the row, it does
+/// not add one) and a record seen twice is one row; appended one by one (``append(_:bytes:)``), every record is a
+/// row, for data with no repeats.
 public struct PostgresCopyRows: Sendable {
     var orders = ByteBuffer()
     var scans = ByteBuffer()
@@ -217,6 +258,23 @@ public struct PostgresCopyRows: Sendable {
     public private(set) var scanCount = 0
 
     private static let hex = Array("0123456789abcdef".utf8)
+
+    /// No rows yet, with room for about `capacity` of each kind.
+    public init(capacity: Int) {
+        orders.reserveCapacity(capacity * 300)
+        scans.reserveCapacity(capacity * 130)
+    }
+
+    /// Appends the row of `record`.
+    /// - Parameters:
+    ///   - record: An order or a scan.
+    ///   - bytes: Its MessagePack bytes (stored for an order).
+    public mutating func append(_ record: Record, bytes: Data) {
+        switch record {
+        case .order(let order): appendOrder(order, bytes: bytes)
+        case .scan(let scan): appendScan(scan)
+        }
+    }
 
     /// - Parameter records: Records with their MessagePack bytes, in any order.
     public init(_ records: [(record: Record, bytes: Data)]) {

@@ -1,10 +1,5 @@
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 /// The `ack` file: the consumer's position, replaced atomically.
 ///

@@ -1,11 +1,6 @@
 public import Foundation
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 extension FileQueue {
     /// Checks the queue in `directory` without changing anything (no repair, no lock file created).

@@ -1,11 +1,6 @@
 import Foundation
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 extension FileQueue {
     /// Where the last read stopped, so that reading on from there does not rescan the segment.

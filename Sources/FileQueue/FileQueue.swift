@@ -1,11 +1,6 @@
 public import Foundation
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 /// A durable, append-only, segmented queue of opaque records in a directory, safe to share between processes.
 ///

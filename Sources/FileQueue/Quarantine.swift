@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
+import Glibc
 
 /// The `quarantine` file: damaged bytes copied out of segments before repair changes them.
 ///

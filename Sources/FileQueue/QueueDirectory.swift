@@ -1,10 +1,5 @@
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 /// The files of one queue directory and the steps that change them. Callers hold the exclusive lock for
 /// every method that writes.

@@ -1,10 +1,5 @@
+import Glibc
 import SystemSupport
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Musl)
-    internal import Musl
-#endif
 
 /// Runs system calls through SystemSupport's one wrapper and turns its ``SystemError`` into a ``FileQueueError``:
 /// the queue's boundary, so every failure carries `strerror` text, the path and the offset.

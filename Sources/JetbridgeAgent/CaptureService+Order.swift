@@ -1,16 +1,12 @@
 import FileQueue
 public import Foundation
-import JetbridgeModel
+public import JetbridgeModel
 import Logging
 
 /// What `order` stored: enough to print a confirmation and find the order again.
 public struct RecordedOrder: Codable, Sendable, Hashable {
-    public struct Line: Codable, Sendable, Hashable {
-        public var name: String
-        public var count: Int
-        public var unitPrice: Int
-        public var price: Int
-    }
+    /// One line as a receipt shows it: item name, count, unit price, price.
+    public typealias Line = Receipt.Line
 
     public var id: UUID
     public var revision: Int

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 import Synchronization
 
 #if canImport(Glibc)
@@ -128,21 +129,14 @@ public final class ProgressReporter: Sendable {
             + (progress.problem == nil ? progress.down.map { " (\($0))" } ?? "" : "")
     }
 
+    /// Counts as the status and the reports show them: `9,998`.
+    private static func grouped(_ number: Int) -> String { NumberText.grouped(number) }
+
     static func timeLeft(_ progress: SyncProgress, rate: Double) -> String {
         let left = progress.total - progress.acknowledged
         if left <= 0 { return "done" }
         guard rate > 0 else { return "time left unknown" }
         let seconds = Int((Double(left) / rate).rounded(.up))
         return seconds < 120 ? "\(seconds) s left" : "\(seconds / 60) min left"
-    }
-
-    static func grouped(_ number: Int) -> String {
-        let digits = String(number.magnitude)
-        var result = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { result.append(",") }
-            result.append(digit)
-        }
-        return (number < 0 ? "-" : "") + result
     }
 }

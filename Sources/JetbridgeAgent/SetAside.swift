@@ -1,3 +1,4 @@
+import FileQueue
 import Foundation
 
 /// Records the ground refused, kept on the device in `<home>/rejected/<sequence>.json`.

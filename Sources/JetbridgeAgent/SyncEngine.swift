@@ -320,9 +320,7 @@ final class SyncEngine: Sendable {
                             total += read.count { $0.sequence > initialLast }
                             let skipped = read.count { window.setAside.contains($0.sequence) }
                             statistics.skipped += skipped
-                            window.add(
-                                read: read.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: t
-                            )
+                            window.add(read: read, now: t)
                         }
                         // While no link is up nothing is handed to a socket: it would only pile up there and arrive
                         // as duplicates once a link returns.
@@ -611,9 +609,7 @@ final class SyncEngine: Sendable {
                 if let first = sequences.first, let last = sequences.last {
                     let records = try queue.read(
                         from: first, maxRecords: Int(clamping: last - first + 1), maxBytes: Int(Int32.max))
-                    window.replaceRecords(
-                        ofBatch: batchID,
-                        with: records.map { SyncWindow.Record(sequence: $0.sequence, payload: $0.payload) }, now: now())
+                    window.replaceRecords(ofBatch: batchID, with: records, now: now())
                 }
             case .limited(let at):
                 statistics.limited += 1

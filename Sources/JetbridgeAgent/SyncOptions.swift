@@ -1,4 +1,5 @@
 public import Foundation
+import JetbridgeModel
 public import ZeroMQ
 
 /// How one `sync` run connects and when it ends.
@@ -199,7 +200,7 @@ public struct SyncOutcome: Sendable {
     /// How it ended, for `sync-state.json` and the summary: `drained`, `stopped with 12 records unacknowledged`.
     public var result: String {
         let left =
-            remaining.map { "\(ProgressReporter.grouped($0)) record\($0 == 1 ? "" : "s") unacknowledged" }
+            remaining.map { "\(NumberText.grouped($0)) record\($0 == 1 ? "" : "s") unacknowledged" }
             ?? "records unacknowledged"
         switch ending {
         case .drained: return "drained"
@@ -239,7 +240,7 @@ public struct SyncOutcome: Sendable {
     /// duplicates); set aside 0; 1.2 s, 4,167 records/s; queue acknowledged through 5000`.
     public var summary: String {
         let s = statistics
-        let g = ProgressReporter.grouped
+        let g = NumberText.grouped
         func n(_ count: Int, _ noun: String, _ plural: String? = nil) -> String {
             "\(g(count)) \(count == 1 ? noun : plural ?? noun + "s")"
         }
@@ -253,7 +254,7 @@ public struct SyncOutcome: Sendable {
 
     /// With several aggregators, what each did: `via tcp://a:5560 3 batches, 2,000 acknowledged; tcp://b:5560 …`.
     public var aggregatorSummary: String {
-        let g = ProgressReporter.grouped
+        let g = NumberText.grouped
         return "via "
             + aggregators.map { a in
                 "\(a.data) \(g(a.batchesSent)) batch\(a.batchesSent == 1 ? "" : "es"), \(g(a.acknowledged)) acknowledged"

@@ -1,5 +1,7 @@
+public import FileQueue
 public import Foundation
 public import JetbridgeProtocol
+import SystemSupport
 
 /// The bookkeeping of `sync`, with no sockets, files or clocks: which batches are in flight, when each is due again,
 /// and how far the queue may be acknowledged.
@@ -52,16 +54,9 @@ public struct SyncWindow: Sendable {
         }
     }
 
-    /// A queue record on its way to the ground.
-    public struct Record: Sendable, Hashable {
-        public var sequence: UInt64
-        public var payload: Data
-
-        public init(sequence: UInt64, payload: Data) {
-            self.sequence = sequence
-            self.payload = payload
-        }
-    }
+    /// A queue record on its way to the ground: the queue's own type, so what `read` returns goes into the window
+    /// as it is.
+    public typealias Record = FileQueue.Record
 
     /// Where a batch stands.
     public enum State: Sendable, Hashable {
@@ -127,7 +122,7 @@ public struct SyncWindow: Sendable {
     /// Records set aside in this run or an earlier one; never sent again.
     public private(set) var setAside: Set<UInt64>
     private var nextID = 0
-    private var random: SplitMix64
+    private var random: SplitMix
     /// The round trip as TCP measures it (RFC 6298): smoothed, and its mean deviation; `nil` before the first sample.
     public private(set) var smoothedRoundTrip: Double?
     public private(set) var roundTripVariation: Double = 0
@@ -148,7 +143,7 @@ public struct SyncWindow: Sendable {
         self.nextSequence = acknowledgedThrough + 1
         self.limits = limits
         self.setAside = setAside
-        self.random = SplitMix64(seed: seed)
+        self.random = SplitMix(state: seed)
     }
 
     /// Whether another batch may be cut now.
@@ -442,21 +437,6 @@ public struct SyncWindow: Sendable {
         guard limits.jitter > 0 else { return seconds }
         let factor = 1 + limits.jitter * (2 * Double(random.next() >> 11) / Double(1 << 53) - 1)
         return seconds * factor
-    }
-}
-
-/// A small seeded generator (SplitMix64) so jitter is reproducible in tests and the window stays a value type.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

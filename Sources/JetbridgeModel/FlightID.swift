@@ -40,12 +40,7 @@ public struct FlightID: Codable, Hashable, Sendable, Comparable, CustomStringCon
     public static func < (lhs: FlightID, rhs: FlightID) -> Bool { lhs.rawValue < rhs.rawValue }
 
     public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do {
-            try self.init(text)
-        } catch let error as ValidationError {
-            throw error.decodingError(at: decoder.codingPath)
-        }
+        self = try ValidationError.decodeChecked(decoder) { try Self($0) }
     }
 
     public func encode(to encoder: any Encoder) throws {

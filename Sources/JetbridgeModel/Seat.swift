@@ -52,12 +52,7 @@ public struct Seat: Codable, Hashable, Sendable, Comparable, CustomStringConvert
     public static func < (lhs: Seat, rhs: Seat) -> Bool { (lhs.row, lhs.letter) < (rhs.row, rhs.letter) }
 
     public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do {
-            try self.init(text)
-        } catch let error as ValidationError {
-            throw error.decodingError(at: decoder.codingPath)
-        }
+        self = try ValidationError.decodeChecked(decoder) { try Self($0) }
     }
 
     public func encode(to encoder: any Encoder) throws {

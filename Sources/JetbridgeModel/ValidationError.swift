@@ -123,6 +123,22 @@ public struct ValidationError: Error, Codable, Hashable, Sendable, CustomStringC
         return .dataCorrupted(.init(codingPath: codingPath, debugDescription: message, underlyingError: error))
     }
 
+    /// Decodes a value that is a checked string (``FlightID``, ``Seat``): one string, passed to `check`, whose
+    /// `ValidationError` becomes a `DecodingError` at the decoder's coding path.
+    /// - Parameters:
+    ///   - decoder: The decoder of the value.
+    ///   - check: The value's checking initializer, such as `FlightID.init(_:)`.
+    /// - Returns: The checked value.
+    /// - Throws: `DecodingError`.
+    static func decodeChecked<Value>(_ decoder: any Decoder, _ check: (String) throws -> Value) throws -> Value {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do {
+            return try check(text)
+        } catch let error as ValidationError {
+            throw error.decodingError(at: decoder.codingPath)
+        }
+    }
+
     private static func typeName(_ type: Any.Type) -> String {
         switch type {
         case is String.Type: "a string"

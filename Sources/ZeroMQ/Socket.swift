@@ -44,32 +44,37 @@ public final class Socket: @unchecked Sendable {
     ///   `"ipc:///path"`, `"inproc://name"`.
     /// - Throws: `ZeroMQError`, e.g. `addressInUse`, `invalidArgument`.
     public func bind(_ endpoint: String) throws(ZeroMQError) {
-        let handle = try liveHandle("bind \(endpoint)")
-        try zmqCall("bind \(endpoint)") { zmq_bind(handle, endpoint) }
+        try endpointCall("bind", endpoint, zmq_bind)
     }
 
     /// Connects to an endpoint; the connection is made (and re-made) in the background.
     /// - Parameter endpoint: E.g. `"tcp://127.0.0.1:5555"`.
     /// - Throws: `ZeroMQError`, e.g. `invalidArgument` for a malformed endpoint.
     public func connect(_ endpoint: String) throws(ZeroMQError) {
-        let handle = try liveHandle("connect \(endpoint)")
-        try zmqCall("connect \(endpoint)") { zmq_connect(handle, endpoint) }
+        try endpointCall("connect", endpoint, zmq_connect)
     }
 
     /// Stops listening on a bound endpoint.
     /// - Parameter endpoint: The endpoint as bound, or as read back from `lastEndpoint` for wildcards.
     /// - Throws: `ZeroMQError`, `notFound` if not bound.
     public func unbind(_ endpoint: String) throws(ZeroMQError) {
-        let handle = try liveHandle("unbind \(endpoint)")
-        try zmqCall("unbind \(endpoint)") { zmq_unbind(handle, endpoint) }
+        try endpointCall("unbind", endpoint, zmq_unbind)
     }
 
     /// Disconnects from a connected endpoint.
     /// - Parameter endpoint: The endpoint as connected.
     /// - Throws: `ZeroMQError`, `notFound` if not connected.
     public func disconnect(_ endpoint: String) throws(ZeroMQError) {
-        let handle = try liveHandle("disconnect \(endpoint)")
-        try zmqCall("disconnect \(endpoint)") { zmq_disconnect(handle, endpoint) }
+        try endpointCall("disconnect", endpoint, zmq_disconnect)
+    }
+
+    /// Runs one of libzmq's endpoint calls (`zmq_bind`, `zmq_connect`, …) on the live socket; a failure names the
+    /// verb and the endpoint (`"bind tcp://127.0.0.1:5555"`).
+    private func endpointCall(
+        _ verb: String, _ endpoint: String, _ call: (UnsafeMutableRawPointer, UnsafePointer<CChar>) -> Int32
+    ) throws(ZeroMQError) {
+        let handle = try liveHandle("\(verb) \(endpoint)")
+        try zmqCall("\(verb) \(endpoint)") { call(handle, endpoint) }
     }
 
     /// The endpoint most recently bound or connected, with wildcards resolved (`ZMQ_LAST_ENDPOINT`).

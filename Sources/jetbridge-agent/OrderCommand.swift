@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeModel
 
 /// `order`: record a sale, or a correction of one.
 struct OrderCommand: ParsableCommand {

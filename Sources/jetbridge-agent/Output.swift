@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 
 /// Printing for people and scripts: results on standard output, problems on standard error.
 enum Output {
@@ -19,19 +20,8 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// `9998` as `9,998`, the same in every locale.
-    static func grouped(_ number: Int) -> String {
-        let digits = String(number.magnitude)
-        var result = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { result.append(",") }
-            result.append(digit)
-        }
-        return (number < 0 ? "-" : "") + result
-    }
-
     /// `1 tag`, `2 tags`.
     static func count(_ number: Int, _ singular: String, _ plural: String? = nil) -> String {
-        "\(grouped(number)) \(number == 1 ? singular : plural ?? singular + "s")"
+        "\(NumberText.grouped(number)) \(number == 1 ? singular : plural ?? singular + "s")"
     }
 }

@@ -77,7 +77,7 @@ struct ScanCommand: ParsableCommand {
                 }
             }
             if reported > Self.maxReportedLines {
-                Output.standardError("… and \(Output.grouped(reported - Self.maxReportedLines)) more rejected lines\n")
+                Output.standardError("… and \(NumberText.grouped(reported - Self.maxReportedLines)) more rejected lines\n")
             }
         }
         if json {

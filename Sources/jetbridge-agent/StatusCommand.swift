@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeModel
 
 /// `status`: what this device holds and how sync last went.
 struct StatusCommand: ParsableCommand {
@@ -33,8 +34,8 @@ struct StatusCommand: ParsableCommand {
         let lastRun =
             status.lastSyncOutcome.map { outcome in
                 "\nlast finished   \(outcome), \(String(format: "%.1f", status.lastSyncDurationSeconds ?? 0)) s, "
-                    + "\(Output.grouped(status.lastSyncAcknowledged ?? 0)) acknowledged, "
-                    + "\(Output.grouped(Int((status.lastSyncRecordsPerSecond ?? 0).rounded()))) records/s"
+                    + "\(NumberText.grouped(status.lastSyncAcknowledged ?? 0)) acknowledged, "
+                    + "\(NumberText.grouped(Int((status.lastSyncRecordsPerSecond ?? 0).rounded()))) records/s"
             } ?? ""
         print(
             """
@@ -44,10 +45,10 @@ struct StatusCommand: ParsableCommand {
             inventory       \(status.inventory)
             queue           \(status.queue)
             queued          \(Output.count(status.records, "record"))\(sequences)
-            unacknowledged  \(Output.grouped(status.unacknowledged))
+            unacknowledged  \(NumberText.grouped(status.unacknowledged))
             acknowledged    through \(status.acknowledgedThrough)
-            quarantined     \(Output.grouped(status.quarantined))\(status.unrepaired > 0 ? " (\(status.unrepaired) damaged, repaired on next open)" : "")
-            segments        \(Output.grouped(status.segments)) (\(Output.count(Int(status.bytes), "byte")))
+            quarantined     \(NumberText.grouped(status.quarantined))\(status.unrepaired > 0 ? " (\(status.unrepaired) damaged, repaired on next open)" : "")
+            segments        \(NumberText.grouped(status.segments)) (\(Output.count(Int(status.bytes), "byte")))
             set aside       \(Output.count(status.rejected, "record")) in \(status.rejectedDirectory)
             last sync       \(lastSync)\(lastRun)
             """)

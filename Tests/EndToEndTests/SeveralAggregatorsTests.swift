@@ -226,13 +226,44 @@ struct SeveralAggregatorsTests {
     }
 
     static func killedMidSyncRun() throws -> String {
-        let twin = try Twin(window: 2)
+        try killFirstMidSync { run in
+            try check(run.output.contains("is down"), "the log names the aggregator that went down: \(run.output)")
+            let union = try run.twin.storedTags(0).union(run.twin.storedTags(1))
+            try check(union == run.captured, "every captured record is in one store or the other (\(union.count))")
+            return "acknowledged \(run.atKill) of \(run.captured.count) at the kill; \(run.shares)"
+        }
+    }
+
+    /// A sync that lost its first aggregator to SIGKILL, finished through the second.
+    struct KilledRun {
+        let twin: Twin
+        let captured: Set<String>
+        let summary: Summary
+        /// What the sync printed.
+        let output: String
+        /// The queue's acknowledged position at the kill.
+        let atKill: UInt64
+
+        /// What each aggregator acknowledged, for the test's note.
+        var shares: String {
+            summary.aggregators.map { "\($0.data.suffix(10)): \($0.acknowledged)" }.joined(separator: ", ")
+        }
+    }
+
+    /// The kill tests' run: 3,000 records, a window of 2, both aggregators listening, and the first SIGKILLed once a
+    /// tenth is acknowledged (by then both have batches, the first some in flight). Checks that the kill came
+    /// mid-sync, the sync drained through the other and the first had acknowledged some, then runs `verify` while
+    /// the second aggregator still runs.
+    /// - Parameters:
+    ///   - store: `--store` for both aggregators (a PostgreSQL URL), or nil for a SQLite home each.
+    ///   - verify: The test's own checks; returns its note.
+    static func killFirstMidSync(store: String? = nil, verify: (KilledRun) throws -> String) throws -> String {
+        let twin = try Twin(window: 2, store: store)
         let captured = try twin.capture(3000)
         let servers = try [twin.serve(0), twin.serve(1)]
         defer { for server in servers { server.kill9() } }
         try twin.waitUntilListening()
         let sync = try twin.sync()
-        // Once a tenth is acknowledged, both have batches; kill the first with batches in flight.
         let deadline = Date().addingTimeInterval(60)
         while twin.acknowledged() < 300, Date() < deadline, sync.process.isRunning { usleep(5_000) }
         let atKill = twin.acknowledged()
@@ -242,11 +273,8 @@ struct SeveralAggregatorsTests {
         let summary = try Summary(sync.output)
         try check(summary.acknowledged == captured.count && summary.remaining == 0, "\(sync.output)")
         try check(summary.aggregators[0].acknowledged > 0, "the first had acknowledged some: \(sync.output)")
-        try check(sync.output.contains("is down"), "the log names the aggregator that went down: \(sync.output)")
-        let union = try twin.storedTags(0).union(twin.storedTags(1))
-        try check(union == captured, "every captured record is in one store or the other (\(union.count))")
-        return "acknowledged \(atKill) of \(captured.count) at the kill; "
-            + summary.aggregators.map { "\($0.data.suffix(10)): \($0.acknowledged)" }.joined(separator: ", ")
+        return try verify(
+            KilledRun(twin: twin, captured: captured, summary: summary, output: sync.output, atKill: atKill))
     }
 
     /// A new database on the test server (`JETBRIDGE_TEST_POSTGRES`), by `psql`, so this test's counts are its own.
@@ -278,30 +306,19 @@ struct SeveralAggregatorsTests {
         guard let store = try freshDatabase() else {
             throw PipelineFailure(description: "JETBRIDGE_TEST_POSTGRES is not set (CI=true needs it)")
         }
-        let twin = try Twin(window: 2, store: store)
-        let captured = try twin.capture(3000)
-        let servers = try [twin.serve(0), twin.serve(1)]
-        defer { for server in servers { server.kill9() } }
-        try twin.waitUntilListening()
-        let sync = try twin.sync()
-        let deadline = Date().addingTimeInterval(60)
-        while twin.acknowledged() < 300, Date() < deadline, sync.process.isRunning { usleep(5_000) }
-        let atKill = twin.acknowledged()
-        servers[0].kill9()
-        try check(atKill < UInt64(captured.count), "the kill came mid-sync (acknowledged \(atKill))")
-        try check(sync.wait(atMost: 90) == 0, "sync: \(sync.output)")
-        let summary = try Summary(sync.output)
-        try check(summary.acknowledged == captured.count && summary.remaining == 0, "\(sync.output)")
-        try check(summary.aggregators[0].acknowledged > 0, "the first had acknowledged some: \(sync.output)")
-        // Exactly once in the shared store: every tag once, and over both aggregators each record counted new once
-        // (a batch the killed one stored but never acked comes back from the other as duplicates, never as new).
-        try check(try twin.storedTags(1) == captured, "the shared store holds exactly what was captured")
-        try check(try twin.storedTags(0) == captured, "either aggregator's home reads the same shared store")
-        let counts = try twin.deviceCounts()
-        try check(counts.new == captured.count, "new \(counts.new) of \(captured.count): each record new once")
-        try check(counts.records == counts.new + counts.duplicates, "records = new + duplicates: \(counts)")
-        return "acknowledged \(atKill) of \(captured.count) at the kill; \(counts.duplicates) duplicates resent; "
-            + summary.aggregators.map { "\($0.data.suffix(10)): \($0.acknowledged)" }.joined(separator: ", ")
+        return try killFirstMidSync(store: store) { run in
+            let (twin, captured) = (run.twin, run.captured)
+            // Exactly once in the shared store: every tag once, and over both aggregators each record counted new
+            // once (a batch the killed one stored but never acked comes back from the other as duplicates, never as
+            // new).
+            try check(try twin.storedTags(1) == captured, "the shared store holds exactly what was captured")
+            try check(try twin.storedTags(0) == captured, "either aggregator's home reads the same shared store")
+            let counts = try twin.deviceCounts()
+            try check(counts.new == captured.count, "new \(counts.new) of \(captured.count): each record new once")
+            try check(counts.records == counts.new + counts.duplicates, "records = new + duplicates: \(counts)")
+            return "acknowledged \(run.atKill) of \(captured.count) at the kill; \(counts.duplicates) duplicates "
+                + "resent; \(run.shares)"
+        }
     }
 
     @Test("a late ack from an aggregator that was stopped is not counted again; its batches went to the other")

@@ -1,3 +1,4 @@
+import FileQueue
 import Foundation
 import JetbridgeProtocol
 import Testing

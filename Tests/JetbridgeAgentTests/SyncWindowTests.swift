@@ -1,5 +1,7 @@
+import FileQueue
 import Foundation
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Testing
 
 @testable import JetbridgeAgent
@@ -230,7 +232,7 @@ struct SyncWindowTests {
     /// forward, never past a batch the ground has not stored or a record not set aside, and ends at the last record.
     @Test("random ack orders with duplicates and late acks", arguments: 0..<40)
     func randomOrders(seed: UInt64) throws {
-        var random = SplitMix64(seed: seed &+ 1000)
+        var random = SplitMix(state: seed &+ 1000)
         let count = UInt64(20 + Int(random.next() % 200))
         var window = SyncWindow(
             acknowledgedThrough: 0,

@@ -236,18 +236,9 @@ struct AggregatorCLITests {
         let data = try endpoint("data")
         let acks = try endpoint("acks")
 
-        let context = try ZeroMQContext()
-        let push = try context.socket(.push)
-        let dealer = try context.socket(.dealer)
-        for socket in [push, dealer] {
-            try socket.set(.linger, .zero)
-            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
-        }
-        try push.set(.sendHighWaterMark, 8)
-        try dealer.set(.routingID, Data("cart-1".utf8))
-        try dealer.connect(acks)
-        try push.connect(data)
-        try dealer.send(WireCoding.encode(Hello(device: "cart-1")))
+        let device = try TestDevice(
+            id: "cart-1", keys: keys, serverKey: serverKey, data: data, acks: acks, sendHighWaterMark: 8)
+        let (push, dealer) = (device.push, device.dealer)
 
         let perBatch = 20
         var acked: [Ack] = []
@@ -277,9 +268,7 @@ struct AggregatorCLITests {
         while try poll([PollItem(dealer, .readable)], timeout: .milliseconds(300))[0].contains(.readable) {
             if let frame = try dealer.receive() { acked.append(try WireCoding.decode(Ack.self, from: frame)) }
         }
-        try push.close(linger: .zero)
-        try dealer.close(linger: .zero)
-        await context.terminate()
+        device.close()
         process.waitUntilExit()
         #expect(terminated)
         #expect(process.terminationStatus == 0)

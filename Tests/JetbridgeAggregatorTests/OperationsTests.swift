@@ -291,24 +291,13 @@ struct OperationsTests {
         let acks = try #require(started.firstMatch(of: /acks=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
 
         // One device sends 3 orders, acked stored.
-        let context = try ZeroMQContext()
-        let push = try context.socket(.push)
-        let dealer = try context.socket(.dealer)
-        for socket in [push, dealer] {
-            try socket.set(.linger, .zero)
-            try socket.makeCurveClient(keys: keys, serverPublicKey: serverKey)
-        }
-        try dealer.set(.routingID, Data("cart-1-0123456789abcdef".utf8))
-        try dealer.connect(String(acks))
-        try push.connect(String(data))
-        try dealer.send(WireCoding.encode(Hello(device: "cart-1")))
-        try push.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]).frames())
-        #expect(try poll([PollItem(dealer, .readable)], timeout: .seconds(20))[0].contains(.readable))
-        let ack = try WireCoding.decode(Ack.self, from: try #require(try dealer.receive()))
+        let device = try TestDevice(
+            id: "cart-1", keys: keys, serverKey: serverKey, data: String(data), acks: String(acks),
+            routingID: Data("cart-1-0123456789abcdef".utf8))
+        try device.send(try outgoing("cart-1", 1, [order(1), order(2), order(3)]))
+        let ack = try #require(try await device.ack())
         #expect(ack.status == .stored)
-        try push.close(linger: .zero)
-        try dealer.close(linger: .zero)
-        await context.terminate()
+        device.close()
 
         // The status file is rewritten every 2 s: wait until it shows the batch.
         var json = ""

@@ -63,7 +63,8 @@ struct ServerFixture {
 /// A device written with the ZeroMQ library alone, as another team's agent would be: PUSH for batches, DEALER for
 /// acks. The old way (``init(id:keys:serverKey:server:monitorPush:onPushEvent:)``): its device id as routing id and a
 /// hello at once. The rule's way (``init(id:fixture:routingID:monitorDealer:)``): a secret routing id, hello when the
-/// test says.
+/// test says. On a `serve` process (``init(id:keys:serverKey:data:acks:routingID:sendHighWaterMark:)``): its
+/// endpoints, hello at once.
 final class TestDevice {
     let context: ZeroMQContext
     let push: Socket
@@ -75,8 +76,9 @@ final class TestDevice {
     var dealerEvents: AsyncStream<MonitorEvent>?
 
     private init(
-        id: String, keys: CurveKeyPair?, serverKey: Data?, server: AggregatorServer, routingID: Data,
-        monitorPush: Bool, onPushEvent: (@Sendable (MonitorEvent) -> Void)?, monitorDealer: Bool
+        id: String, keys: CurveKeyPair?, serverKey: Data?, data: String, acks: String, routingID: Data,
+        monitorPush: Bool, onPushEvent: (@Sendable (MonitorEvent) -> Void)?, monitorDealer: Bool,
+        sendHighWaterMark: Int? = nil
     ) throws {
         self.id = id
         context = try ZeroMQContext()
@@ -93,10 +95,11 @@ final class TestDevice {
             // Called on the monitor's own thread: events are seen even while the cooperative pool is busy.
             try push.monitor(events: [.handshakeFailed, .handshakeSucceeded], onEvent: onPushEvent)
         }
+        if let sendHighWaterMark { try push.set(.sendHighWaterMark, sendHighWaterMark) }
         try dealer.set(.routingID, routingID)
         if monitorDealer { dealerEvents = try dealer.monitor(events: [.handshakeSucceeded]) }
-        try dealer.connect(server.acksEndpoint)
-        try push.connect(server.dataEndpoint)
+        try dealer.connect(acks)
+        try push.connect(data)
     }
 
     /// A device whose routing id is its device id (an agent before secret routing ids), hello sent at once.
@@ -105,8 +108,21 @@ final class TestDevice {
         onPushEvent: (@Sendable (MonitorEvent) -> Void)? = nil
     ) throws {
         try self.init(
-            id: id, keys: keys, serverKey: serverKey, server: server, routingID: Data(id.utf8),
-            monitorPush: monitorPush, onPushEvent: onPushEvent, monitorDealer: false)
+            id: id, keys: keys, serverKey: serverKey, data: server.dataEndpoint, acks: server.acksEndpoint,
+            routingID: Data(id.utf8), monitorPush: monitorPush, onPushEvent: onPushEvent, monitorDealer: false)
+        try hello()
+    }
+
+    /// A device on a `serve` process of its own, at the endpoints it logged: its device id as routing id unless
+    /// `routingID` says otherwise, hello sent at once.
+    /// - Parameter sendHighWaterMark: The PUSH socket's, when a test wants sends to fail fast (`dontWait`).
+    convenience init(
+        id: String, keys: CurveKeyPair, serverKey: Data, data: String, acks: String, routingID: Data? = nil,
+        sendHighWaterMark: Int? = nil
+    ) throws {
+        try self.init(
+            id: id, keys: keys, serverKey: serverKey, data: data, acks: acks, routingID: routingID ?? Data(id.utf8),
+            monitorPush: false, onPushEvent: nil, monitorDealer: false, sendHighWaterMark: sendHighWaterMark)
         try hello()
     }
 
@@ -121,8 +137,9 @@ final class TestDevice {
             keys = pair
         }
         try self.init(
-            id: id, keys: keys, serverKey: fixture.serverKey, server: fixture.server, routingID: routingID ?? secret,
-            monitorPush: false, onPushEvent: nil, monitorDealer: monitorDealer)
+            id: id, keys: keys, serverKey: fixture.serverKey, data: fixture.server.dataEndpoint,
+            acks: fixture.server.acksEndpoint, routingID: routingID ?? secret, monitorPush: false, onPushEvent: nil,
+            monitorDealer: monitorDealer)
     }
 
     func hello() throws {

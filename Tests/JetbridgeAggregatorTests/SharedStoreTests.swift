@@ -29,7 +29,16 @@ struct SharedStoreTests {
         return ack
     }
 
-    @Test func theSameBatchToTwoAggregatorsAtOnceIsStoredOnceNewOnceDuplicateOnce() async throws {
+    /// What the concurrent tests share: two `serve` processes on one fresh database, a device connected to each
+    /// (`devices`: their ids), and `count` rounds of `round` on a thread of its own (the devices' calls block).
+    /// - Parameters:
+    ///   - round: One round, given its index and the devices connected to `a` and to `b`.
+    ///   - verify: Checks every round's result, with the database's URL and both processes still there.
+    static func onTwoAggregators<Round: Sendable>(
+        devices: (a: String, b: String), rounds count: Int,
+        _ round: @escaping @Sendable (_ index: Int, _ toA: RawDevice, _ toB: RawDevice) throws -> Round,
+        verify: (_ rounds: [Round], _ url: String, _ a: ServeProcess, _ b: ServeProcess) async throws -> Void
+    ) async throws {
         let database = try TestPostgres.freshDatabase()
         defer { database.drop() }
         let fixture = try Fixture()
@@ -37,143 +46,124 @@ struct SharedStoreTests {
         let a = try await ServeProcess(store: database.url, in: fixture.directory, name: "a")
         let b = try await ServeProcess(store: database.url, in: fixture.directory, name: "b")
         let rounds = try await onOwnThread {
-            // One device that resent its batch to the other aggregator after a timeout: both copies in flight.
-            let toA = try RawDevice(id: "cart-1", to: a)
-            let toB = try RawDevice(id: "cart-1", to: b)
+            let toA = try RawDevice(id: devices.a, to: a)
+            let toB = try RawDevice(id: devices.b, to: b)
             defer {
                 toA.close()
                 toB.close()
             }
-            var rounds: [[Ack]] = []
-            for round in 0..<6 {
-                let records = (0..<40).map { order(round * 100 + $0, seat: "\($0 % 9 + 1)A") }
-                let batch = try outgoing("cart-1", UInt64(round * 40 + 1), records)
-                try toA.send(batch)
-                try toB.send(batch)
-                rounds.append([try Self.ack(toA, "round \(round) on a"), try Self.ack(toB, "round \(round) on b")])
-            }
-            return rounds
+            return try (0..<count).map { try round($0, toA, toB) }
         }
+        try await verify(rounds, database.url, a, b)
+    }
+
+    /// Every round's acks say stored, with `new` new and `duplicates` duplicate records between them.
+    static func expectStored(
+        _ rounds: [[Ack]], new: Int, duplicates: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for (round, acks) in rounds.enumerated() {
-            #expect(acks.allSatisfy { $0.status == .stored }, "round \(round): \(acks)")
+            #expect(acks.allSatisfy { $0.status == .stored }, "round \(round): \(acks)", sourceLocation: sourceLocation)
+            #expect(
+                acks.map { $0.new ?? -1 }.reduce(0, +) == new, "round \(round): \(acks)", sourceLocation: sourceLocation)
+            #expect(
+                acks.map { $0.duplicates ?? -1 }.reduce(0, +) == duplicates, "round \(round): \(acks)",
+                sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func theSameBatchToTwoAggregatorsAtOnceIsStoredOnceNewOnceDuplicateOnce() async throws {
+        // One device that resent its batch to the other aggregator after a timeout: both copies in flight.
+        try await Self.onTwoAggregators(devices: ("cart-1", "cart-1"), rounds: 6) { round, toA, toB in
+            let records = (0..<40).map { order(round * 100 + $0, seat: "\($0 % 9 + 1)A") }
+            let batch = try outgoing("cart-1", UInt64(round * 40 + 1), records)
+            try toA.send(batch)
+            try toB.send(batch)
+            return [try Self.ack(toA, "round \(round) on a"), try Self.ack(toB, "round \(round) on b")]
+        } verify: { rounds, url, a, b in
             // Every record once new and once duplicate, between the two answers.
-            #expect(acks.map { $0.new ?? -1 }.reduce(0, +) == 40, "round \(round): \(acks)")
-            #expect(acks.map { $0.duplicates ?? -1 }.reduce(0, +) == 40, "round \(round): \(acks)")
-            // Rows are written in id order, so the first transaction to take an id takes them all: one copy is
-            // all new, the other all duplicate.
-            #expect(Set(acks.map { [$0.new ?? -1, $0.duplicates ?? -1] }) == [[40, 0], [0, 40]], "round \(round)")
+            Self.expectStored(rounds, new: 40, duplicates: 40)
+            for (round, acks) in rounds.enumerated() {
+                // Rows are written in id order, so the first transaction to take an id takes them all: one copy is
+                // all new, the other all duplicate.
+                #expect(Set(acks.map { [$0.new ?? -1, $0.duplicates ?? -1] }) == [[40, 0], [0, 40]], "round \(round)")
+            }
+            let (orders, devices) = try await onOwnThread {
+                let store = try PostgresStore(url: url, logger: Self.logger)
+                defer { try? store.close() }
+                return (try store.orders(), try store.deviceReport())
+            }
+            #expect(orders.count == 240)
+            #expect(Set(orders.map(\.id)).count == 240)
+            let cart = try #require(devices.devices.first { $0.device == "cart-1" })
+            #expect(cart.batches == 12 && cart.records == 480 && cart.new == 240 && cart.duplicates == 240)
+            try await a.stop()
+            try await b.stop()
+            #expect(a.process.terminationStatus == 0 && b.process.terminationStatus == 0)
         }
-        let (orders, devices) = try await onOwnThread {
-            let store = try PostgresStore(url: database.url, logger: Self.logger)
-            defer { try? store.close() }
-            return (try store.orders(), try store.deviceReport())
-        }
-        #expect(orders.count == 240)
-        #expect(Set(orders.map(\.id)).count == 240)
-        let cart = try #require(devices.devices.first { $0.device == "cart-1" })
-        #expect(cart.batches == 12 && cart.records == 480 && cart.new == 240 && cart.duplicates == 240)
-        try await a.stop()
-        try await b.stop()
-        #expect(a.process.terminationStatus == 0 && b.process.terminationStatus == 0)
     }
 
     @Test func theSameRecordInBatchesToDifferentAggregatorsIsStoredOnce() async throws {
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let fixture = try Fixture()
-        defer { fixture.remove() }
-        let a = try await ServeProcess(store: database.url, in: fixture.directory, name: "a")
-        let b = try await ServeProcess(store: database.url, in: fixture.directory, name: "b")
-        let rounds = try await onOwnThread {
-            // Two handlers scanned into one scan id (a scan synced twice from two devices' queues): each batch has
-            // records of its own around it.
-            let ramp1 = try RawDevice(id: "ramp-1", to: a)
-            let ramp2 = try RawDevice(id: "ramp-2", to: b)
-            defer {
-                ramp1.close()
-                ramp2.close()
+        // Two handlers scanned into one scan id (a scan synced twice from two devices' queues): each batch has
+        // records of its own around it.
+        try await Self.onTwoAggregators(devices: ("ramp-1", "ramp-2"), rounds: 10) { round, ramp1, ramp2 in
+            let shared = scan(500_000 + round, tag: round)
+            let first = try outgoing(
+                "ramp-1", UInt64(round * 3 + 1),
+                [scan(100_000 + round, tag: round), shared, scan(200_000 + round, tag: round)])
+            let second = try outgoing(
+                "ramp-2", UInt64(round * 3 + 1),
+                [scan(300_000 + round, tag: round), shared, scan(400_000 + round, tag: round)])
+            try ramp1.send(first)
+            try ramp2.send(second)
+            return [try Self.ack(ramp1, "round \(round)"), try Self.ack(ramp2, "round \(round)")]
+        } verify: { rounds, url, _, _ in
+            Self.expectStored(rounds, new: 5, duplicates: 1)
+            let (bags, devices) = try await onOwnThread {
+                let store = try PostgresStore(url: url, logger: Self.logger)
+                defer { try? store.close() }
+                return (try store.bags(), try store.deviceReport().devices)
             }
-            var rounds: [[Ack]] = []
-            for round in 0..<10 {
-                let shared = scan(500_000 + round, tag: round)
-                let first = try outgoing(
-                    "ramp-1", UInt64(round * 3 + 1),
-                    [scan(100_000 + round, tag: round), shared, scan(200_000 + round, tag: round)])
-                let second = try outgoing(
-                    "ramp-2", UInt64(round * 3 + 1),
-                    [scan(300_000 + round, tag: round), shared, scan(400_000 + round, tag: round)])
-                try ramp1.send(first)
-                try ramp2.send(second)
-                rounds.append([try Self.ack(ramp1, "round \(round)"), try Self.ack(ramp2, "round \(round)")])
-            }
-            return rounds
+            #expect(bags.count == 10)
+            #expect(devices.map(\.new).reduce(0, +) == 50)
+            #expect(devices.map(\.duplicates).reduce(0, +) == 10)
         }
-        for (round, acks) in rounds.enumerated() {
-            #expect(acks.allSatisfy { $0.status == .stored }, "round \(round): \(acks)")
-            #expect(acks.map { $0.new ?? -1 }.reduce(0, +) == 5, "round \(round): \(acks)")
-            #expect(acks.map { $0.duplicates ?? -1 }.reduce(0, +) == 1, "round \(round): \(acks)")
-        }
-        let (bags, devices) = try await onOwnThread {
-            let store = try PostgresStore(url: database.url, logger: Self.logger)
-            defer { try? store.close() }
-            return (try store.bags(), try store.deviceReport().devices)
-        }
-        #expect(bags.count == 10)
-        #expect(devices.map(\.new).reduce(0, +) == 50)
-        #expect(devices.map(\.duplicates).reduce(0, +) == 10)
     }
 
     @Test func revisionsTwoAndThreeOnTwoAggregatorsAtOnceEndAtThree() async throws {
-        let database = try TestPostgres.freshDatabase()
-        defer { database.drop() }
-        let fixture = try Fixture()
-        defer { fixture.remove() }
-        let a = try await ServeProcess(store: database.url, in: fixture.directory, name: "a")
-        let b = try await ServeProcess(store: database.url, in: fixture.directory, name: "b")
-        let rounds = try await onOwnThread {
-            let toA = try RawDevice(id: "cart-1", to: a)
-            let toB = try RawDevice(id: "cart-1", to: b)
-            defer {
-                toA.close()
-                toB.close()
-            }
-            var sequence: UInt64 = 1
+        try await Self.onTwoAggregators(devices: ("cart-1", "cart-1"), rounds: 8) { round, toA, toB in
+            // Each round sends three batches of ten records: its revisions 1, 2 and 3, in sequence order.
             func batch(_ ids: Range<Int>, revision: Int) throws -> OutgoingBatch {
-                defer { sequence += UInt64(ids.count) }
-                return try outgoing(
-                    "cart-1", sequence,
+                try outgoing(
+                    "cart-1", UInt64(round * 30 + (revision - 1) * 10 + 1),
                     ids.map { order($0, revision: revision, seat: "\($0 % 7 + 1)C", lines: [(chips, revision)]) })
             }
-            var rounds: [(revision3: Ack, revision2: Ack)] = []
-            for round in 0..<8 {
-                let ids = (round * 10)..<(round * 10 + 10)
-                try toA.send(try batch(ids, revision: 1))
-                _ = try Self.ack(toA, "revision 1 of round \(round)")
-                let two = try batch(ids, revision: 2)
-                let three = try batch(ids, revision: 3)
-                // Which aggregator gets the newer revision alternates.
-                let (threeTo, twoTo) = round % 2 == 0 ? (toA, toB) : (toB, toA)
-                try threeTo.send(three)
-                try twoTo.send(two)
-                rounds.append((try Self.ack(threeTo, "revision 3"), try Self.ack(twoTo, "revision 2")))
+            let ids = (round * 10)..<(round * 10 + 10)
+            try toA.send(try batch(ids, revision: 1))
+            _ = try Self.ack(toA, "revision 1 of round \(round)")
+            let two = try batch(ids, revision: 2)
+            let three = try batch(ids, revision: 3)
+            // Which aggregator gets the newer revision alternates.
+            let (threeTo, twoTo) = round % 2 == 0 ? (toA, toB) : (toB, toA)
+            try threeTo.send(three)
+            try twoTo.send(two)
+            return (revision3: try Self.ack(threeTo, "revision 3"), revision2: try Self.ack(twoTo, "revision 2"))
+        } verify: { rounds, url, _, _ in
+            for (round, acks) in rounds.enumerated() {
+                #expect(acks.revision3.status == .stored && acks.revision2.status == .stored, "round \(round)")
+                // Revision 3 always raises the stored one (from 1 or 2); revision 2 only when it came first.
+                #expect(acks.revision3.new == 10, "round \(round): \(acks)")
+                #expect([0, 10].contains(acks.revision2.new ?? -1), "round \(round): \(acks)")
             }
-            return rounds
+            let (orders, receipts) = try await onOwnThread {
+                let store = try PostgresStore(url: url, logger: Self.logger)
+                defer { try? store.close() }
+                return (try store.orders(), try store.receipts(flight: flightA))
+            }
+            #expect(orders.count == 80)
+            #expect(orders.allSatisfy { $0.revision == 3 }, "\(orders.filter { $0.revision != 3 }.map(\.revision))")
+            // Each seat's receipt totals revision 3 of its orders: 3 Chips at 300 each.
+            #expect(receipts.map(\.total).reduce(0, +) == 80 * 900)
         }
-        for (round, acks) in rounds.enumerated() {
-            #expect(acks.revision3.status == .stored && acks.revision2.status == .stored, "round \(round)")
-            // Revision 3 always raises the stored one (from 1 or 2); revision 2 only when it came first.
-            #expect(acks.revision3.new == 10, "round \(round): \(acks)")
-            #expect([0, 10].contains(acks.revision2.new ?? -1), "round \(round): \(acks)")
-        }
-        let (orders, receipts) = try await onOwnThread {
-            let store = try PostgresStore(url: database.url, logger: Self.logger)
-            defer { try? store.close() }
-            return (try store.orders(), try store.receipts(flight: flightA))
-        }
-        #expect(orders.count == 80)
-        #expect(orders.allSatisfy { $0.revision == 3 }, "\(orders.filter { $0.revision != 3 }.map(\.revision))")
-        // Each seat's receipt totals revision 3 of its orders: 3 Chips at 300 each.
-        #expect(receipts.map(\.total).reduce(0, +) == 80 * 900)
     }
 
     @Test func aPostgreSQLRestartDuringASyncCostsRetriesOnlyAndTheTotalsAreExact() async throws {

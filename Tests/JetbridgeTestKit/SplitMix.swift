@@ -1,22 +1,22 @@
 public import Foundation
+import SystemSupport
 
 /// SplitMix64: a fixed seed gives the same values on every run and every machine, so a failing random test fails
 /// again, and two runs (or two halves of one run, such as a store and its direct floor) work on the same data.
+///
+/// The project's one generator (SystemSupport's, which the sync window's jitter uses) behind a public face: its
+/// members are `package`, and a test file would otherwise have to import SystemSupport to call them.
 public struct SplitMix: RandomNumberGenerator, Sendable {
-    public var state: UInt64
+    private var generator: SystemSupport.SplitMix
 
     /// - Parameters:
     ///   - state: The seed.
     public init(state: UInt64) {
-        self.state = state
+        generator = SystemSupport.SplitMix(state: state)
     }
 
     public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        generator.next()
     }
 }
 

@@ -1,0 +1,69 @@
+# Sourced by deploy/demo.sh and deploy/scale-out.sh (not run on its own): the devices of both demos and what they
+# capture in flight, so the two scripts capture the same records and check the same totals.
+# Needs: bin (the directory of the built products), demo (the demo directory: each device's home is $demo/DEVICE),
+# flight (the flight the devices sell on).
+
+# What the captured records total on the ground: 5 orders (31F at its latest revision) worth 36.00 USD, 600 bags of
+# which 3 missing. The ground's `report flights --format json`, spaces removed, contains both.
+expected_orders='"orders":5,"revenue":3600'
+expected_bags='"checked":600,"departed":600,"arrived":597,"missing":3'
+
+agent() { # agent DEVICE ARGS...: the device's agent, with its own home
+    local device=$1
+    shift
+    "$bin/jetbridge-agent" --home "$demo/$device" "$@"
+}
+uuid() { tr a-f A-F < /proc/sys/kernel/random/uuid; }
+acknowledged() { agent "$1" status --json | tr -d '\n ' | sed -E 's/.*"acknowledgedThrough":([0-9]+).*/\1/'; }
+
+build_products() { # build_products PRODUCT...: debug builds; sets bin
+    local product
+    for product in "$@"; do
+        swift build --product "$product" >/dev/null
+    done
+    bin=$(swift build --show-bin-path)
+}
+
+make_device() { # make_device DEVICE GROUND: the device's home, agent.json (GROUND: its `ground` JSON) and key pair
+    local device=$1 endpoints=$2 batch=100 window=8
+    mkdir -p "$demo/$device"
+    # gate-1 sends small batches one at a time, so its sync lasts long enough to kill an aggregator during it.
+    [ "$device" = gate-1 ] && batch=10 window=1
+    cat > "$demo/$device/agent.json" <<JSON
+{"device": "$device", "flight": "$flight",
+ "ground": $endpoints,
+ "sync": {"batchRecords": $batch, "window": $window}}
+JSON
+    # Prints the device's public key.
+    agent "$device" keys generate | sed -n 's/^public key *//p'
+}
+
+sell() { # two attendants sell on cart-1 and cart-2; the passenger in 31F then changes the order (revision 2)
+    local id
+    agent cart-1 order --seat 17B --item Peanuts=2 --item Chips
+    agent cart-1 order --seat 17C --item Popcorn
+    agent cart-1 order --seat 17B --item Popcorn=2
+    agent cart-2 order --seat 30A --item Chips=3
+    id=$(agent cart-2 order --seat 31F --item Peanuts --json | tr -d '\n' | sed -E 's/.*"id" *: *"([^"]+)".*/\1/')
+    echo "   (the passenger in 31F changes the order: same id, revision 2)"
+    agent cart-2 order --amend "$id" --item Peanuts=2 --item Popcorn
+}
+
+scan_bags() { # a handler on gate-1 scans 600 bags at departure and, after landing, 597 of them on arrival
+    local tags=$demo/tags.txt i
+    local initials=(A B C D E F G H) families=(SMI JON LEE KIM ZMU NGU BAR OKA)
+    : > "$tags"
+    for i in $(seq 1 600); do
+        printf '{"id": "%s", "owner": ["%s", "%s"], "weight": %d.5}\n' \
+            "$(uuid)" "${initials[i % 8]}" "${families[i % 8]}" $((20 + i % 30)) >> "$tags"
+    done
+    agent gate-1 scan --at origin < "$tags"
+    head -n 597 "$tags" | agent gate-1 scan --at destination
+}
+
+show_queues() { # each device's unacknowledged records
+    local device
+    for device in cart-1 cart-2 gate-1; do
+        printf '   %-7s %s\n' "$device" "$(agent "$device" status | grep -E '^unacknowledged')"
+    done
+}
