@@ -61,8 +61,9 @@ struct HostilePeerTests {
         #expect(halfOpen.greeted == 500, "the server did not take all 500 connections")
         let with = try residentKilobytes()
         let perConnection = Double(with - before) / 500
-        print("hostile peers: VmRSS \(before) kB before, \(with) kB with 500 half-open connections: "
-            + "\(String(format: "%.1f", perConnection)) kB per connection")
+        print(
+            "hostile peers: VmRSS \(before) kB before, \(with) kB with 500 half-open connections: "
+                + "\(String(format: "%.1f", perConnection)) kB per connection")
         #expect(perConnection < 512, "memory per half-open connection is not bounded: \(perConnection) kB")
 
         // Still served, with the half-open connections held and the never-reader's answers piling up.
@@ -97,7 +98,9 @@ struct HostilePeerTests {
             for _ in 0..<30 { try flooder.value.send(frames: [try header("ghost"), Data([0xC1])]) }
             return 30
         }
-        try await waitUntil("the server refused the batches") { fixture.server.currentStatistics.rejectedBatches >= sent }
+        try await waitUntil("the server refused the batches") {
+            fixture.server.currentStatistics.rejectedBatches >= sent
+        }
         #expect(fixture.server.currentStatistics.acksHeld == 16)
         #expect(fixture.server.currentStatistics.unroutableAcks == 14)
 
