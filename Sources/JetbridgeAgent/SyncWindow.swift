@@ -1,5 +1,4 @@
 public import FileQueue
-public import Foundation
 public import JetbridgeProtocol
 import SystemSupport
 
