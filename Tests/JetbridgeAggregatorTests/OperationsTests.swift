@@ -259,13 +259,16 @@ struct OperationsTests {
         process.terminate()
         process.waitUntilExit()
         lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        // One warning per socket and cause every 300 s (HandshakeMonitor.warningInterval): the five wrong-key
+        // failures give exactly one. A loaded machine may also make a connection fail another way (seen: "failed
+        // without detail (Connection reset by peer)" when the client's close beat its handshake); that cause has a
+        // warning of its own, at most one too.
         let warnings = lines.filter { $0.contains("a handshake on the data socket failed") }
-        // Once per 30 s window: one warning, unless a loaded machine (the whole suite at once) stretched the five
-        // handshakes over more than one window.
-        let windows = 1 + Int((ContinuousClock.now - attackStarted) / .seconds(30))
-        #expect(warnings.count >= 1 && warnings.count <= windows, "\(windows) windows: \(lines)")
-        #expect(warnings.first?.contains("another server public key") == true, "\(warnings)")
-        #expect(warnings.first?.contains(#""level":"warning""#) == true)
+        let wrongKey = warnings.filter { $0.contains("another server public key") }
+        #expect(wrongKey.count == 1, "\(warnings)")
+        #expect(Set(warnings.map { $0.firstMatch(of: /failed: ([^(]*)/)?.output.1 }).count == warnings.count)
+        #expect(warnings.allSatisfy { $0.contains(#""level":"warning""#) }, "\(warnings)")
+        #expect(ContinuousClock.now - attackStarted < .seconds(300), "the test outlasted one warning interval")
     }
 
     @Test func statusDescribesTheRunningServeAndExits69WhenNoneRuns() async throws {
