@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(name: "JetbridgeAgentTests", dependencies: ["JetbridgeAgent", "JetbridgeModel"]),
         .executableTarget(
             name: "capture-benchmark",
-            dependencies: ["FileQueue", "MessagePack", "JetbridgeModel"],
+            dependencies: ["BenchmarkSupport", "FileQueue", "MessagePack", "JetbridgeModel"],
             path: "Benchmarks/CaptureBenchmark"
         ),
         .executableTarget(

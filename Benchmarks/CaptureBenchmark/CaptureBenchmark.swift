@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import FileQueue
 import Foundation
 import JetbridgeModel
@@ -23,16 +24,19 @@ struct CaptureBenchmark {
         var orderRuns = 200
         var rounds = 3
         var arguments = CommandLine.arguments.dropFirst()
+        let usage = "usage: capture-benchmark [--tags N] [--orders N] [--rounds N]"
         while let argument = arguments.popFirst() {
+            guard ["--tags", "--orders", "--rounds"].contains(argument) else {
+                exitWithUsage("unknown option \(argument)", usage: usage)
+            }
             guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else {
-                fatalError("usage: capture-benchmark [--tags N] [--orders N] [--rounds N]")
+                exitWithUsage("\(argument) takes a positive number", usage: usage)
             }
             switch argument {
             case "--tags": tagCount = value
             case "--orders": orderRuns = value
             case "--rounds": rounds = value
-            default:
-                fatalError("unknown option \(argument); usage: capture-benchmark [--tags N] [--orders N] [--rounds N]")
+            default: preconditionFailure("every option is listed above")
             }
         }
         let agent = try locateAgent()

@@ -21,13 +21,17 @@ while let argument = arguments.popFirst() {
         quickOnly = true
         continue
     }
+    let usage = "usage: record-decode-benchmark [--records N] [--rounds N] [--quick-only]"
+    guard ["--records", "--rounds"].contains(argument) else {
+        exitWithUsage("unknown option \(argument)", usage: usage)
+    }
     guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else {
-        fatalError("usage: record-decode-benchmark [--records N] [--rounds N]")
+        exitWithUsage("\(argument) takes a positive number", usage: usage)
     }
     switch argument {
     case "--records": recordCount = value
     case "--rounds": rounds = value
-    default: fatalError("unknown option \(argument)")
+    default: preconditionFailure("every numeric option is listed above")
     }
 }
 
