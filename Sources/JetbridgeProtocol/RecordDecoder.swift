@@ -56,7 +56,7 @@ package struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader()
         try checkDepth(0, at: mapOffset, [])
-        let kind = try recordKind(reader, count: count)
+        let kind = try recordKind(reader, count: count, mapOffset: mapOffset)
         switch kind {
         case .order: return .order(try readOrder(&reader, count: count, mapOffset: mapOffset, cache: &cache))
         case .scan: return .scan(try readScan(&reader, count: count, mapOffset: mapOffset, cache: &cache))
@@ -67,7 +67,7 @@ package struct RecordDecoder: Sendable {
 
     /// The record's `type`, read ahead without moving the reader: at once when it is the first key, as writers put
     /// it; otherwise by stepping over the keys before it.
-    func recordKind(_ reader: MessagePackReader, count: Int) throws -> Kind {
+    func recordKind(_ reader: MessagePackReader, count: Int, mapOffset: Int) throws -> Kind {
         var probe = reader
         var type: MessagePackReader.StringBytes?
         for _ in 0..<count {
@@ -77,7 +77,12 @@ package struct RecordDecoder: Sendable {
             }
             try probe.skipValue(levels: nestingLimit - 1, validate: false)
         }
-        guard let type else { throw missing(.type, []) }
+        guard let type else {
+            // Before it calls a key missing, Codable has indexed the map's keys, so a key present twice comes first
+            // (a fuzzed map without `type` and with an integer key twice found the difference).
+            try reader.checkUniqueKeys(inMapAt: mapOffset)
+            throw missing(.type, [])
+        }
         // Order.recordType and Scan.recordType, as literals: compared without touching a String.
         if probe.bytes(of: type, equal: "order") { return .order }
         if probe.bytes(of: type, equal: "scan") { return .scan }
@@ -362,13 +367,14 @@ package struct RecordDecoder: Sendable {
         _ reader: MessagePackReader, seen: UInt32, required: UInt32, unread: Bool, mapOffset: Int,
         _ path: @autoclosure () -> [any CodingKey]
     ) throws {
+        // Known keys were counted; others may repeat each other, which the Codable decoder rejects too, and before
+        // it looks for a missing key (it indexes a map's keys first).
+        if unread {
+            try reader.checkUniqueKeys(inMapAt: mapOffset, codingPath: path())
+        }
         if seen != required {
             let absent = required & ~seen
             throw missing(Field(bit: absent & (~absent &+ 1)), path())
-        }
-        // Known keys were counted; others may repeat each other, which the Codable decoder rejects too.
-        if unread {
-            try reader.checkUniqueKeys(inMapAt: mapOffset, codingPath: path())
         }
     }
 

@@ -386,6 +386,15 @@ struct Disagreement: CustomStringConvertible {
     var description: String { "\(what): \(bytes.map { String(format: "%02x", $0) }.joined(separator: " "))" }
 }
 
+@Test("a map without 'type' and with an integer key twice: both decoders name the duplicate key first (fuzz find)")
+func duplicateKeyBeforeMissingType() {
+    // {"AA": 1, 65: 1, 65: 2}: no `type`, and the integer key 65 twice.
+    let bytes: [UInt8] = [0x83, 0xA2, 0x41, 0x41, 0x01, 0x41, 0x01, 0x41, 0x02]
+    #expect(compareBatch([bytes]) == nil)
+    #expect(compare(bytes) == nil)
+    #expect(throws: DecodingError.self) { try recordDecoder(validating: false).decode(from: bytes) }
+}
+
 /// Decodes `bytes` both ways, as Codable alone and as the batch path checks a record; nil when they agree.
 func compare(_ bytes: [UInt8]) -> Disagreement? {
     let fast = Result { try recordDecoder(validating: false).decode(from: bytes) }
