@@ -25,9 +25,8 @@ public struct IncomingBatch: Sendable {
     ///
     /// Records are read by ``RecordDecoder`` in one pass over frame 2, which checks every byte (strings as UTF-8
     /// and timestamps included, also under keys a record does not read) before the batch is returned. When that
-    /// pass finds anything wrong, ``checkedRecords(_:header:decode:)`` looks for the fault as the answer names it:
-    /// the structure of frame 2 as a whole first, then record by record with ``RecordDecoder`` again, whose
-    /// `DecodingError` (field and byte offset) becomes the reason.
+    /// pass finds anything wrong, the batch is decoded again by the Codable reference path, whose answer is returned:
+    /// a refused batch gets exactly the status, index and reason it always got.
     /// - Parameters:
     ///   - frames: The frames of one ZeroMQ message.
     ///   - authenticatedDevice: The connection's `User-Id` from the ZAP handler, or nil in insecure mode.
@@ -42,7 +41,10 @@ public struct IncomingBatch: Sendable {
         if let records = quickRecords(frames[1], header: header) {
             return .success(IncomingBatch(header: header, records: records))
         }
-        return checkedRecords(frames[1], header: header) { try RecordDecoder().decode(from: $0) }
+        // A refusal is worded by the Codable reference: its error order (fields in declaration order, keys indexed
+        // before a missing one is named) is the one the protocol has always answered with; RecordDecoder reads in
+        // map order, and the fuzz target found the two naming different faults of one record.
+        return referenceRecords(frames[1], header: header)
     }
 
     /// The reference ``decode(frames:authenticatedDevice:)`` is tested and measured against: the same checks, with
@@ -51,11 +53,8 @@ public struct IncomingBatch: Sendable {
     public static func referenceDecode(frames: [Data], authenticatedDevice: String?) -> Result<
         IncomingBatch, BatchRejection
     > {
-        var decoder = MessagePackDecoder()
-        decoder.nestingLimit = WireProtocol.recordNestingLimit
         switch checkFrames(frames, authenticatedDevice: authenticatedDevice) {
-        case .success(let header):
-            return checkedRecords(frames[1], header: header) { try decoder.decode(Record.self, from: $0) }
+        case .success(let header): return referenceRecords(frames[1], header: header)
         case .failure(let rejection): return .failure(rejection)
         }
     }
@@ -123,6 +122,13 @@ public struct IncomingBatch: Sendable {
             }
             return reader.isAtEnd ? records : nil
         }
+    }
+
+    /// The records of a checked frame 2 through ``checkedRecords(_:header:decode:)`` with the Codable decoder.
+    static func referenceRecords(_ body: Data, header: BatchHeader) -> Result<IncomingBatch, BatchRejection> {
+        var decoder = MessagePackDecoder()
+        decoder.nestingLimit = WireProtocol.recordNestingLimit
+        return checkedRecords(body, header: header) { try decoder.decode(Record.self, from: $0) }
     }
 
     /// The records of a checked frame 2, found the slow way so that a fault is named as the ack names it: the whole
