@@ -25,8 +25,11 @@ public struct IncomingBatch: Sendable {
     ///
     /// Records are read by ``RecordDecoder`` in one pass over frame 2, which checks every byte (strings as UTF-8
     /// and timestamps included, also under keys a record does not read) before the batch is returned. When that
-    /// pass finds anything wrong, the batch is decoded again by the Codable reference path, whose answer is returned:
-    /// a refused batch gets exactly the status, index and reason it always got.
+    /// pass finds anything wrong, frame 2 is walked again to name the fault (``checkedRecords(_:header:decode:)``):
+    /// its structure first, then each record, worded by ``RecordDecoder``'s own error. A record that breaks several
+    /// rules is refused for one of them (the first the decoder meets, in the record's key order); the status and
+    /// index are those of the Codable reference (``referenceDecode(frames:authenticatedDevice:)``), which the
+    /// differential tests and the fuzz target hold it to.
     /// - Parameters:
     ///   - frames: The frames of one ZeroMQ message.
     ///   - authenticatedDevice: The connection's `User-Id` from the ZAP handler, or nil in insecure mode.
@@ -41,20 +44,23 @@ public struct IncomingBatch: Sendable {
         if let records = quickRecords(frames[1], header: header) {
             return .success(IncomingBatch(header: header, records: records))
         }
-        // A refusal is worded by the Codable reference: its error order (fields in declaration order, keys indexed
-        // before a missing one is named) is the one the protocol has always answered with; RecordDecoder reads in
-        // map order, and the fuzz target found the two naming different faults of one record.
-        return referenceRecords(frames[1], header: header)
+        let decoder = RecordDecoder()
+        return checkedRecords(frames[1], header: header) { try decoder.decode(from: $0) }
     }
 
     /// The reference ``decode(frames:authenticatedDevice:)`` is tested and measured against: the same checks, with
     /// the Codable `MessagePackDecoder` for every record. Not used to serve; the differential tests, the fuzz target
-    /// and `record-decode-benchmark` call it.
+    /// and `record-decode-benchmark` call it. It accepts the same batches, decodes them to the same records and
+    /// refuses the others with the same status and index; where a record breaks several rules, its reason may name
+    /// another of them (Codable checks fields in their declaration order, ``RecordDecoder`` in the record's).
     public static func referenceDecode(frames: [Data], authenticatedDevice: String?) -> Result<
         IncomingBatch, BatchRejection
     > {
         switch checkFrames(frames, authenticatedDevice: authenticatedDevice) {
-        case .success(let header): return referenceRecords(frames[1], header: header)
+        case .success(let header):
+            var decoder = MessagePackDecoder()
+            decoder.nestingLimit = WireProtocol.recordNestingLimit
+            return checkedRecords(frames[1], header: header) { try decoder.decode(Record.self, from: $0) }
         case .failure(let rejection): return .failure(rejection)
         }
     }
@@ -124,19 +130,12 @@ public struct IncomingBatch: Sendable {
         }
     }
 
-    /// The records of a checked frame 2 through ``checkedRecords(_:header:decode:)`` with the Codable decoder.
-    static func referenceRecords(_ body: Data, header: BatchHeader) -> Result<IncomingBatch, BatchRejection> {
-        var decoder = MessagePackDecoder()
-        decoder.nestingLimit = WireProtocol.recordNestingLimit
-        return checkedRecords(body, header: header) { try decoder.decode(Record.self, from: $0) }
-    }
-
     /// The records of a checked frame 2, found the slow way so that a fault is named as the ack names it: the whole
     /// frame's structure through `MessagePackStructure.arrayElements` (every byte, so a malformed record anywhere
-    /// is the answer before any record's content), the count, then each record through `decode`, its rules and its
+    /// is the answer before any record's content), the count, then each record through `decoder`, its rules and its
     /// device, stopping at the first record at fault.
-    /// - Parameter decode: Decodes one record from exactly its bytes: ``RecordDecoder`` to serve, Codable for the
-    ///   reference.
+    /// - Parameter decode: Decodes one record from exactly its bytes: ``RecordDecoder`` to serve, the Codable
+    ///   `MessagePackDecoder` for the reference.
     static func checkedRecords(
         _ body: Data, header: BatchHeader, decode: (Data) throws -> Record
     ) -> Result<IncomingBatch, BatchRejection> {
@@ -172,7 +171,7 @@ public struct IncomingBatch: Sendable {
                         status: .rejected, header: header, index: index,
                         reason: "record \(index): \(ValidationError(error))"))
             } catch {
-                // A ValidationError from `validate()`, or whatever else `decode` throws.
+                // A ValidationError from `validate()`, or whatever else the decoder throws.
                 return .failure(
                     BatchRejection(status: .rejected, header: header, index: index, reason: "record \(index): \(error)")
                 )
