@@ -66,25 +66,13 @@ public struct FileQueueProblem: Sendable, Hashable, Codable, CustomStringConvert
     /// The file concerned.
     public var file: String
     /// Byte offset of the damage in `file`.
-    public var offset: Int64
+    public var offset: Int64 = 0
     /// Number of damaged bytes.
-    public var length: Int64
+    public var length: Int64 = 0
     /// The last good record before the damage in that segment, if any.
     public var previousSequence: UInt64?
     /// The first good record after the damage in that segment, if any.
     public var nextSequence: UInt64?
-
-    public init(
-        kind: Kind, file: String, offset: Int64 = 0, length: Int64 = 0, previousSequence: UInt64? = nil,
-        nextSequence: UInt64? = nil
-    ) {
-        self.kind = kind
-        self.file = file
-        self.offset = offset
-        self.length = length
-        self.previousSequence = previousSequence
-        self.nextSequence = nextSequence
-    }
 
     public var description: String {
         var text = "\(kind.rawValue): \(file) at byte \(offset), \(length) bytes"

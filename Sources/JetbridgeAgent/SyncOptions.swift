@@ -146,14 +146,6 @@ public struct SyncProgress: Sendable, Hashable {
     /// With several aggregators, those that are down while others carry the sync (`tcp://10.0.0.2:5560 down`), or
     /// `nil`.
     public var down: String?
-
-    public init(acknowledged: Int, total: Int, inFlight: Int, elapsed: Double, problem: String? = nil) {
-        self.acknowledged = acknowledged
-        self.total = total
-        self.inFlight = inFlight
-        self.elapsed = elapsed
-        self.problem = problem
-    }
 }
 
 /// How a sync run ended.

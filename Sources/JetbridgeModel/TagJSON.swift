@@ -95,56 +95,52 @@ enum TagJSON: Equatable {
             index += count
         }
 
-        mutating func object(depth: Int) throws -> TagJSON {
+        /// Reads the comma-separated members of an object or the elements of an array, from the opening bracket
+        /// (the current byte) through `closing`, calling `item` for each one.
+        mutating func items(closing: UInt8, _ item: (inout Reader) throws -> Void) throws {
             index += 1
-            var members: [(key: String, value: TagJSON)] = []
             skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            if index < bytes.count, bytes[index] == closing {
                 index += 1
-                return .object(members)
+                return
             }
             while true {
                 skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-                let keyStart = index
-                let key = try string()
-                if members.contains(where: { $0.key == key }) {
-                    index = keyStart
-                    throw fail("duplicate key '\(key.prefix(40))'")
-                }
-                skipSpace()
-                try expect(UInt8(ascii: ":"))
-                skipSpace()
-                members.append((key, try value(depth: depth + 1)))
+                try item(&self)
                 skipSpace()
                 guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: "}") {
+                if bytes[index] == closing {
                     index += 1
-                    return .object(members)
+                    return
                 }
                 try expect(UInt8(ascii: ","))
             }
         }
 
-        mutating func array(depth: Int) throws -> TagJSON {
-            index += 1
-            var elements: [TagJSON] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            }
-            while true {
-                skipSpace()
-                elements.append(try value(depth: depth + 1))
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: "]") {
-                    index += 1
-                    return .array(elements)
+        mutating func object(depth: Int) throws -> TagJSON {
+            var members: [(key: String, value: TagJSON)] = []
+            try items(closing: UInt8(ascii: "}")) { reader in
+                guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else {
+                    throw reader.fail("expected a key")
                 }
-                try expect(UInt8(ascii: ","))
+                let keyStart = reader.index
+                let key = try reader.string()
+                if members.contains(where: { $0.key == key }) {
+                    reader.index = keyStart
+                    throw reader.fail("duplicate key '\(key.prefix(40))'")
+                }
+                reader.skipSpace()
+                try reader.expect(UInt8(ascii: ":"))
+                reader.skipSpace()
+                members.append((key, try reader.value(depth: depth + 1)))
             }
+            return .object(members)
+        }
+
+        mutating func array(depth: Int) throws -> TagJSON {
+            var elements: [TagJSON] = []
+            try items(closing: UInt8(ascii: "]")) { reader in elements.append(try reader.value(depth: depth + 1)) }
+            return .array(elements)
         }
 
         mutating func string() throws -> String {

@@ -82,7 +82,9 @@ public struct JetbridgeLogHandler: LogHandler {
         let time = Self.timestamp()
         switch format {
         case .text:
-            let pairs = merged.sorted { $0.key < $1.key }.map { "\(LogEscaping.text($0.key))=\(Self.text($0.value))" }
+            let pairs = merged.sorted { $0.key < $1.key }.map {
+                LogEscaping.text($0.key) + "=" + MetadataLayout.text.render($0.value)
+            }
             let fields = pairs.isEmpty ? "" : " " + pairs.joined(separator: " ")
             // StreamLogHandler's layout (so existing readers keep working), with escaping and UTC milliseconds.
             sink.emit(
@@ -92,30 +94,8 @@ public struct JetbridgeLogHandler: LogHandler {
             var line = "{\"time\":\"\(time)\",\"level\":\"\(event.level)\",\"label\":"
             line += LogEscaping.jsonString(label)
             line += ",\"message\":" + LogEscaping.jsonString(event.message.description)
-            line += ",\"metadata\":" + Self.json(.dictionary(merged)) + "}\n"
+            line += ",\"metadata\":" + MetadataLayout.json.render(.dictionary(merged)) + "}\n"
             sink.emit(line)
-        }
-    }
-
-    private static func text(_ value: Logger.MetadataValue) -> String {
-        switch value {
-        case .string(let string): LogEscaping.text(string)
-        case .stringConvertible(let value): LogEscaping.text(value.description)
-        case .array(let values): "[" + values.map(text).joined(separator: ", ") + "]"
-        case .dictionary(let values):
-            "[" + values.sorted { $0.key < $1.key }.map { "\(LogEscaping.text($0.key)): \(text($0.value))" }
-                .joined(separator: ", ") + "]"
-        }
-    }
-
-    private static func json(_ value: Logger.MetadataValue) -> String {
-        switch value {
-        case .string(let string): LogEscaping.jsonString(string)
-        case .stringConvertible(let value): LogEscaping.jsonString(value.description)
-        case .array(let values): "[" + values.map(json).joined(separator: ",") + "]"
-        case .dictionary(let values):
-            "{" + values.sorted { $0.key < $1.key }.map { "\(LogEscaping.jsonString($0.key)):\(json($0.value))" }
-                .joined(separator: ",") + "}"
         }
     }
 
@@ -131,6 +111,33 @@ public struct JetbridgeLogHandler: LogHandler {
         let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
             + "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+}
+
+/// How a metadata value is written: in text lines `[a, b]` and `[key: value]`, in JSON lines `[a,b]` and
+/// `{"key":value}`; dictionaries sorted by key, so a line does not depend on hashing order.
+private struct MetadataLayout: Sendable {
+    let escape: @Sendable (String) -> String
+    let separator: String
+    let keySeparator: String
+    let dictionaryOpen: String
+    let dictionaryClose: String
+
+    static let text = MetadataLayout(
+        escape: LogEscaping.text, separator: ", ", keySeparator: ": ", dictionaryOpen: "[", dictionaryClose: "]")
+    static let json = MetadataLayout(
+        escape: LogEscaping.jsonString, separator: ",", keySeparator: ":", dictionaryOpen: "{", dictionaryClose: "}")
+
+    func render(_ value: Logger.MetadataValue) -> String {
+        switch value {
+        case .string(let string): escape(string)
+        case .stringConvertible(let value): escape(value.description)
+        case .array(let values): "[" + values.map(render).joined(separator: separator) + "]"
+        case .dictionary(let values):
+            dictionaryOpen
+                + values.sorted { $0.key < $1.key }.map { escape($0.key) + keySeparator + render($0.value) }
+                .joined(separator: separator) + dictionaryClose
+        }
     }
 }
 

@@ -73,23 +73,9 @@ public struct Ack: Codable, Hashable, Sendable {
 
     public static let example = Ack.stored(.example, new: 1, duplicates: 0)
 
+    /// The wire keys in the documented order. The synthesized `encode(to:)` writes them in this order and leaves
+    /// out the optional ones that are `nil` (`encodeIfPresent`), as docs/PROTOCOL.md "Acks" specifies.
     enum CodingKeys: String, CodingKey {
         case v, device, first, last, status, new, duplicates, index, reason, supported, retryAfter
-    }
-
-    /// Writes only the keys that are present, in the documented order.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(v, forKey: .v)
-        try container.encode(device, forKey: .device)
-        try container.encode(first, forKey: .first)
-        try container.encode(last, forKey: .last)
-        try container.encode(status, forKey: .status)
-        try container.encodeIfPresent(new, forKey: .new)
-        try container.encodeIfPresent(duplicates, forKey: .duplicates)
-        try container.encodeIfPresent(index, forKey: .index)
-        try container.encodeIfPresent(reason, forKey: .reason)
-        try container.encodeIfPresent(supported, forKey: .supported)
-        try container.encodeIfPresent(retryAfter, forKey: .retryAfter)
     }
 }

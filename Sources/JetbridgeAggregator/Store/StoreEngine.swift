@@ -114,12 +114,6 @@ public struct ReceiptMark: Hashable, Sendable {
     public var seat: Seat
     /// Raised by every later mark; clearing only removes the mark if it is unchanged.
     public var generation: Int64
-
-    public init(flight: FlightID, seat: Seat, generation: Int64) {
-        self.flight = flight
-        self.seat = seat
-        self.generation = generation
-    }
 }
 
 extension StoreEngine {
