@@ -18,8 +18,6 @@ import SystemSupport
 /// <home>/sync-state.json     written by sync: when it last ran and how it ended
 /// ```
 public struct AgentHome: Sendable, Hashable {
-    /// The environment variable naming the home when `--home` is not given.
-    public static let environmentVariable = "JETBRIDGE_HOME"
     /// The home when neither `--home` nor `$JETBRIDGE_HOME` is given, relative to the current directory.
     public static let defaultPath = ".jetbridge/agent"
 
@@ -36,8 +34,7 @@ public struct AgentHome: Sendable, Hashable {
     ///   - environment: The process environment.
     ///   - currentDirectory: What relative paths are relative to.
     public static func resolve(flag: String?, environment: [String: String], currentDirectory: URL) -> AgentHome {
-        let path =
-            flag ?? environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath
+        let path = HomeDirectory.path(flag: flag, environment: environment, defaultPath: defaultPath)
         return AgentHome(url: resolvePath(path, against: currentDirectory))
     }
 

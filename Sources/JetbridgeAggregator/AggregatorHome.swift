@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 /// The aggregator's home directory and what lives in it:
 ///
@@ -13,8 +14,8 @@ public import Foundation
 public struct AggregatorHome: Hashable, Sendable {
     /// The default home, relative to the working directory.
     public static let defaultPath = ".jetbridge/aggregator"
-    /// The environment variable that names the home when `--home` is not given.
-    public static let environmentVariable = "JETBRIDGE_HOME"
+    /// The environment variable that names the home when `--home` is not given (both programs read it).
+    public static var environmentVariable: String { HomeDirectory.environmentVariable }
 
     public let directory: URL
 
@@ -28,8 +29,9 @@ public struct AggregatorHome: Hashable, Sendable {
     ///   - flag: The `--home` value, if given.
     ///   - environment: The process environment.
     public init(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
-        let path = flag ?? environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultPath
-        self.init(directory: URL(fileURLWithPath: path))
+        self.init(
+            directory: URL(
+                fileURLWithPath: HomeDirectory.path(flag: flag, environment: environment, defaultPath: Self.defaultPath)))
     }
 
     public var configurationFile: URL { directory.appendingPathComponent("aggregator.json") }

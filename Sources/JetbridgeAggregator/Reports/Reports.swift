@@ -176,14 +176,10 @@ extension AggregatorStore {
     /// A flight whose orders cannot be totalled (two currencies, an overflowing total, an order that no longer
     /// decodes) gets a report with its `error` and bags, and the others print: only a failing database stops it.
     public func flightReports(flight: FlightID? = nil) throws -> FlightReports {
-        try pool.read { db in
-            let orderFlights =
-                if let flight {
-                    try String.fetchAll(
-                        db, sql: "SELECT DISTINCT flight FROM orders WHERE flight = ?", arguments: [flight.rawValue])
-                } else {
-                    try String.fetchAll(db, sql: "SELECT DISTINCT flight FROM orders ORDER BY flight")
-                }
+        let (condition, arguments) = Self.flightCondition(flight)
+        return try pool.read { db in
+            let orderFlights = try String.fetchAll(
+                db, sql: "SELECT DISTINCT flight FROM orders\(condition) ORDER BY flight", arguments: arguments)
             var reports: [FlightReport] = []
             func emit(_ flight: FlightID, _ bags: [BagState]) throws {
                 do {

@@ -21,13 +21,9 @@ extension AggregatorStore {
     /// - Parameter flight: Only this flight's orders, or all when `nil`.
     /// - Throws: `DatabaseError`, or ``StoreError`` when stored bytes no longer decode.
     public func orders(flight: FlightID? = nil) throws -> [Order] {
-        try pool.read { db in
-            if let flight {
-                return try decodeOrders(
-                    db, sql: "SELECT record FROM orders WHERE flight = ? ORDER BY rowid",
-                    arguments: [flight.rawValue])
-            }
-            return try decodeOrders(db, sql: "SELECT record FROM orders ORDER BY flight, rowid", arguments: [])
+        let (condition, arguments) = Self.flightCondition(flight)
+        return try pool.read { db in
+            try decodeOrders(db, sql: "SELECT record FROM orders\(condition) ORDER BY flight, rowid", arguments: arguments)
         }
     }
 
@@ -201,6 +197,13 @@ extension AggregatorStore {
         return order
     }
 
+    /// The `WHERE` clause and its argument of a read for one flight, or nothing for all flights; a query puts it
+    /// before an `ORDER BY` that starts with `flight` (free when the flight is fixed).
+    static func flightCondition(_ flight: FlightID?) -> (sql: String, arguments: StatementArguments) {
+        guard let flight else { return ("", []) }
+        return (" WHERE flight = ?", [flight.rawValue])
+    }
+
     /// Streams merged bags one flight at a time, flights in order, bags in tag id order.
     ///
     /// Scans are read sorted by (flight, tag) and folded through ``BagState`` as they come, so memory holds one
@@ -209,13 +212,9 @@ extension AggregatorStore {
         flight: FlightID?, in db: Database, _ body: (FlightID, [BagState]) throws -> Void
     ) throws {
         let columns = "flight, tag, owner, weight, point, scanned_at, id, device"
-        let rows =
-            if let flight {
-                try Row.fetchCursor(
-                    db, sql: "SELECT \(columns) FROM scans WHERE flight = ? ORDER BY tag", arguments: [flight.rawValue])
-            } else {
-                try Row.fetchCursor(db, sql: "SELECT \(columns) FROM scans ORDER BY flight, tag")
-            }
+        let (condition, arguments) = flightCondition(flight)
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT \(columns) FROM scans\(condition) ORDER BY flight, tag", arguments: arguments)
         var currentFlightText = ""
         var currentFlight: FlightID?
         var group: [BagState] = []
