@@ -3,12 +3,13 @@ public import Foundation
 import JetbridgeModel
 
 /// What `status` shows: this device's configuration, its queue, and how sync last went.
+/// Every key is written, an absent value as `null` (``NullWhenAbsent``).
 public struct AgentStatus: Codable, Sendable, Hashable {
     public var device: String
     public var flight: String
     public var home: String
     /// The configuration file read, or `null` for built-in defaults.
-    public var configuration: String?
+    @NullWhenAbsent public var configuration: String?
     public var inventory: String
     public var queue: String
     /// Records in the queue's segment files (acknowledged ones stay until their segment is deleted).
@@ -16,8 +17,8 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     /// Records the ground has not acknowledged yet: what sync still has to send.
     public var unacknowledged: Int
     public var acknowledgedThrough: UInt64
-    public var firstSequence: UInt64?
-    public var lastSequence: UInt64?
+    @NullWhenAbsent public var firstSequence: UInt64?
+    @NullWhenAbsent public var lastSequence: UInt64?
     /// Damaged byte ranges copied out of segments (see FILEQUEUE.md).
     public var quarantined: Int
     /// Damage found that the next open will repair.
@@ -28,50 +29,22 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     public var rejected: Int
     public var rejectedDirectory: String
     /// When sync last ended, or `null` for never.
-    public var lastSyncAt: Date?
-    public var lastSyncResult: String?
+    @NullWhenAbsent public var lastSyncAt: Date?
+    @NullWhenAbsent public var lastSyncResult: String?
     /// The last finished sync: `drained`, `stopped`, `timed-out` or `failed`; `null` for none.
-    public var lastSyncOutcome: String?
+    @NullWhenAbsent public var lastSyncOutcome: String?
     /// Its duration in seconds.
-    public var lastSyncDurationSeconds: Double?
+    @NullWhenAbsent public var lastSyncDurationSeconds: Double?
     /// Records the ground acknowledged during it.
-    public var lastSyncAcknowledged: Int?
+    @NullWhenAbsent public var lastSyncAcknowledged: Int?
     /// Acknowledged records per second over it.
-    public var lastSyncRecordsPerSecond: Double?
+    @NullWhenAbsent public var lastSyncRecordsPerSecond: Double?
 
     enum CodingKeys: String, CodingKey {
         case device, flight, home, configuration, inventory, queue, records, unacknowledged, acknowledgedThrough
         case firstSequence, lastSequence, quarantined, unrepaired, segments, bytes, rejected, rejectedDirectory
         case lastSyncAt, lastSyncResult, lastSyncOutcome, lastSyncDurationSeconds, lastSyncAcknowledged
         case lastSyncRecordsPerSecond
-    }
-
-    /// Writes every key, absent values as `null`, so scripts see `"lastSyncAt": null` for "never".
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(device, forKey: .device)
-        try container.encode(flight, forKey: .flight)
-        try container.encode(home, forKey: .home)
-        try container.encode(configuration, forKey: .configuration)
-        try container.encode(inventory, forKey: .inventory)
-        try container.encode(queue, forKey: .queue)
-        try container.encode(records, forKey: .records)
-        try container.encode(unacknowledged, forKey: .unacknowledged)
-        try container.encode(acknowledgedThrough, forKey: .acknowledgedThrough)
-        try container.encode(firstSequence, forKey: .firstSequence)
-        try container.encode(lastSequence, forKey: .lastSequence)
-        try container.encode(quarantined, forKey: .quarantined)
-        try container.encode(unrepaired, forKey: .unrepaired)
-        try container.encode(segments, forKey: .segments)
-        try container.encode(bytes, forKey: .bytes)
-        try container.encode(rejected, forKey: .rejected)
-        try container.encode(rejectedDirectory, forKey: .rejectedDirectory)
-        try container.encode(lastSyncAt, forKey: .lastSyncAt)
-        try container.encode(lastSyncResult, forKey: .lastSyncResult)
-        try container.encode(lastSyncOutcome, forKey: .lastSyncOutcome)
-        try container.encode(lastSyncDurationSeconds, forKey: .lastSyncDurationSeconds)
-        try container.encode(lastSyncAcknowledged, forKey: .lastSyncAcknowledged)
-        try container.encode(lastSyncRecordsPerSecond, forKey: .lastSyncRecordsPerSecond)
     }
 }
 

@@ -275,34 +275,14 @@ public struct SyncSummary: Codable, Sendable, Hashable {
     public var recordsPerSecond: Double
     public var acknowledgedThrough: UInt64
     /// Records still unacknowledged (`null` when the queue could not be read).
-    public var remaining: Int?
+    @NullWhenAbsent public var remaining: Int?
     /// Why the ground could not be reached, when known.
-    public var problem: String?
+    @NullWhenAbsent public var problem: String?
     /// Per aggregator, in the configured order (one element with one aggregator).
     public var aggregators: [AggregatorStatistics]
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case outcome, result, exitCode, recordsSent, batchesSent, resends, acknowledged, new, duplicates, setAside
         case durationSeconds, recordsPerSecond, acknowledgedThrough, remaining, problem, aggregators
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(outcome, forKey: .outcome)
-        try container.encode(result, forKey: .result)
-        try container.encode(exitCode, forKey: .exitCode)
-        try container.encode(recordsSent, forKey: .recordsSent)
-        try container.encode(batchesSent, forKey: .batchesSent)
-        try container.encode(resends, forKey: .resends)
-        try container.encode(acknowledged, forKey: .acknowledged)
-        try container.encode(new, forKey: .new)
-        try container.encode(duplicates, forKey: .duplicates)
-        try container.encode(setAside, forKey: .setAside)
-        try container.encode(durationSeconds, forKey: .durationSeconds)
-        try container.encode(recordsPerSecond, forKey: .recordsPerSecond)
-        try container.encode(acknowledgedThrough, forKey: .acknowledgedThrough)
-        try container.encode(remaining, forKey: .remaining)
-        try container.encode(problem, forKey: .problem)
-        try container.encode(aggregators, forKey: .aggregators)
     }
 }
