@@ -99,14 +99,14 @@ let package = Package(
         .target(
             name: "JetbridgeOperations",
             dependencies: [
-                "FileQueue", "JetbridgeProtocol", "SystemSupport",
+                "FileQueue", "JetbridgeModel", "JetbridgeProtocol", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "JetbridgeOperationsTests",
-            dependencies: ["JetbridgeOperations", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["JetbridgeOperations", "JetbridgeModel", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: Agent and aggregator

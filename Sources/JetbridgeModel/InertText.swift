@@ -27,6 +27,34 @@ public enum InertText {
         return out
     }
 
+    /// A JSON string literal (quotes included) of `text` that is inert too: `"` and `\` escaped, `\n`, `\r`, `\t`, `\b`
+    /// and `\f` in their short forms, and every other character that is not inert as `\uXXXX` (a surrogate pair past
+    /// U+FFFF). A JSON parser reads back exactly `text`; a person reading the file sees no control take effect. For
+    /// reports and JSON log lines (a receipt's JSON is JSONEncoder's bytes instead).
+    public static func jsonLiteral(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where !isInert(scalar):
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16, uppercase: false)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+        return out
+    }
+
     /// Whether ``escape(_:)`` would change `text`; one pass over the bytes when they are printable ASCII.
     public static func needsEscape(_ text: String) -> Bool {
         var ascii = true

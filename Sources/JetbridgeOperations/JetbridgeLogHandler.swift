@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 public import Logging
 import SystemSupport
 
@@ -143,14 +144,11 @@ private struct MetadataLayout: Sendable {
 
 /// Escapes for log output.
 public enum LogEscaping {
-    /// Whether `scalar` must never reach a log raw: C0 and C1 controls, DEL, bidi controls, zero-width characters,
-    /// line and paragraph separators.
+    /// Whether `scalar` must never reach a log raw: what ``InertText`` does not call inert (C0 and C1 controls, DEL,
+    /// format characters such as bidi controls and zero-width characters, line and paragraph separators), the same
+    /// set every other output of device text escapes.
     public static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F: true
-        case 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2069, 0xFEFF: true
-        default: false
-        }
+        !InertText.isInert(scalar)
     }
 
     /// `text` with `\n`, `\r`, `\t` and `\u{XXXX}` in place of what ``mustEscape(_:)`` names.
@@ -172,27 +170,9 @@ public enum LogEscaping {
         return String(out)
     }
 
-    /// A JSON string literal (quotes included) with `"`, `\` and everything ``mustEscape(_:)`` names escaped.
+    /// A JSON string literal (quotes included) with `"`, `\` and everything ``mustEscape(_:)`` names escaped
+    /// (``InertText/jsonLiteral(_:)``).
     public static func jsonString(_ text: String) -> String {
-        var out = String.UnicodeScalarView()
-        out.append("\"")
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out.append(contentsOf: #"\""#.unicodeScalars)
-            case "\\": out.append(contentsOf: #"\\"#.unicodeScalars)
-            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
-            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
-            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-            default:
-                if mustEscape(scalar) {
-                    let hex = String(scalar.value, radix: 16)
-                    out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
-                } else {
-                    out.append(scalar)
-                }
-            }
-        }
-        out.append("\"")
-        return String(out)
+        InertText.jsonLiteral(text)
     }
 }

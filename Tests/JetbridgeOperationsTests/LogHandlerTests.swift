@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 import JetbridgeOperations
 import Logging
 import Testing
@@ -53,6 +54,33 @@ struct LogHandlerTests {
         #expect(line.contains(#"name=Pea\u{202E}nuts\u{200B}\tok"#), "\(line)")
         #expect(line.contains(" info jetbridge-agent: name="), "\(line)")
         #expect(line.contains(" [JetbridgeOperationsTests] seat "), "\(line)")
+    }
+
+    /// Logs escape what every other output of device text escapes (InertText): the Arabic letter mark, the soft
+    /// hyphen and tag characters (Cf, past U+FFFF too) as well as the controls the first list named.
+    @Test func everyCharacterThatIsNotInertIsEscapedInTextAndJSON() throws {
+        let hostile = "A\u{061C}B\u{00AD}C\u{E0041}D\u{2029}E\u{8}F"
+        let lines = Lines()
+        let text = Logger(label: "jetbridge-agent") {
+            JetbridgeLogHandler(label: $0, level: .trace, format: .text, sink: lines.sink)
+        }
+        let json = Logger(label: "jetbridge-agent") {
+            JetbridgeLogHandler(label: $0, level: .trace, format: .json, sink: lines.sink)
+        }
+        text.info("\(hostile)", metadata: ["name": "\(hostile)"])
+        json.info("\(hostile)", metadata: ["name": "\(hostile)"])
+        let all = lines.all
+        try #require(all.count == 2)
+        for line in all {
+            #expect(!line.unicodeScalars.contains { !InertText.isInert($0) && $0 != "\n" }, "\(line)")
+        }
+        #expect(all[0].contains(#"A\u{61C}B\u{AD}C\u{E0041}D\u{2029}E\u{8}F"#), "\(all[0])")
+        #expect(all[1].contains(#"A\u061cB\u00adC\udb40\udc41D\u2029E\bF"#), "\(all[1])")
+        // The JSON line reads back to exactly the device's text.
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(all[1].utf8)) as? [String: Any])
+        #expect(object["message"] as? String == hostile)
+        #expect((object["metadata"] as? [String: Any])?["name"] as? String == hostile)
     }
 
     @Test func badLevelsAndFormatsFromFlagsOrEnvironmentAreUsageErrors() throws {

@@ -33,7 +33,7 @@ indirect enum JSONText {
             // Reports only hold finite values (weights are 0–1000 lb per bag); Swift's shortest round-trip spelling
             // (`1234.5`, `40.0`) is valid JSON.
             out += value.isFinite ? "\(value)" : "null"
-        case .string(let value): Self.writeString(value, to: &out)
+        case .string(let value): out += InertText.jsonLiteral(value)
         case .array(let values):
             out += "["
             for (index, value) in values.enumerated() {
@@ -45,36 +45,12 @@ indirect enum JSONText {
             out += "{"
             for (index, (key, value)) in members.enumerated() {
                 if index > 0 { out += "," }
-                Self.writeString(key, to: &out)
+                out += InertText.jsonLiteral(key)
                 out += ":"
                 value.write(to: &out)
             }
             out += "}"
         }
-    }
-
-    static func writeString(_ value: String, to out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case _ where !InertText.isInert(scalar):
-                // Controls, bidi and zero-width characters as `\uXXXX` (a surrogate pair past U+FFFF): the same
-                // string to a JSON parser, inert to a person reading the file.
-                for unit in String(scalar).utf16 {
-                    let hex = String(unit, radix: 16, uppercase: false)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                }
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 }
 
