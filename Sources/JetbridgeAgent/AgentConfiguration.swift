@@ -1,6 +1,7 @@
 public import Foundation
 public import JetbridgeModel
 import JetbridgeProtocol
+import ZeroMQ
 
 /// Everything the agent's commands need to know, resolved from flags, the configuration file and defaults.
 ///
@@ -213,10 +214,11 @@ public struct AgentConfiguration: Sendable, Hashable {
         }
         for (index, ground) in aggregators.enumerated() {
             let prefix = isList ? "ground[\(index)]" : "ground"
-            if let key = ground.serverPublicKey, key.utf8.count != 40 {
+            if let key = ground.serverPublicKey, Z85.curveKey(key) == nil {
+                let found = key.utf8.count == 40 ? "characters outside Z85" : "\(key.utf8.count) characters"
                 throw AgentError(
                     .dataError,
-                    "\(path): \(prefix).serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found \(key.utf8.count)"
+                    "\(path): \(prefix).serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found \(found)"
                 )
             }
             for (name, value) in [("\(prefix).data", ground.data), ("\(prefix).acks", ground.acks)] {
@@ -232,11 +234,14 @@ public struct AgentConfiguration: Sendable, Hashable {
             throw AgentError(.dataError, "\(path): \(problem)")
         }
         let sync = contents?.sync ?? .defaults
-        guard (1...10_000).contains(sync.batchRecords) else {
-            throw AgentError(.dataError, "\(path): sync.batchRecords \(sync.batchRecords) must be 1–10000")
+        // The ground's limits (docs/PROTOCOL.md): a larger batch would be refused whole.
+        guard (1...WireProtocol.maxBatchRecords).contains(sync.batchRecords) else {
+            throw AgentError(
+                .dataError, "\(path): sync.batchRecords \(sync.batchRecords) must be 1–\(WireProtocol.maxBatchRecords)")
         }
-        guard (1...(8 << 20)).contains(sync.batchBytes) else {
-            throw AgentError(.dataError, "\(path): sync.batchBytes \(sync.batchBytes) must be 1–8388608")
+        guard (1...WireProtocol.maxBatchBytes).contains(sync.batchBytes) else {
+            throw AgentError(
+                .dataError, "\(path): sync.batchBytes \(sync.batchBytes) must be 1–\(WireProtocol.maxBatchBytes)")
         }
         guard (1...1024).contains(sync.window) else {
             throw AgentError(.dataError, "\(path): sync.window \(sync.window) must be 1–1024")

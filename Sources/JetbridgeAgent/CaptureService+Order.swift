@@ -74,10 +74,10 @@ extension CaptureService {
     public func amendOrder(
         id text: String, lines: [(name: String, count: Int)], seat: String? = nil
     ) throws(AgentError) -> RecordedOrder {
-        guard let id = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
+        guard let id = UUID(canonical: text.trimmingCharacters(in: .whitespaces)) else {
             throw AgentError(
                 .dataError,
-                "order --amend: '\(text.prefix(80))' is not an order id; use the id `order` printed, such as 0D5B3E0C-3C35-4B7C-9C5D-6F1E2A3B4C5D"
+                "order --amend: '\(Validation.visible(text.prefix(80)))' is not an order id; use the id `order` printed, such as 0D5B3E0C-3C35-4B7C-9C5D-6F1E2A3B4C5D"
             )
         }
         let inventory = try configuration.loadInventory()

@@ -93,7 +93,7 @@ public enum DeviceKeys {
     ///   - source: Where it came from, for the message (`--server-key`, `ground.serverPublicKey`).
     /// - Throws: ``AgentError`` `dataError` unless it decodes to 32 bytes.
     public static func serverKey(_ text: String, source: String) throws(AgentError) -> Data {
-        guard text.utf8.count == 40, let key = try? Z85.decode(text), key.count == 32 else {
+        guard let key = Z85.curveKey(text) else {
             throw AgentError(
                 .dataError, "\(source): the server's public key must be 40 characters of Z85 (a 32-byte CURVE key)")
         }

@@ -108,26 +108,16 @@ extension Validation {
         return text.unicodeScalars.first { isForbidden($0) }
     }
 
-    /// Whether `scalar` is one ``forbiddenCharacter(in:)`` refuses.
+    /// Whether `scalar` is one ``forbiddenCharacter(in:)`` refuses: one that is not inert text (``InertText``, the
+    /// rule every output of device text escapes by).
     public static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
-        }
+        !InertText.isInert(scalar)
     }
 
-    /// `text` with every character ``isForbidden(_:)`` refuses written as `\u{202E}`, so that a message quoting
-    /// refused text stays inert itself.
+    /// `text` with every character ``isForbidden(_:)`` refuses written as `\u{202E}` (``InertText/escape(_:)``), so
+    /// that a message quoting refused text stays inert itself.
     public static func visible(_ text: some StringProtocol) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if isForbidden(scalar) {
-                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
+        InertText.escape(String(text))
     }
 
     /// What kind of character `scalar` is, for messages.

@@ -36,6 +36,15 @@ public enum Z85 {
     }
 }
 
+extension Z85 {
+    /// A CURVE key (public or secret) as its text is written in key files, configurations and flags: exactly 40
+    /// characters of Z85 decoding to 32 bytes; nil for anything else. The one check of a key's text.
+    public static func curveKey(_ text: String) -> Data? {
+        guard text.utf8.count == 40, let key = try? decode(text), key.count == 32 else { return nil }
+        return key
+    }
+}
+
 /// A CURVE long-term key pair (Curve25519), in binary and Z85 form.
 public struct CurveKeyPair: Sendable, Hashable {
     /// The public key, 32 bytes: give it to peers (servers put clients' keys in the `ZAPHandler` allowlist).

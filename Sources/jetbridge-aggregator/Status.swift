@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAggregator
+import JetbridgeModel
 import JetbridgeOperations
 
 /// `status`: one screen about the `serve` running on this home, from the status file it keeps current.
@@ -109,15 +110,7 @@ struct Status: ParsableCommand {
     }
 
     /// `40120` → `40,120`.
-    static func g(_ number: Int) -> String {
-        let digits = String(number.magnitude)
-        var out = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(digit)
-        }
-        return (number < 0 ? "-" : "") + out
-    }
+    static func g(_ number: Int) -> String { NumberText.grouped(number) }
 
     static func ago(_ seconds: TimeInterval) -> String {
         let total = max(0, Int(seconds))

@@ -65,6 +65,11 @@ struct AggregatorListTests {
                 #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2", "serverPublicKey": "short"}]}"#,
                 "ground[0].serverPublicKey must be 40 characters"
             ),
+            (
+                // The right length, but not Z85: refused by the configuration check, not first at sync.
+                #"{"ground": [{"data": "tcp://a:1", "acks": "tcp://a:2", "serverPublicKey": "\#(String(repeating: "~", count: 40))"}]}"#,
+                "ground[0].serverPublicKey must be 40 characters of Z85 (a 32-byte CURVE key), found characters outside Z85"
+            ),
         ])
     func badList(json: String, message: String) throws {
         #expect {

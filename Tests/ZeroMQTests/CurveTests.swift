@@ -24,6 +24,16 @@ extension ZeroMQTests {
             #expect(try CurveKeyPair.generate() != pair)
         }
 
+        /// The one check of a key's text: 40 characters of Z85 that decode to 32 bytes.
+        @Test func aCurveKeyIsFortyCharactersOfZ85() throws {
+            let pair = try CurveKeyPair.generate()
+            #expect(Z85.curveKey(pair.publicKeyZ85) == pair.publicKey)
+            #expect(Z85.curveKey(String(pair.publicKeyZ85.dropLast(5))) == nil)  // 35 characters, 28 bytes
+            #expect(Z85.curveKey(pair.publicKeyZ85 + "HelloWorld".prefix(5)) == nil)  // 45 characters
+            #expect(Z85.curveKey(String(repeating: "~", count: 40)) == nil)  // the length, not the alphabet
+            #expect(Z85.curveKey("") == nil)
+        }
+
         /// A CURVE server (PULL unless told) on its own context with a ZAP handler, and its monitor.
         struct Server {
             let context: ZeroMQContext

@@ -260,6 +260,6 @@ public struct ReceiptWriter: Sendable {
         let inner = name.dropFirst().dropLast(4)
         guard let dot = inner.lastIndex(of: ".") else { return false }
         return ownedStem(of: String(inner[..<dot])) != nil
-            && UUID(uuidString: String(inner[inner.index(after: dot)...])) != nil
+            && UUID(canonical: String(inner[inner.index(after: dot)...])) != nil
     }
 }

@@ -33,10 +33,11 @@ struct ReportTable {
             switch self {
             case .text(let text): text
             case .label(let text): text.isEmpty ? "-" : text
-            case .int(let value): grouped ? JetbridgeAggregator.grouped(value) : String(value)
+            case .int(let value): grouped ? NumberText.grouped(value) : String(value)
             case .money(let amount, let currency):
-                amount.map { grouped ? groupedMoney($0, currency: currency) : Money.format($0, currency: currency) }
-                    ?? "-"
+                amount.map {
+                    grouped ? NumberText.groupedMoney($0, currency: currency) : Money.format($0, currency: currency)
+                } ?? "-"
             case .weight(let value): "\(value)"
             case .date(let date): date.map(isoDate) ?? "-"
             case .flag(let value): value ? "yes" : ""
@@ -137,7 +138,7 @@ extension ReportTable {
                     bars: flights.filter { $0.error == nil }.map {
                         .init(
                             label: $0.flight.rawValue, value: Double($0.revenue),
-                            display: groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
+                            display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
                     }),
                 Chart(
                     title: "Bags by flight",
@@ -146,12 +147,12 @@ extension ReportTable {
                         return [
                             Chart.Bar(
                                 label: report.flight.rawValue, value: Double(report.bags.checked),
-                                display: grouped(report.bags.checked), series: 0),
+                                display: NumberText.grouped(report.bags.checked), series: 0),
                             Chart.Bar(
-                                label: "", value: Double(report.bags.arrived), display: grouped(report.bags.arrived),
+                                label: "", value: Double(report.bags.arrived), display: NumberText.grouped(report.bags.arrived),
                                 series: 1),
-                            Chart.Bar(label: "", value: Double(inTransit), display: grouped(inTransit), series: 2),
-                            Chart.Bar(label: "", value: Double(missing), display: grouped(missing), series: 3),
+                            Chart.Bar(label: "", value: Double(inTransit), display: NumberText.grouped(inTransit), series: 2),
+                            Chart.Bar(label: "", value: Double(missing), display: NumberText.grouped(missing), series: 3),
                         ]
                     }, legend: ["checked", "arrived", "in transit", "missing"]),
             ])
@@ -177,14 +178,14 @@ extension ReportTable {
                 Chart(
                     title: "Units sold by item",
                     bars: report.items.filter { $0.error == nil }.map {
-                        .init(label: "\($0.name) (\($0.currency))", value: Double($0.count), display: grouped($0.count))
+                        .init(label: "\($0.name) (\($0.currency))", value: Double($0.count), display: NumberText.grouped($0.count))
                     }),
                 Chart(
                     title: "Revenue by item",
                     bars: report.items.filter { $0.error == nil }.map {
                         .init(
                             label: "\($0.name) (\($0.currency))", value: Double($0.revenue),
-                            display: groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
+                            display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
                     }),
             ])
     }
@@ -214,7 +215,7 @@ extension ReportTable {
                     bars: statuses.enumerated().map {
                         .init(
                             label: $0.element.rawValue, value: Double(counts[$0.element] ?? 0),
-                            display: grouped(counts[$0.element] ?? 0), series: $0.offset)
+                            display: NumberText.grouped(counts[$0.element] ?? 0), series: $0.offset)
                     }, legend: statuses.map(\.rawValue))
             ])
     }
@@ -239,7 +240,7 @@ extension ReportTable {
                 Chart(
                     title: "Records by device",
                     bars: report.devices.map {
-                        .init(label: $0.device, value: Double($0.records), display: grouped($0.records))
+                        .init(label: $0.device, value: Double($0.records), display: NumberText.grouped($0.records))
                     }
                 ),
                 Chart(
@@ -247,39 +248,11 @@ extension ReportTable {
                     bars: report.devices.flatMap {
                         [
                             Chart.Bar(
-                                label: $0.device, value: Double($0.duplicates), display: grouped($0.duplicates),
+                                label: $0.device, value: Double($0.duplicates), display: NumberText.grouped($0.duplicates),
                                 series: 0),
-                            Chart.Bar(label: "", value: Double($0.rejects), display: grouped($0.rejects), series: 1),
+                            Chart.Bar(label: "", value: Double($0.rejects), display: NumberText.grouped($0.rejects), series: 1),
                         ]
                     }, legend: ["duplicate records", "rejected batches"]),
             ])
     }
-}
-
-/// `1234567` as `1,234,567`, the same in every locale.
-func grouped(_ number: Int) -> String {
-    let digits = String(number.magnitude)
-    var result = ""
-    result.reserveCapacity(digits.count + digits.count / 3 + 1)
-    for (index, digit) in digits.enumerated() {
-        if index > 0, (digits.count - index) % 3 == 0 { result.append(",") }
-        result.append(digit)
-    }
-    return (number < 0 ? "-" : "") + result
-}
-
-/// ``Money/format(_:currency:)`` with thousands separators in the whole units: `12,345.00`.
-func groupedMoney(_ amount: Int, currency: String) -> String {
-    let text = Money.format(amount, currency: currency)
-    let negative = text.hasPrefix("-")
-    let unsigned = negative ? text.dropFirst() : Substring(text)
-    let whole = unsigned.prefix { $0 != "." }
-    let fraction = unsigned.dropFirst(whole.count)
-    guard whole.count > 3 else { return text }
-    var result = ""
-    for (index, digit) in whole.enumerated() {
-        if index > 0, (whole.count - index) % 3 == 0 { result.append(",") }
-        result.append(digit)
-    }
-    return (negative ? "-" : "") + result + fraction
 }

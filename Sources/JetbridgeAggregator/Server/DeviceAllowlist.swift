@@ -32,7 +32,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
     public mutating func allow(device: String, publicKey: String) throws {
         try Self.check(device: device)
         let key = publicKey.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard key.count == 40, let decoded = try? Z85.decode(key), decoded.count == 32 else {
+        guard Z85.curveKey(key) != nil else {
             throw AggregatorError(
                 .badConfiguration, "'\(Validation.visible(publicKey.prefix(60)))' is not a CURVE public key (40 characters of Z85)")
         }
