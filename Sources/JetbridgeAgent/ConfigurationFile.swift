@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 
 /// The contents of `agent.json`, as written: every key optional, unknown keys refused so typos do not pass silently.
 struct ConfigurationFile: Decodable {
@@ -126,30 +127,5 @@ private struct SyncFile: Decodable {
             window: try container.decodeIfPresent(Int.self, forKey: .window) ?? defaults.window,
             ackTimeoutSeconds: try container.decodeIfPresent(Double.self, forKey: .ackTimeoutSeconds)
                 ?? defaults.ackTimeoutSeconds)
-    }
-}
-
-/// Refuses keys a configuration object does not know.
-enum StrictKeys {
-    struct UnknownKey: Error {
-        var path: String
-        var known: [String]
-    }
-
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    static func check<Keys: CodingKey & CaseIterable>(
-        _ decoder: any Decoder, known: Keys.Type, prefix: String = ""
-    ) throws {
-        let names = Keys.allCases.map(\.stringValue)
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { !names.contains($0) }) {
-            throw UnknownKey(path: prefix + unknown, known: names.map { prefix + $0 })
-        }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import JetbridgeModel
 import JetbridgeProtocol
 
 /// The aggregator's settings: built-in defaults that work on one machine, overridden by `aggregator.json`,
@@ -48,23 +49,15 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         case statsIntervalSeconds, receiptsIntervalSeconds, metrics
     }
 
-    /// A key the file may hold but this struct does not know, to reject it by name.
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
-        let known = Set(CodingKeys.allCases.map(\.stringValue))
-        let all = try decoder.container(keyedBy: AnyKey.self)
-        for key in all.allKeys where !known.contains(key.stringValue) {
+        do {
+            try StrictKeys.check(decoder, known: CodingKeys.self)
+        } catch let unknown as StrictKeys.UnknownKey {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
-                    codingPath: [key],
+                    codingPath: [StrictKeys.AnyKey(stringValue: unknown.key)],
                     debugDescription:
-                        "unknown key '\(key.stringValue)'; known keys: \(known.sorted().joined(separator: ", "))"))
+                        "unknown key '\(unknown.key)'; known keys: \(unknown.known.sorted().joined(separator: ", "))"))
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = AggregatorConfiguration()
