@@ -39,7 +39,7 @@ public struct AgentConfiguration: Sendable, Hashable {
         }
 
         public static let defaults = Ground(
-            data: "tcp://127.0.0.1:5560", acks: "tcp://127.0.0.1:5561", serverPublicKey: nil)
+            data: WireProtocol.defaultDataEndpoint, acks: WireProtocol.defaultAcksEndpoint, serverPublicKey: nil)
     }
 
     /// How sync cuts and paces batches (see PROTOCOL.md, Delivery).
@@ -75,7 +75,7 @@ public struct AgentConfiguration: Sendable, Hashable {
     }
 
     /// The flight used when neither a flag nor the configuration names one: the example leg of DESIGN.md.
-    public static let defaultFlight = "ZA101/2026-11-21"
+    public static let defaultFlight = FlightID.example.rawValue
 
     /// The reference menu compiled into the agent, used when no inventory file is configured or found.
     public static let builtInInventory = Inventory(

@@ -551,7 +551,7 @@ final class SyncEngine: Sendable {
                 logger.warning("ignoring an ack\(from) for device '\(ack.device)'; this is '\(device)'")
                 return nil
             }
-            let batchName = "\(device) #\(ack.first)…\(ack.last)"
+            let batchName = BatchHeader.label(device: device, first: ack.first, last: ack.last)
             let label = batchName + from
             ground.answered(by: index)
             if isSpread, ack.status == .forbidden || ack.status == .unsupportedVersion {

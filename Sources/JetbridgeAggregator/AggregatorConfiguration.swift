@@ -10,11 +10,11 @@ import JetbridgeProtocol
 /// default.
 public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     /// Where the data socket (`PULL`) binds.
-    public var dataEndpoint = "tcp://127.0.0.1:5560"
+    public var dataEndpoint = WireProtocol.defaultDataEndpoint
     /// Where the ack socket (`ROUTER`) binds.
-    public var acksEndpoint = "tcp://127.0.0.1:5561"
+    public var acksEndpoint = WireProtocol.defaultAcksEndpoint
     /// The SQLite file, relative to home unless absolute.
-    public var store = "jetbridge.sqlite"
+    public var store = AggregatorStore.fileName
     /// The receipts directory, relative to home unless absolute.
     public var receipts = "receipts"
     /// Plaintext instead of CURVE: development only.

@@ -26,5 +26,8 @@ public struct BatchHeader: Codable, Hashable, Sendable {
     public static let example = BatchHeader(device: "cart-1", first: 1, last: 1, count: 1, crc32c: 0x098d_0b75)
 
     /// The batch's name in logs and acks: `cart-1 #1…40`.
-    public var label: String { "\(device) #\(first)…\(last)" }
+    public var label: String { Self.label(device: device, first: first, last: last) }
+
+    /// How logs and messages name a batch: `cart-1 #1…1000`.
+    public static func label(device: String, first: UInt64, last: UInt64) -> String { "\(device) #\(first)…\(last)" }
 }

@@ -12,6 +12,10 @@ public enum WireProtocol: Sendable {
     public static let maxBatchBytes = 8 << 20
     /// The nesting limit for decoding records from the wire: a record nests four levels deep, so 32 is generous.
     public static let recordNestingLimit = 32
+    /// Where an aggregator's data (`PULL`) socket binds and a device sends, when neither is configured.
+    public static let defaultDataEndpoint = "tcp://127.0.0.1:5560"
+    /// Where an aggregator's ack (`ROUTER`) socket binds and a device connects, when neither is configured.
+    public static let defaultAcksEndpoint = "tcp://127.0.0.1:5561"
 }
 
 extension WireProtocol {

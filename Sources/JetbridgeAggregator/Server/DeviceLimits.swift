@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import SystemSupport
 
 /// What one device may send (issue 14): enough for any real flight, small enough that a stolen key cannot flood the
 /// ground. Past a limit a batch is answered `limited` with a `retryAfter`, stored nowhere, and counted; it is never
@@ -123,7 +124,7 @@ struct DeviceLimiter {
         let elapsed = now - bucket.at
         bucket.tokens = min(
             capacity,
-            bucket.tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            bucket.tokens + rate * elapsed.seconds)
         bucket.at = now
         let needed = Double(records.count)
         guard bucket.tokens >= needed else {
