@@ -54,8 +54,8 @@ final class NetworkLoop: @unchecked Sendable {
         self.queue = queue
         self.store = store
         self.refusals = refusals
-        self.statistics = refusals.statistics
-        self.metrics = refusals.metrics
+        self.statistics = refusals.tally.statistics
+        self.metrics = refusals.tally.metrics
         self.control = control
         self.acksHeld = acksHeld
         self.logger = logger
@@ -296,12 +296,10 @@ final class NetworkLoop: @unchecked Sendable {
     /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
     /// per device, with how many since).
     private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
-        statistics.withLock { $0.limitedBatches += 1 }
-        metrics.batch(device: header.device, status: Ack.Status.limited.rawValue)
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
             retryAfter: verdict.retryAfter)
-        send(ack, to: header.device)
+        refusals.tally.answer(device: header.device, .limited) { send(ack, to: header.device) }
         queue.push(.limited(device: header.device, reason: verdict.reason))
         if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
             logger.warning(
