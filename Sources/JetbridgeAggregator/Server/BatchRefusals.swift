@@ -31,11 +31,14 @@ struct BatchRefusals: Sendable {
     ///   - key: The connection's device in CURVE mode (the key's allow-listed device, "" for none), nil otherwise or
     ///     when the store refused it (its header's device is then the key's).
     ///   - logKey: What the log line shows as `key`, when the refusing thread knows the connection.
-    ///   - send: Sends the answer on the refusing thread's socket.
+    ///   - warning: The log line's text.
+    ///   - log: Whether to write it (a refusal that repeats is logged at most every so often).
+    ///   - send: Sends the answer on the refusing thread's socket; it may decline to (a revoked key's answer).
     /// - Returns: The answer, or nil when there was none to send.
     @discardableResult
     func refuse(
-        _ rejection: BatchRejection, key: String?, logKey: String? = nil, send: (Answer) -> Void
+        _ rejection: BatchRejection, key: String?, logKey: String? = nil, warning: Logger.Message = "batch refused",
+        log: Bool = true, send: (Answer) -> Void
     ) -> Answer? {
         let device = rejection.header?.device
         var metadata: Logger.Metadata = [
@@ -43,7 +46,7 @@ struct BatchRefusals: Sendable {
             "index": "\(rejection.index)", "reason": "\(rejection.reason)",
         ]
         if let logKey { metadata["key"] = "\(logKey)" }
-        logger.warning("batch refused", metadata: metadata)
+        if log { logger.warning(warning, metadata: metadata) }
         // The answer goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
         // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
         // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
@@ -75,8 +78,9 @@ struct BatchRefusals: Sendable {
         }
     }
 
-    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
+    /// The answer to a message whose header could not be read: batch 0…0, `rejected` with index −1 (or `forbidden`
+    /// from a revoked key, `unsupported-version` with the versions spoken).
     static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
-        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
+        rejection.answer(device: device, first: 0, last: 0)
     }
 }
