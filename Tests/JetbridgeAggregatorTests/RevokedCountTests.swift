@@ -17,15 +17,7 @@ struct RevokedCountTests {
         try device.send(try outgoing("cart-1", 1, [order(1)]))
         #expect(try await device.ack()?.status == .stored)
 
-        var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
-        let revoked = list.revoke(device: "cart-1")
-        #expect(revoked)
-        try list.save(to: fixture.home.devicesFile)
-        let reloads = fixture.server.currentStatistics.allowlistReloads
-        fixture.server.requestReload()
-        try await waitUntil("the allow list is reloaded") {
-            fixture.server.currentStatistics.allowlistReloads > reloads
-        }
+        try await RevocationTests.revoke("cart-1", in: fixture)
 
         // Two batches of 2 and 3 records on the still-open connection: both answered forbidden (the second within the
         // 30 s in which the log line is not repeated: counted all the same).
