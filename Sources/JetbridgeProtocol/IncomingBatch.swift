@@ -285,9 +285,14 @@ public struct BatchRejection: Error, Hashable, Sendable, CustomStringConvertible
     /// The ack that tells the device, when the batch can be named.
     public var ack: Ack? {
         guard let header else { return nil }
-        return Ack(
-            device: header.device, first: header.first, last: header.last, status: status,
-            index: status == .rejected ? index : nil, reason: reason,
-            supported: status == .unsupportedVersion ? WireProtocol.supportedVersions : nil)
+        return answer(device: header.device, first: header.first, last: header.last)
+    }
+
+    /// The ack for batch `first…last` of `device`, with the fields its status carries (docs/PROTOCOL.md, "Acks"):
+    /// ``ack``'s, and the answer to a message that names no batch (0…0).
+    public func answer(device: String, first: UInt64, last: UInt64) -> Ack {
+        Ack(
+            device: device, first: first, last: last, status: status, index: status == .rejected ? index : nil,
+            reason: reason, supported: status == .unsupportedVersion ? WireProtocol.supportedVersions : nil)
     }
 }

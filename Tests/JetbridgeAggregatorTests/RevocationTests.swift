@@ -18,16 +18,7 @@ struct RevocationTests {
         try device.send(first)
         #expect(try await device.ack()?.status == .stored)
 
-        // `devices revoke cart-1`, then the reload the file watch (or SIGHUP) triggers.
-        var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
-        let revoked = list.revoke(device: "cart-1")
-        #expect(revoked)
-        try list.save(to: fixture.home.devicesFile)
-        let reloads = fixture.server.currentStatistics.allowlistReloads
-        fixture.server.requestReload()
-        try await waitUntil("the allow list is reloaded") {
-            fixture.server.currentStatistics.allowlistReloads > reloads
-        }
+        try await Self.revoke("cart-1", in: fixture)
 
         // The same connection, still up: answered forbidden, stored nowhere.
         let second = try outgoing("cart-1", 2, [order(2)])
@@ -54,5 +45,18 @@ struct RevocationTests {
             MetricsTests.sample(metrics, "jetbridge_batches_total", ["device": "cart-1", "status": "forbidden"]) == 1,
             "\(metrics)")
         await fixture.stop()
+    }
+
+    /// `devices revoke DEVICE`, then the reload the file watch (or SIGHUP) triggers.
+    static func revoke(_ device: String, in fixture: ServerFixture) async throws {
+        var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
+        let revoked = list.revoke(device: device)
+        #expect(revoked)
+        try list.save(to: fixture.home.devicesFile)
+        let reloads = fixture.server.currentStatistics.allowlistReloads
+        fixture.server.requestReload()
+        try await waitUntil("the allow list is reloaded") {
+            fixture.server.currentStatistics.allowlistReloads > reloads
+        }
     }
 }

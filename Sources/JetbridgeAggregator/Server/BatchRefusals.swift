@@ -5,12 +5,16 @@ import SystemSupport
 
 /// The one path a refused batch takes, whichever thread refuses it: the network thread on decoding (a bad header,
 /// record or device) or the store thread on a rule that needs the store (another device's order, a flight's second
-/// currency). Nothing of a refused batch is stored; it is logged, counted in the statistics and metrics, answered,
-/// and counted against its device in the store (``count(_:in:)``, on the store thread).
+/// currency). Nothing of a refused batch is stored; it is logged, counted in the metrics and statistics
+/// (``BatchTally``), answered, and counted against its device in the store (``count(_:in:)``, on the store thread).
 struct BatchRefusals: Sendable {
-    let statistics: Locked<ServerStatistics>
-    let metrics: AggregatorMetrics
+    let tally: BatchTally
     let logger: Logger
+
+    init(statistics: Locked<ServerStatistics>, metrics: AggregatorMetrics, logger: Logger) {
+        tally = BatchTally(statistics: statistics, metrics: metrics)
+        self.logger = logger
+    }
 
     /// A refused batch: the answer and to whom it goes.
     struct Answer {
@@ -21,38 +25,44 @@ struct BatchRefusals: Sendable {
         let reason: String
     }
 
-    /// Logs `rejection`, has `send` answer it (unless it names no device to answer), then counts it in the statistics:
-    /// whoever reads ``ServerStatistics/rejectedBatches`` finds the answer already sent, held or dropped.
+    /// Logs `rejection`, then has ``BatchTally`` count it and `send` answer it (unless it names no device to answer).
     /// - Parameters:
     ///   - rejection: Why the batch was refused.
     ///   - key: The connection's device in CURVE mode (the key's allow-listed device, "" for none), nil otherwise or
     ///     when the store refused it (its header's device is then the key's).
     ///   - logKey: What the log line shows as `key`, when the refusing thread knows the connection.
-    ///   - send: Sends the answer on the refusing thread's socket.
+    ///   - warning: The log line's text.
+    ///   - log: Whether to write it (a refusal that repeats is logged at most every so often).
+    ///   - send: Sends the answer on the refusing thread's socket; it may decline to (a revoked key's answer).
     /// - Returns: The answer, or nil when there was none to send.
     @discardableResult
     func refuse(
-        _ rejection: BatchRejection, key: String?, logKey: String? = nil, send: (Answer) -> Void
+        _ rejection: BatchRejection, key: String?, logKey: String? = nil, warning: Logger.Message = "batch refused",
+        log: Bool = true, send: (Answer) -> Void
     ) -> Answer? {
-        defer { statistics.withLock { $0.rejectedBatches += 1 } }
         let device = rejection.header?.device
-        metrics.batch(
-            device: key.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-",
-            status: rejection.status.rawValue, rejected: rejection.header?.count ?? 0, reason: rejection.reason)
         var metadata: Logger.Metadata = [
             "device": "\(InertText.escape(device ?? "?"))", "status": "\(rejection.status.rawValue)",
             "index": "\(rejection.index)", "reason": "\(rejection.reason)",
         ]
         if let logKey { metadata["key"] = "\(logKey)" }
-        logger.warning("batch refused", metadata: metadata)
+        if log { logger.warning(warning, metadata: metadata) }
         // The answer goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
         // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
         // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
-        guard let owner = key ?? device, !owner.isEmpty else { return nil }
-        let answer = Answer(
-            owner: owner, ack: rejection.ack ?? Self.unnamedAnswer(rejection, device: owner),
-            reason: rejection.description)
-        send(answer)
+        let owner = (key ?? device).flatMap { $0.isEmpty ? nil : $0 }
+        let answer = owner.map {
+            Answer(
+                owner: $0, ack: rejection.ack ?? Self.unnamedAnswer(rejection, device: $0),
+                reason: rejection.description)
+        }
+        // Counted against the key's device when there is one, even when unanswered (an empty key names none).
+        let counted = key.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-"
+        let outcome = BatchTally.Outcome.refused(
+            rejection.status, records: rejection.header?.count ?? 0, reason: rejection.reason)
+        tally.answer(device: counted, outcome) {
+            if let answer { send(answer) }
+        }
         return answer
     }
 
@@ -68,8 +78,9 @@ struct BatchRefusals: Sendable {
         }
     }
 
-    /// The answer to a message whose header could not be read: `rejected`, index −1, first = last = 0.
+    /// The answer to a message whose header could not be read: batch 0…0, `rejected` with index −1 (or `forbidden`
+    /// from a revoked key, `unsupported-version` with the versions spoken).
     static func unnamedAnswer(_ rejection: BatchRejection, device: String) -> Ack {
-        Ack(device: device, first: 0, last: 0, status: rejection.status, index: -1, reason: rejection.reason)
+        rejection.answer(device: device, first: 0, last: 0)
     }
 }

@@ -28,7 +28,6 @@ final class NetworkLoop: @unchecked Sendable {
     private let refusals: BatchRefusals
     private let control: RunControl
     private let statistics: Locked<ServerStatistics>
-    private let metrics: AggregatorMetrics
     /// Acks held for want of a route, for `/metrics` and `status`.
     private let acksHeld: Locked<Int>
     private let devicesFile: URL
@@ -54,8 +53,7 @@ final class NetworkLoop: @unchecked Sendable {
         self.queue = queue
         self.store = store
         self.refusals = refusals
-        self.statistics = refusals.statistics
-        self.metrics = refusals.metrics
+        self.statistics = refusals.tally.statistics
         self.control = control
         self.acksHeld = acksHeld
         self.logger = logger
@@ -286,22 +284,26 @@ final class NetworkLoop: @unchecked Sendable {
 
     /// Answers a refused batch at once (nothing of it is stored, so there is no commit to wait for) and has the store
     /// thread count it against the device that sent it: the key's device when known.
-    private func refuse(_ rejection: BatchRejection, authenticated: String?) {
-        let answer = refusals.refuse(rejection, key: authenticated, logKey: authenticated ?? "-") {
-            send($0.ack, to: $0.owner)
-        }
+    /// - Parameters:
+    ///   - warning: The log line's text, and `log` whether to write it (as in ``BatchRefusals``).
+    ///   - answering: False to count the refusal without sending its answer (a revoked key's, on another key's route).
+    private func refuse(
+        _ rejection: BatchRejection, authenticated: String?, warning: Logger.Message = "batch refused",
+        log: Bool = true, answering: Bool = true
+    ) {
+        let answer = refusals.refuse(
+            rejection, key: authenticated, logKey: authenticated ?? "-", warning: warning, log: log
+        ) { if answering { send($0.ack, to: $0.owner) } }
         if let answer { queue.push(.rejection(device: answer.owner, reason: answer.reason)) }
     }
 
     /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
     /// per device, with how many since).
     private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
-        statistics.withLock { $0.limitedBatches += 1 }
-        metrics.batch(device: header.device, status: Ack.Status.limited.rawValue)
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
             retryAfter: verdict.retryAfter)
-        send(ack, to: header.device)
+        refusals.tally.answer(device: header.device, .limited) { send(ack, to: header.device) }
         queue.push(.limited(device: header.device, reason: verdict.reason))
         if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
             logger.warning(
@@ -322,25 +324,17 @@ final class NetworkLoop: @unchecked Sendable {
         return admitted[key] == userID
     }
 
-    /// Answers a batch from a revoked key `forbidden` and stores nothing of it. The answer goes to the device's route
-    /// only if that route was learned from the same (revoked) key: a device re-allowed with a new key must not
-    /// receive the stolen key's answers.
+    /// Refuses a batch from a revoked key `forbidden` like any other refusal: stored nowhere, counted against the
+    /// key's device (`/metrics`, `status`, the devices report), logged at most every 30 s per device. The answer goes
+    /// to the device's route only if that route was learned from the same (revoked) key: a device re-allowed with a
+    /// new key must not receive the stolen key's answers.
     private func refuseRevoked(_ message: ReceivedMessage, device: String) {
-        statistics.withLock { $0.rejectedBatches += 1 }
-        let header = IncomingBatch.name(of: message.frames)
-        metrics.batch(
-            device: device, status: Ack.Status.forbidden.rawValue, rejected: header?.count ?? 0,
-            reason: Self.revokedReason)
-        if routes.shouldWarn(about: "revoked " + device) {
-            logger.warning(
-                "batch refused: the connection's key is no longer allowed",
-                metadata: ["device": "\(device)", "batch": "\(header.map { "#\($0.first)…\($0.last)" } ?? "?")"])
-        }
-        guard routes.routeKeys[device] == message.publicKey else { return }
-        let ack = Ack(
-            device: header?.device ?? device, first: header?.first ?? 0, last: header?.last ?? 0, status: .forbidden,
-            reason: Self.revokedReason)
-        send(ack, to: device)
+        let rejection = BatchRejection(
+            status: .forbidden, header: IncomingBatch.name(of: message.frames), index: -1, reason: Self.revokedReason)
+        refuse(
+            rejection, authenticated: device, warning: "batch refused: the connection's key is no longer allowed",
+            log: routes.shouldWarn(about: "revoked " + device),
+            answering: routes.routeKeys[device] == message.publicKey)
     }
 
     /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).

@@ -37,8 +37,8 @@ struct StoreLoop: @unchecked Sendable {
     let handshakes: HandshakeMonitor
     let logger: Logger
 
-    private var statistics: Locked<ServerStatistics> { refusals.statistics }
-    private var metrics: AggregatorMetrics { refusals.metrics }
+    private var statistics: Locked<ServerStatistics> { refusals.tally.statistics }
+    private var metrics: AggregatorMetrics { refusals.tally.metrics }
 
     func run() {
         let bulkDelay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
@@ -157,28 +157,17 @@ struct StoreLoop: @unchecked Sendable {
                 logger.notice("store transactions succeed again", metadata: ["failedTransactions": "\(failed)"])
             }
             var new = 0
-            var refused = 0
-            var refusedRecords = 0
             for (batch, outcome) in zip(batches, outcomes) {
                 if let rejection = outcome.rejection {
-                    refused += 1
-                    refusedRecords += batch.records.count
                     refuseStored(rejection)
                     continue
                 }
                 new += outcome.new
-                ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates))
-                metrics.batch(
-                    device: batch.header.device, status: Ack.Status.stored.rawValue, new: outcome.new,
-                    duplicates: outcome.duplicates)
+                refusals.tally.answer(
+                    device: batch.header.device, .stored(new: outcome.new, duplicates: outcome.duplicates)
+                ) { ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates)) }
             }
-            statistics.withLock {
-                $0.transactions += 1
-                $0.storedBatches += batches.count - refused
-                $0.storedRecords += records - refusedRecords
-                $0.newRecords += new
-                $0.duplicateRecords += records - refusedRecords - new
-            }
+            refusals.tally.committedTransaction()
             logger.debug(
                 "transaction committed",
                 metadata: [
@@ -193,10 +182,10 @@ struct StoreLoop: @unchecked Sendable {
             let failure = describeStoreFailure(error, path: storePath)
             storeProblem.withLock { $0 = "the last store transaction failed: \(failure)" }
             for batch in batches {
-                ack(.retry(batch.header, reason: reason))
-                metrics.batch(device: batch.header.device, status: Ack.Status.retry.rawValue, reason: "\(error)")
+                refusals.tally.answer(device: batch.header.device, .retry(reason: "\(error)")) {
+                    ack(.retry(batch.header, reason: reason))
+                }
             }
-            statistics.withLock { $0.retriedBatches += batches.count }
             switch failures.failed(failure, kind: failureKind(error)) {
             case .log:
                 logger.error(
