@@ -73,8 +73,9 @@ public struct AggregatorHome: Hashable, Sendable {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AggregatorError(
-                .unavailable, "cannot create home directory \(directory.path): \(error.localizedDescription)")
+            let context = "cannot create home directory \(directory.path)"
+            throw AggregatorError(temporary: error, context: context)
+                ?? AggregatorError(.unavailable, "\(context): \(error.localizedDescription)")
         }
     }
 }

@@ -2,9 +2,12 @@ import Foundation
 import SystemSupport
 
 extension AggregatorError {
-    /// The aggregator's error for a failed system call: what failed, where, and the system's reason.
+    /// The aggregator's error for a failed system call: what failed, where, and the system's reason; `code` unless
+    /// the disk is full (``FailureClass``: `.temporary`).
     init(_ code: Code, _ error: SystemError) {
-        self.init(code, "cannot \(error.operation) \(error.path ?? ""): \(error.reason) (errno \(error.errno))")
+        let context = "cannot \(error.operation) \(error.path ?? "")"
+        self = AggregatorError(temporary: error, context: context)
+            ?? AggregatorError(code, "\(context): \(error.reason) (errno \(error.errno))")
     }
 }
 
@@ -24,14 +27,16 @@ enum AtomicFile {
     ///   - data: The new contents.
     ///   - url: The file to replace or create.
     ///   - mode: Permissions of the new file.
-    /// - Throws: ``AggregatorError`` naming the file.
+    /// - Throws: ``AggregatorError`` naming the file: `.temporary` (75) on a full disk (``FailureClass``), else
+    ///   `.other`.
     static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
         do {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try FileSystem.writeAtomically(data, to: url.path, mode: mode)
         } catch {
-            throw AggregatorError(.other, "cannot write \(url.path): \(error)")
+            let context = "cannot write \(url.path)"
+            throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.other, "\(context): \(error)")
         }
     }
 }

@@ -30,7 +30,10 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     package var reason: String { String(cString: strerror(errno)) }
 
     /// The disk (or the user's quota) is full: `ENOSPC` or `EDQUOT`, which callers report as "try again later".
-    package var isNoSpace: Bool { errno == ENOSPC || errno == EDQUOT }
+    package var isNoSpace: Bool { Self.isNoSpace(errno) }
+
+    /// Whether `code` is a full disk (or quota): `ENOSPC` or `EDQUOT`.
+    package static func isNoSpace(_ code: Int32) -> Bool { code == ENOSPC || code == EDQUOT }
 
     package var description: String {
         "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(errno))"

@@ -7,20 +7,6 @@ import Testing
     import Glibc
 #endif
 
-/// A real full file system: a small tmpfs, where this machine lets us mount one (as root).
-enum SmallFileSystem {
-    static func mount(at path: String, size: String) -> Bool {
-        Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(size)") == 0
-    }
-
-    static let available: Bool = {
-        guard let directory = try? TemporaryDirectory() else { return false }
-        guard mount(at: directory.url.path, size: "64k") else { return false }
-        umount(directory.url.path)
-        return true
-    }()
-}
-
 @Suite struct FullDiskTests {
     @Test(
         .enabled(if: SmallFileSystem.available, "needs permission to mount a tmpfs; the size-cap test covers refusal"))
@@ -28,7 +14,7 @@ enum SmallFileSystem {
         let directory = try TemporaryDirectory()
         let mountPoint = directory.url.path
         #expect(SmallFileSystem.mount(at: mountPoint, size: "256k"))
-        defer { umount(mountPoint) }
+        defer { SmallFileSystem.unmount(mountPoint) }
         let configuration = FileQueue.Configuration(segmentSize: 32 << 10)
         let queue = try FileQueue(directory: directory.queue, configuration: configuration)
         var stored = 0

@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 public import JetbridgeModel
 public import Logging
 
@@ -84,10 +83,10 @@ public enum AggregatorTools: Sendable {
         try AtomicFile.write(Data(text.utf8), to: url, mode: 0o644)
     }
 
+    /// The operator's error for a failed read or receipt write: `.temporary` for a full disk or a busy store
+    /// (``FailureClass``), else by what failed.
     private static func readError(_ error: any Error, path: String) -> AggregatorError {
-        if let error = error as? DatabaseError, [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
-            return AggregatorError(.temporary, "the store is busy; try again: \(error)")
-        }
+        if let temporary = AggregatorError(temporary: error, context: path) { return temporary }
         if let error = error as? PostgresStoreError {
             return AggregatorError(error.unreachable ? .unavailable : .other, error.message)
         }

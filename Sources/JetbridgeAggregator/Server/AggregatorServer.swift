@@ -76,8 +76,8 @@ public final class AggregatorServer: Service, Sendable {
     ///   - configuration: Settings after flags were applied.
     ///   - logger: Where the server logs.
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
-    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store, `.unavailable` when
-    ///   another `serve` holds the home's lock (``HomeLock``).
+    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store or a full disk,
+    ///   `.unavailable` when another `serve` holds the home's lock (``HomeLock``).
     public convenience init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
         try self.init(home: home, configuration: configuration, logger: logger, ackBounds: AckRoutes.Bounds())
     }
@@ -227,14 +227,12 @@ public final class AggregatorServer: Service, Sendable {
         }
     }
 
-    /// Turns a failure to open the store into the operator's error.
+    /// Turns a failure to open the store into the operator's error: `.temporary` for a full disk or a busy store
+    /// (``FailureClass``), else `.unavailable`.
     static func storeError(_ error: any Error, path: String) -> AggregatorError {
-        if let error = error as? DatabaseError,
-            [.SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL].contains(error.resultCode)
-        {
-            return AggregatorError(.temporary, "the store \(path) is busy or its disk is full; try again: \(error)")
-        }
-        return AggregatorError(.unavailable, "cannot open the store \(path): \(error)")
+        let context = "cannot open the store \(path)"
+        return AggregatorError(temporary: error, context: context)
+            ?? AggregatorError(.unavailable, "\(context): \(error)")
     }
 
     // MARK: Lifecycle

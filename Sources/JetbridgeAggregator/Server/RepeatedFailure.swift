@@ -1,9 +1,4 @@
 import Foundation
-import GRDB
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Keeps a failure that repeats (a full disk fails every checkpoint, every retried batch, every receipts refresh)
 /// from filling the log: the first occurrence is logged, the same failure again only as a count at most every
@@ -59,23 +54,16 @@ struct RepeatedFailure {
     }
 }
 
-/// Whether `error` is a full disk: SQLite's `SQLITE_FULL` or an `ENOSPC` from a file call.
-func isNoSpace(_ error: any Error) -> Bool {
-    if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL { return true }
-    if let error = error as? StoreError, error.errno == ENOSPC { return true }
-    let text = "\(error)"
-    return text.contains("No space left on device") || text.contains("database or disk is full")
-}
-
-/// `error` for people: a full disk says so and names the file it could not write.
-/// What makes two store failures the same one for ``RepeatedFailure``: a full disk is one, whatever file it hit.
+/// What makes two store failures the same one for ``RepeatedFailure``: a full disk (``FailureClass``) is one,
+/// whatever file it hit.
 func failureKind(_ error: any Error) -> String {
     // A PostgreSQL outage is one failure whatever each attempt saw (refused, reset, shutting down, backing off).
     if let error = error as? PostgresStoreError, error.unreachable { return "store unreachable" }
-    return isNoSpace(error) ? "no space left on device" : "\(error)"
+    return FailureClass(error) == .noSpace ? "no space left on device" : "\(error)"
 }
 
+/// `error` for people: a full disk (``FailureClass``) says so and names the file it could not write.
 func describeStoreFailure(_ error: any Error, path: String) -> String {
-    guard isNoSpace(error) else { return "\(error)" }
+    guard FailureClass(error) == .noSpace else { return "\(error)" }
     return "no space left on device for \(path) (\(error))"
 }

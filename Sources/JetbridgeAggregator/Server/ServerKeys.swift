@@ -34,7 +34,9 @@ public enum ServerKeys: Sendable {
             try manager.createDirectory(
                 at: home.keysDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AggregatorError(.other, "cannot create \(home.keysDirectory.path): \(error.localizedDescription)")
+            let context = "cannot create \(home.keysDirectory.path)"
+            throw AggregatorError(temporary: error, context: context)
+                ?? AggregatorError(.other, "\(context): \(error.localizedDescription)")
         }
         let keys: CurveKeyPair
         do { keys = try CurveKeyPair.generate() } catch {

@@ -83,6 +83,8 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
             do {
                 return try PostgresStore(url: url, logger: logger)
             } catch let error as PostgresStoreError {
+                let context = "cannot open the store \(location.redacted)"
+                if let temporary = AggregatorError(temporary: error, context: context) { throw temporary }
                 // 28P01/28000: a refused login is a configuration problem, not an outage.
                 let code: AggregatorError.Code =
                     error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .badConfiguration
