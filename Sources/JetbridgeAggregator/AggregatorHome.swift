@@ -1,6 +1,10 @@
 public import Foundation
 import SystemSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The aggregator's home directory and what lives in it:
 ///
 /// ```
@@ -10,7 +14,12 @@ import SystemSupport
 /// <home>/devices.json            the allow list: device id → public key
 /// <home>/jetbridge.sqlite        the store (key `store`)
 /// <home>/receipts/               receipts (key `receipts`)
+/// <home>/serve.lock              the running serve's lock (``HomeLock``)
+/// <home>/status.json             what `status` shows, while serve runs
 /// ```
+///
+/// The home is kept 0700 (``secure()``), and no file in it is written through a symbolic link (SystemSupport's
+/// `FileSystem.openFile`, `AtomicFile`, `StoreLocation.refuseLinks`): docs/AGGREGATOR.md, "Home".
 public struct AggregatorHome: Hashable, Sendable {
     /// The default home, relative to the working directory.
     public static let defaultPath = ".jetbridge/aggregator"
@@ -66,7 +75,7 @@ public struct AggregatorHome: Hashable, Sendable {
         return AggregatorConfiguration()
     }
 
-    /// Creates the home directory (owner-only, since it holds keys) if missing.
+    /// Creates the home directory (owner-only, since it holds keys) if missing, then applies ``secure()``.
     /// - Throws: ``AggregatorError``.
     public func create() throws {
         do {
@@ -76,6 +85,39 @@ public struct AggregatorHome: Hashable, Sendable {
             let context = "cannot create home directory \(directory.path)"
             throw AggregatorError(temporary: error, context: context)
                 ?? AggregatorError(.unavailable, "\(context): \(error.localizedDescription)")
+        }
+        try secure()
+    }
+
+    /// The home's permission rule, applied by every command that writes into the home before it writes: no one but
+    /// its owner may enter it.
+    ///
+    /// A home that group or others may enter, read or write (any of the mode bits 0077) is tightened to 0700 when the
+    /// user running the command owns it, as the agent tightens its home. A home owned by another user is not changed:
+    /// if group or others may write it, it is refused, since whoever can write it can plant a link where the ground
+    /// writes a file, or replace its allow list. A home that does not exist (yet), or is not a directory, is left to
+    /// the caller. The home's path itself may be a symbolic link: the operator chose it.
+    /// - Throws: ``AggregatorError``: `.badConfiguration` (65) for another user's home that group or others may
+    ///   write; `.other` when tightening fails.
+    public func secure() throws {
+        var info = stat()
+        guard stat(directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o077 != 0 else {
+            return
+        }
+        let mode = String(info.st_mode & 0o7777, radix: 8)
+        if info.st_uid == geteuid() {
+            do {
+                try syscall("restrict the permissions of", path: directory.path) { chmod(directory.path, 0o700) }
+            } catch {
+                throw AggregatorError(.other, error)
+            }
+        } else if info.st_mode & 0o022 != 0 {
+            throw AggregatorError(
+                .badConfiguration,
+                "the home \(directory.path) is writable by group or others (mode \(mode)) and owned by uid "
+                    + "\(info.st_uid), not by this user (uid \(geteuid())): whoever can write it can plant links or "
+                    + "replace the keys and the allow list there; have its owner run `chmod 700 \(directory.path)` "
+                    + "(and check what is in it), or run as its owner")
         }
     }
 }

@@ -1,13 +1,48 @@
 import Foundation
 import SystemSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension AggregatorError {
     /// The aggregator's error for a failed system call: what failed, where, and the system's reason; `code` unless
-    /// the disk is full (``FailureClass``: `.temporary`).
+    /// the disk is full (``FailureClass``: `.temporary`) or the call refused a symbolic link (``refusedLink(_:)``).
     init(_ code: Code, _ error: SystemError) {
+        if error.isRefusedLink {
+            self = .refusedLink(error.path ?? "")
+            return
+        }
         let context = "cannot \(error.operation) \(error.path ?? "")"
         self = AggregatorError(temporary: error, context: context)
             ?? AggregatorError(code, "\(context): \(error.reason) (errno \(error.errno))")
+    }
+
+    /// A symbolic link where the aggregator writes a file: `.cannotCreate` (73), naming it. The aggregator never
+    /// writes through a link (docs/AGGREGATOR.md, "Home"), so it stops before writing anything rather than replace
+    /// what someone put there.
+    static func refusedLink(_ path: String) -> AggregatorError {
+        AggregatorError(
+            .cannotCreate,
+            "\(path) is a symbolic link; jetbridge-aggregator never writes through a link where it keeps its files "
+                + "(one planted there could make it overwrite another file): see where it points and who put it "
+                + "there, then remove it (`rm \(path)`) and try again")
+    }
+}
+
+/// The rule for a file that holds a secret (the server's key, a PostgreSQL password): no permission for group or
+/// others, as ssh requires of a private key.
+enum SecretFile {
+    /// Why the file at `path` breaks the rule (its mode and the `chmod 600` that fixes it), or nil when it does not or
+    /// cannot be examined (the caller's read then says why). Follows a link to the file, as reading it does.
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - what: What it holds, for the message ("the ground's secret key").
+    static func exposure(_ path: String, holding what: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
+        return "\(path) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); \(what) "
+            + "must be private: run `chmod 600 \(path)`"
     }
 }
 
@@ -25,15 +60,20 @@ extension StoreError {
 enum AtomicFile {
     /// - Parameters:
     ///   - data: The new contents.
-    ///   - url: The file to replace or create.
+    ///   - url: The file to replace or create; a symbolic link there is refused (the rename would replace it, not
+    ///     follow it, but a link where the aggregator keeps a file was put there by someone, which the operator should
+    ///     know).
     ///   - mode: Permissions of the new file.
-    /// - Throws: ``AggregatorError`` naming the file: `.temporary` (75) on a full disk (``FailureClass``), else
-    ///   `.other`.
+    /// - Throws: ``AggregatorError`` naming the file: `.cannotCreate` (73) for a link, `.temporary` (75) on a full
+    ///   disk (``FailureClass``), else `.other`.
     static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
         do {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileSystem.refuseSymbolicLink(url.path)
             try FileSystem.writeAtomically(data, to: url.path, mode: mode)
+        } catch let error as SystemError where error.isRefusedLink {
+            throw AggregatorError.refusedLink(url.path)
         } catch {
             let context = "cannot write \(url.path)"
             throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.other, "\(context): \(error)")

@@ -21,15 +21,20 @@ public final class HomeLock: Sendable {
     private let state = Locked<Int32?>(nil)
 
     /// Takes the lock at once or throws.
+    ///
+    /// First the home's rule (``AggregatorHome/secure()``), and no symbolic link where `serve` writes its own files
+    /// (the lock and `status.json`), so that nothing is written before a planted link is found.
     /// - Parameter home: The home to lock (created if missing).
-    /// - Throws: ``AggregatorError`` `.unavailable` naming the home and the running holder's pid when another
-    ///   process holds it.
+    /// - Throws: ``AggregatorError``: `.unavailable` naming the home and the running holder's pid when another
+    ///   process holds it; `.cannotCreate` (73) for a link at the lock or the status file; what
+    ///   ``AggregatorHome/create()`` throws.
     public init(home: AggregatorHome) throws {
         try home.create()
         path = home.directory.appendingPathComponent(Self.fileName).path
         let fd: Int32
         do {
-            fd = try syscall("open the lock file", path: path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+            try FileSystem.refuseSymbolicLink(ServeStatus.url(in: home).path)
+            fd = try FileSystem.openFile(path, O_RDWR | O_CREAT, mode: 0o600, operation: "open the lock file")
         } catch {
             throw AggregatorError(.unavailable, error)
         }
@@ -41,8 +46,8 @@ public final class HomeLock: Sendable {
             throw AggregatorError(.unavailable, error)
         }
         guard locked else {
+            let holder = Self.readPID(fd).map { "(pid \($0)) " } ?? ""
             close(fd)
-            let holder = Self.readPID(path).map { "(pid \($0)) " } ?? ""
             throw AggregatorError(
                 .unavailable,
                 "another jetbridge-aggregator serve \(holder)is running on the home \(home.directory.path) "
@@ -64,25 +69,26 @@ public final class HomeLock: Sendable {
         close(fd)
     }
 
-    /// The pid of the `serve` that holds the home's lock, or nil when none does.
+    /// The pid of the `serve` that holds the home's lock, or nil when none does (nor when the lock file is a link:
+    /// no `serve` holds one).
     /// - Parameter home: The home to look at.
     public static func holder(of home: AggregatorHome) -> Int32? {
         let path = home.directory.appendingPathComponent(fileName).path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let fd = try? FileSystem.openFile(path, O_RDONLY) else { return nil }
         defer { close(fd) }
         // A shared lock is refused only while a `serve` holds the exclusive one.
         if (try? FileSystem.tryLock(fd, exclusive: false, path: path)) == true {
             flock(fd, LOCK_UN)
             return nil
         }
-        return readPID(path) ?? 0
+        return readPID(fd) ?? 0
     }
 
-    private static func readPID(_ path: String) -> Int32? {
-        guard let data = FileManager.default.contents(atPath: path),
-            let text = String(data: data, encoding: .utf8)
-        else { return nil }
+    /// The pid the lock file holds, read through the descriptor that was checked.
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0, let text = String(validating: bytes[..<count], as: UTF8.self) else { return nil }
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

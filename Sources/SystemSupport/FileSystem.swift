@@ -103,10 +103,46 @@ package enum FileSystem {
         }
     }
 
+    /// Opens `path` the one way every layer opens a file: `O_NOFOLLOW | O_CLOEXEC` added to `flags`.
+    ///
+    /// A symbolic link at `path` is refused, never followed: one planted in a directory another user could write
+    /// (`ln -s /etc/shadow <home>/serve.lock`) would otherwise turn a write by a privileged process into a write to
+    /// any file. Links in the directories above `path` are followed as usual (the operator chose that path).
+    /// `O_CLOEXEC` keeps the descriptor out of child processes.
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - flags: `O_RDONLY`, `O_RDWR | O_CREAT`, … without `O_NOFOLLOW` and `O_CLOEXEC`, which are added.
+    ///   - mode: Permissions of a file `O_CREAT` creates.
+    ///   - operation: What is attempted, for the error.
+    /// - Returns: The descriptor; the caller closes it.
+    /// - Throws: ``SystemError``, with ``SystemError/isRefusedLink`` for a link at `path`.
+    package static func openFile(
+        _ path: String, _ flags: Int32, mode: mode_t = 0o600, operation: String = "open"
+    ) throws(SystemError) -> Int32 {
+        do {
+            return try syscall(operation, path: path) { open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
+        } catch where error.errno == ELOOP {
+            // O_NOFOLLOW's refusal; ELOOP from the directories above is a real loop, reported as it is.
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK { throw .refusedLink(operation, path: path) }
+            throw error
+        }
+    }
+
+    /// Throws when `path` is a symbolic link; a missing path or any other file is fine. For files replaced by
+    /// `rename(2)`, which replaces a link rather than following it: refusing says that someone put a link where the
+    /// caller keeps its file, instead of silently replacing it.
+    /// - Throws: ``SystemError`` with ``SystemError/isRefusedLink``.
+    package static func refuseSymbolicLink(_ path: String, operation: String = "write") throws(SystemError) {
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK { throw .refusedLink(operation, path: path) }
+    }
+
     /// Writes `data` to a new file created with `mode` (so a secret is never readable by others, not even for a
-    /// moment) and fsyncs it; the file must not exist yet.
+    /// moment) and fsyncs it; the file must not exist yet, and a link at `path` is refused (`O_EXCL`,
+    /// ``openFile(_:_:mode:operation:)``).
     package static func writeNewFile(_ data: Data, to path: String, mode: mode_t) throws(SystemError) {
-        let fd = try syscall("open", path: path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+        let fd = try openFile(path, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
         var isOpen = true
         defer { if isOpen { close(fd) } }
         // Data's closure methods rethrow untyped errors, so the typed error travels out in a Result.

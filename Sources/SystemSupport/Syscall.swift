@@ -18,16 +18,30 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     package var offset: Int64?
     /// The C `errno`.
     package var errno: Int32
+    /// Whether the call refused to follow a symbolic link at ``path`` (``FileSystem/openFile(_:_:mode:operation:)``,
+    /// ``FileSystem/refuseSymbolicLink(_:operation:)``); ``errno`` is then `ELOOP`.
+    package var isRefusedLink: Bool
 
     package init(_ operation: String, path: String? = nil, offset: Int64? = nil, errno: Int32) {
         self.operation = operation
         self.path = path
         self.offset = offset
         self.errno = errno
+        self.isRefusedLink = false
     }
 
-    /// The system's text for ``errno`` (`strerror`).
-    package var reason: String { String(cString: strerror(errno)) }
+    /// A symbolic link found at `path` where the caller writes a file, refused rather than followed.
+    package static func refusedLink(_ operation: String, path: String) -> SystemError {
+        var error = SystemError(operation, path: path, errno: ELOOP)
+        error.isRefusedLink = true
+        return error
+    }
+
+    /// The system's text for ``errno`` (`strerror`); for a refused link, that it is one (`ELOOP`'s own text, "too many
+    /// levels of symbolic links", would not say so).
+    package var reason: String {
+        isRefusedLink ? "it is a symbolic link, which is not followed" : String(cString: strerror(errno))
+    }
 
     /// The disk (or the user's quota) is full: `ENOSPC` or `EDQUOT`, which callers report as "try again later".
     package var isNoSpace: Bool { Self.isNoSpace(errno) }

@@ -26,9 +26,13 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
               jetbridge-aggregator --home ground store migrate --store postgres://jetbridge@db:5432/jetbridge
 
             Exit codes (sysexits; the same as jetbridge-agent's for the same situation, docs/EXIT-CODES.md): \
-            0 done, 64 usage, 65 bad input data, 66 missing input file (--config, no key pair for serve), \
-            69 unavailable (no store yet, endpoint in use), 73 cannot create (a key pair exists without --force, --output \
-            into a missing directory), 75 try again later (store busy, disk full), 1 other failures.
+            0 done, 64 usage, 65 bad input data (also a home another user owns that others may write), 66 missing \
+            input file (--config, no key pair for serve), 69 unavailable (no store yet, endpoint in use), 73 cannot \
+            create (a key pair exists without --force, --output into a missing directory, a symbolic link where a \
+            file is written), 75 try again later (store busy, disk full), 1 other failures.
+
+            The home is kept 0700: one that group or others may enter is tightened when this user owns it, refused \
+            when another user owns it and others may write it. No file is ever written through a symbolic link.
             """,
         version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
         subcommands: [Serve.self, Status.self, Report.self, Receipts.self, StoreCommand.self, Keys.self, Devices.self])

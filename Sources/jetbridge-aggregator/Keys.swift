@@ -74,6 +74,7 @@ struct Devices: ParsableCommand {
             guard list.revoke(device: device) else {
                 throw AggregatorError(.badConfiguration, "device '\(device)' is not on the allow list")
             }
+            try home.secure()
             try list.save(to: home.devicesFile)
             print("revoked \(device)")
         }

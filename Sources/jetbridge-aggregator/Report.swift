@@ -25,7 +25,8 @@ struct Report: ParsableCommand {
             one row with its error; the other flights print. --store reads another store, such as the PostgreSQL \
             database several aggregators share (from any host). Exit codes: 0 done, 64 usage, 69 no store yet or \
             PostgreSQL unreachable, \
-            73 --output into a directory that does not exist, 75 the store is busy, 1 other failures.
+            73 --output into a directory that does not exist or onto a symbolic link (or a link at the SQLite \
+            store), 75 the store is busy, 1 other failures.
             """)
 
     @OptionGroup var global: GlobalOptions

@@ -37,8 +37,13 @@ struct StoreCommand: ParsableCommand {
                   jetbridge-aggregator store migrate
                   jetbridge-aggregator store migrate --store postgres://jetbridge@db.example:5432/jetbridge
 
-                Exit codes: 0 done, 65 bad store URL or login refused, 69 PostgreSQL unreachable, 75 the store is \
-                busy, 1 other failures.
+                In the URL, the user and the password are percent-encoded, decoded once as libpq does: write % as \
+                %25, @ as %40, : as %3A, / as %2F (better: PGPASSWORD, or ?password_file=PATH, a file only its \
+                owner may read).
+
+                Exit codes: 0 done, 65 bad store URL, login refused, a password file others may read or a SQLite \
+                store in a directory others may write, 69 PostgreSQL unreachable, 73 a symbolic link at the SQLite \
+                store (or its -wal, -shm, -journal), 75 the store is busy, 1 other failures.
                 """)
 
         @OptionGroup var global: GlobalOptions

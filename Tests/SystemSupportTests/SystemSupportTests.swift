@@ -66,6 +66,30 @@ struct SystemSupportTests {
         }
     }
 
+    @Test func openFileRefusesALinkAndLeavesItsTargetAlone() throws {
+        try withTemporaryDirectory { directory in
+            let target = directory + "/target"
+            try Data("kept".utf8).write(to: URL(fileURLWithPath: target))
+            let link = directory + "/serve.lock"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            let error = #expect(throws: SystemError.self) {
+                _ = try FileSystem.openFile(link, O_RDWR | O_CREAT | O_TRUNC)
+            }
+            #expect(error?.isRefusedLink == true)
+            let reason = "it is a symbolic link, which is not followed"
+            #expect(error?.description == "open \(link) failed: \(reason) (errno \(ELOOP))")
+            #expect(throws: SystemError.self) { try FileSystem.refuseSymbolicLink(link) }
+            #expect(FileManager.default.contents(atPath: target) == Data("kept".utf8))
+            // A file, a missing name and a link in the directories above are fine.
+            try FileSystem.refuseSymbolicLink(target)
+            try FileSystem.refuseSymbolicLink(directory + "/missing")
+            try FileManager.default.createSymbolicLink(atPath: directory + "/above", withDestinationPath: directory)
+            let fd = try FileSystem.openFile(directory + "/above/target", O_RDONLY)
+            #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0)
+            close(fd)
+        }
+    }
+
     @Test func makeDirectoriesCreatesMissingParentsOwnerOnly() throws {
         try withTemporaryDirectory { directory in
             try FileSystem.makeDirectories(directory + "/a/b/c")

@@ -12,7 +12,9 @@ public enum AggregatorTools: Sendable {
     public static func openStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws
         -> any StoreEngine
     {
-        try StoreLocation(configuration.store, home: home).open(create: false, logger: logger)
+        // It opens SQLite read-write (and may write receipts next): the home's rule first.
+        try home.secure()
+        return try StoreLocation(configuration.store, home: home).open(create: false, logger: logger)
     }
 
     /// `store migrate`: opens (SQLite: creates) the store, which applies the migrations it lacks, and returns what
@@ -21,6 +23,7 @@ public enum AggregatorTools: Sendable {
     public static func migrateStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger)
         throws -> String
     {
+        try home.secure()
         let location = try StoreLocation(configuration.store, home: home)
         let store = try location.open(create: true, logger: logger)
         defer { try? store.close() }

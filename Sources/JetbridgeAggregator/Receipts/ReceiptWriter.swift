@@ -211,10 +211,10 @@ public struct ReceiptWriter: Sendable {
         return true
     }
 
-    /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no.
+    /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no, and so is a link
+    /// (the rename that follows replaces it).
     static func holds(_ bytes: [UInt8], path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard let fd = try? FileSystem.openFile(path, O_RDONLY) else { return false }
         defer { _ = close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == bytes.count

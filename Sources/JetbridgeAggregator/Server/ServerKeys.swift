@@ -72,13 +72,9 @@ public enum ServerKeys: Sendable {
         }
         let secret = try readKeyFile(secretPath, other: publicPath, exists: hasSecret)
         let public_ = try readKeyFile(publicPath, other: secretPath, exists: hasPublic)
-        // After the read, so that a link or a directory got its own message first; stat follows a link to the file.
-        var info = stat()
-        if stat(secretPath, &info) == 0, info.st_mode & 0o077 != 0 {
-            throw AggregatorError(
-                .badConfiguration,
-                "\(secretPath) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); the "
-                    + "ground's secret key must be private: run `chmod 600 \(secretPath)` and start serve again")
+        // After the read, so that a link or a directory got its own message first.
+        if let exposure = SecretFile.exposure(secretPath, holding: "the ground's secret key") {
+            throw AggregatorError(.badConfiguration, exposure + " and start serve again")
         }
         let secretText = secret.trimmingCharacters(in: .whitespacesAndNewlines)
         let publicText = public_.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -3,9 +3,10 @@ public import Foundation
 /// Where a PostgreSQL store is: `postgres://user[:password]@host[:port]/database` (also `postgresql://`), or a
 /// Unix socket with `?host=/socket/dir` (and no host before the path).
 ///
-/// The password comes from the URL, else the `PGPASSWORD` environment variable, else the file named by
-/// `?password_file=PATH` (its first line). It is never part of ``description``, logs or errors: those show
-/// ``redacted``.
+/// The user, password and database are percent-decoded exactly once, as libpq does: `%41` is `A`, and a `%` is
+/// written `%25` (`@` `%40`, `:` `%3A`, `/` `%2F`). The password comes from the URL, else the `PGPASSWORD` environment
+/// variable, else the file named by `?password_file=PATH` (its first line; refused when group or others may read
+/// it, as `server.key` is). It is never part of ``description``, logs or errors: those show ``redacted``.
 public struct PostgresLocation: Sendable, CustomStringConvertible {
     public var user: String
     var password: String?
@@ -19,37 +20,51 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - url: The URL.
     ///   - environment: Where `PGPASSWORD` is looked up.
-    /// - Throws: ``PostgresStoreError`` saying what is wrong with the URL (shown without its password).
+    /// - Throws: ``PostgresStoreError`` saying what is wrong with the URL (shown without its password), or with the
+    ///   password file (missing, unreadable, or accessible to group or others).
     public init(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         guard let components = URLComponents(string: url),
             let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
         else {
             throw PostgresStoreError(
-                "store URL '\(Self.redact(url))' is not a postgres://user@host:port/database URL")
+                "store URL '\(Self.redact(url))' is not a postgres://user@host:port/database URL (in the user and "
+                    + "the password, write % as %25, @ as %40, : as %3A and / as %2F)")
         }
         let shown = Self.redact(url)
-        guard let user = components.user, !user.isEmpty else {
+        // The percent-encoded parts, decoded once here: URLComponents' `user`, `password` and `path` are already
+        // decoded, and decoding those again turned a password's `%2541` into `A`.
+        func decoded(_ part: String, _ what: String) throws -> String {
+            guard let text = part.removingPercentEncoding else {
+                throw PostgresStoreError(
+                    "store URL '\(shown)': the \(what) is not valid percent-encoded UTF-8 (write % as %25)")
+            }
+            return text
+        }
+        guard let encodedUser = components.percentEncodedUser, !encodedUser.isEmpty else {
             throw PostgresStoreError("store URL '\(shown)' names no user (postgres://USER@host:port/database)")
         }
-        let database = String(components.path.drop { $0 == "/" })
-        guard !database.isEmpty, !database.contains("/") else {
+        let encodedDatabase = String(components.percentEncodedPath.drop { $0 == "/" })
+        guard !encodedDatabase.isEmpty, !encodedDatabase.contains("/") else {
             throw PostgresStoreError("store URL '\(shown)' names no database (postgres://user@host:port/DATABASE)")
         }
         let query = Dictionary(
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        self.user = user.removingPercentEncoding ?? user
-        self.database = database.removingPercentEncoding ?? database
+        self.user = try decoded(encodedUser, "user")
+        self.database = try decoded(encodedDatabase, "database")
         host = components.host.flatMap { $0.isEmpty ? nil : $0 }
         port = components.port ?? 5432
         socketDirectory = query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
         guard host != nil || socketDirectory != nil else {
             throw PostgresStoreError("store URL '\(shown)' names no host (nor ?host=/socket/directory)")
         }
-        if let password = components.password {
-            self.password = password.removingPercentEncoding ?? password
+        if let password = components.percentEncodedPassword {
+            self.password = try decoded(password, "password")
         } else if let password = environment["PGPASSWORD"] {
             self.password = password
         } else if let file = query["password_file"] {
+            if let exposure = SecretFile.exposure(file, holding: "a database password") {
+                throw PostgresStoreError("the password file of store '\(shown)': \(exposure)")
+            }
             do {
                 let text = try String(contentsOfFile: file, encoding: .utf8)
                 self.password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
@@ -79,7 +94,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             else { return url }
             return String(url[..<colon.upperBound]) + "***" + String(url[at.lowerBound...])
         }
-        if components.password != nil { components.password = "***" }
+        // The encoded form: `password` is nil for one that does not decode, which would then be shown.
+        if components.percentEncodedPassword != nil { components.percentEncodedPassword = "***" }
         if let items = components.queryItems {
             components.queryItems = items.map { $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0 }
         }

@@ -1,6 +1,7 @@
 public import Foundation
 public import JetbridgeModel
 public import JetbridgeProtocol
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -185,9 +186,13 @@ extension AggregatorStore: StoreEngine {
 /// removed.
 func probeWritable(nextTo path: String) -> String? {
     let probe = (path as NSString).deletingLastPathComponent + "/.space-probe"
+    // A new file each time (a leftover is removed first, O_EXCL), never one a link or a hard link at the name leads to.
+    unlink(probe)
     defer { unlink(probe) }
-    let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    guard fd >= 0 else { return "cannot create a file next to the store \(path): \(String(cString: strerror(errno)))" }
+    let fd: Int32
+    do { fd = try FileSystem.openFile(probe, O_WRONLY | O_CREAT | O_EXCL) } catch {
+        return "cannot create a file next to the store \(path): \(error.reason)"
+    }
     defer { close(fd) }
     let bytes = [UInt8](repeating: 0, count: 64 << 10)
     guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {

@@ -1,5 +1,10 @@
 public import Foundation
 public import Logging
+import SystemSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Which store the aggregator uses, from the `store` configuration key or the `--store` flag: a `postgres://` (or
 /// `postgresql://`) URL names a shared PostgreSQL database (scale-out); anything else is the SQLite file, relative to
@@ -64,6 +69,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     public func open(create: Bool, logger: Logger) throws -> any StoreEngine {
         switch self {
         case .sqlite(let url):
+            try Self.refuseLinks(at: url)
             if !create {
                 guard FileManager.default.fileExists(atPath: url.path) else {
                     throw AggregatorError(
@@ -75,6 +81,11 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                     try FileManager.default.createDirectory(
                         at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 }
+            } catch {
+                throw AggregatorServer.storeError(error, path: url.path)
+            }
+            try Self.refuseOpenDirectory(of: url)
+            do {
                 return try AggregatorStore(path: url.path, logger: logger)
             } catch {
                 throw AggregatorServer.storeError(error, path: url.path)
@@ -95,5 +106,43 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                 throw AggregatorError(.unavailable, "cannot open the store \(location.redacted): \(error)")
             }
         }
+    }
+
+    /// The files SQLite keeps for the store at `url`: the database, then its write-ahead log, shared memory and
+    /// rollback journal.
+    static func sqliteFiles(_ url: URL) -> [String] {
+        ["", "-wal", "-shm", "-journal"].map { url.path + $0 }
+    }
+
+    /// Refuses a symbolic link at the store or its side files, before SQLite opens any.
+    ///
+    /// SQLite opens its `-wal`, `-shm` and `-journal` with `O_NOFOLLOW` itself (failing with a bare "unable to open
+    /// database file"), but it resolves a link at the database file and opens its target: a new store is then
+    /// written into an empty file the link names. GRDB does not pass `SQLITE_OPEN_NOFOLLOW` (its open flags are not
+    /// configurable), and that flag refuses a link anywhere in the path, the home's own directories included, so
+    /// the check is made here.
+    /// - Throws: ``AggregatorError`` `.cannotCreate` (73) naming the link.
+    static func refuseLinks(at url: URL) throws {
+        for path in sqliteFiles(url) {
+            do { try FileSystem.refuseSymbolicLink(path, operation: "open the store") } catch {
+                throw AggregatorError.refusedLink(path)
+            }
+        }
+    }
+
+    /// Refuses a store whose directory group or others may write: anyone who can write there can put a link at the
+    /// store's name between ``refuseLinks(at:)`` and SQLite's open. The home is made 0700 by
+    /// ``AggregatorHome/secure()`` before; a store elsewhere must be in a directory as private.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` (65) naming the directory and its mode.
+    static func refuseOpenDirectory(of url: URL) throws {
+        let directory = url.deletingLastPathComponent().path
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_mode & 0o022 != 0 else { return }
+        throw AggregatorError(
+            .badConfiguration,
+            "the store's directory \(directory) is writable by group or others (mode "
+                + "\(String(info.st_mode & 0o7777, radix: 8))): another user could put a link at the store's name "
+                + "there and have SQLite write into the file it names; keep the store in a directory only this user "
+                + "can write (the home is one), or run `chmod go-w \(directory)`")
     }
 }
