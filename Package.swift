@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-aggregator",
             dependencies: [
-                "JetbridgeAggregator", "JetbridgeOperations",
+                "JetbridgeAggregator", "JetbridgeOperations", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

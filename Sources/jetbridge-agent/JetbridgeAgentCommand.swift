@@ -4,6 +4,7 @@ import JetbridgeAgent
 import JetbridgeModel
 import JetbridgeOperations
 import Logging
+import SystemSupport
 
 /// `jetbridge-agent`: capture sales and bag scans on a device, and (later) sync them to the ground.
 @main
@@ -36,6 +37,8 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
     /// Parses, runs, and turns an ``AgentError`` into its message on standard error and its exit code;
     /// argument-parser handles its own errors (usage: 64) and `--help`.
     static func main() async {
+        // A crash (or a fatal signal from outside) ends the process after its backtrace: `sync` is long-running.
+        FatalSignals.install(program: "jetbridge-agent")
         suggestSubcommand(Array(CommandLine.arguments.dropFirst()))
         do {
             var command = try parseAsRoot()

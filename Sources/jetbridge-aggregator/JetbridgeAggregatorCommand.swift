@@ -4,6 +4,7 @@ import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeOperations
 import Logging
+import SystemSupport
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
 @main
@@ -39,6 +40,8 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
 
     /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
     static func main() async {
+        // A crash (or a fatal signal from outside) ends the process after its backtrace, so a supervisor restarts it.
+        FatalSignals.install(program: "jetbridge-aggregator")
         // Everything the ground writes (store, receipts, allow list, reports) is private to its account, like the
         // agent's files (DESIGN: captured data is private): 0600 files, 0700 directories, whatever the caller's umask.
         umask(0o077)
