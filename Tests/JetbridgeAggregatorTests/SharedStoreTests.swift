@@ -8,6 +8,9 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Shared-store mode with real processes: `jetbridge-aggregator serve --store postgres://…` twice on one database,
 /// devices on raw ZeroMQ sockets, PostgreSQL stopped and started under a sync, and the operator commands
@@ -164,6 +167,41 @@ struct SharedStoreTests {
             // Each seat's receipt totals revision 3 of its orders: 3 Chips at 300 each.
             #expect(receipts.map(\.total).reduce(0, +) == 80 * 900)
         }
+    }
+
+    /// A scrape of `/metrics` in shared-store mode (issue 23 item 1): rendering it asked PostgreSQL for the receipts
+    /// backlog and waited on a future on the metrics server's event loop, which SwiftNIO traps (SIGILL on the first
+    /// scrape, what the shipped shared-store unit runs). Now the status thread reads it and the scrape shows that.
+    @Test func scrapingMetricsOnAPostgreSQLStoreAnswersAndServeKeepsRunning() async throws {
+        let database = try TestPostgres.freshDatabase()
+        defer { database.drop() }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let serve = try await ServeProcess(store: database.url, in: fixture.directory, name: "a", metrics: true)
+        let endpoint = try #require(serve.metricsEndpoint)
+        let ack = try await onOwnThread {
+            let device = try RawDevice(id: "cart-1", to: serve)
+            defer { device.close() }
+            try device.send(try outgoing("cart-1", 1, (0..<5).map { order($0, seat: "\($0 + 1)C") }))
+            return try Self.ack(device, "5 orders")
+        }
+        #expect(ack.status == .stored)
+        let url = try #require(URL(string: "http://\(endpoint)/metrics"))
+        // Scraped until the status thread's reading of the receipts backlog shows (within 2 s of the start).
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            let (data, response) = try await URLSession.shared.data(from: url)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            text = String(decoding: data, as: UTF8.self)
+            if MetricsTests.sample(text, "jetbridge_receipts_pending") != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline && serve.process.isRunning
+        #expect(text.contains("jetbridge_batches_total"))
+        #expect(MetricsTests.sample(text, "jetbridge_receipts_pending") != nil)
+        #expect(serve.process.isRunning, "serve died on a scrape: \(serve.logText.suffix(2_000))")
+        try await serve.stop()
+        #expect(serve.process.terminationStatus == 0)
     }
 
     @Test func aPostgreSQLRestartDuringASyncCostsRetriesOnlyAndTheTotalsAreExact() async throws {

@@ -22,11 +22,12 @@ extension AggregatorServer {
         return nil
     }
 
-    /// The Prometheus text exposition of this server's metrics, sampled now.
+    /// The Prometheus text exposition of this server's metrics, sampled now; never calls the store (it runs on the
+    /// metrics server's event loop): the receipts backlog is the status thread's last reading.
     public func metricsText() -> String {
         metrics.exposition(
             queueDepth: queue.depth, acksHeld: acksHeld.withLock { $0 },
-            receiptsPending: try? store.dirtyReceiptCount())
+            receiptsPending: receiptsPending.withLock { $0 })
     }
 
     /// Answers one HTTP request on the metrics endpoint.

@@ -16,7 +16,7 @@ extension AggregatorServer {
             endpoints: .init(data: dataEndpoint, acks: acksEndpoint, metrics: metricsEndpoint),
             store: storeLocation.description, receipts: home.resolve(configuration.receipts).path,
             notReady: readiness(), batchesQueued: queue.depth, acksHeld: acksHeld.withLock { $0 },
-            lastCommitAt: seen.lastCommitAt, receiptsPending: try? store.dirtyReceiptCount(),
+            lastCommitAt: seen.lastCommitAt, receiptsPending: receiptsPending.withLock { $0 },
             totals: .init(
                 storedBatches: statistics.storedBatches, storedRecords: statistics.storedRecords,
                 newRecords: statistics.newRecords, duplicateRecords: statistics.duplicateRecords,
@@ -29,11 +29,14 @@ extension AggregatorServer {
             })
     }
 
-    /// The status thread: rewrites `<home>/status.json` every ``ServeStatus/writeInterval`` until a stop begins.
+    /// The status thread: reads the receipts backlog from the store and rewrites `<home>/status.json` every
+    /// ``ServeStatus/writeInterval`` until a stop begins.
     func runStatusWriter() {
         let url = ServeStatus.url(in: home)
         var failedBefore = false
         while !stopRequested {
+            // The one store reading `status` and `/metrics` show, taken here on a thread of its own.
+            if let pending = try? store.dirtyReceiptCount() { receiptsPending.withLock { $0 = pending } }
             do {
                 try AtomicFile.write(try currentStatus().json(), to: url, mode: 0o600)
                 failedBefore = false

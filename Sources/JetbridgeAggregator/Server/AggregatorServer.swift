@@ -58,6 +58,10 @@ public final class AggregatorServer: Service, Sendable {
     let storeProblem = Locked<String?>(nil)
     /// Acks the network thread holds for want of a route.
     let acksHeld = Locked(0)
+    /// Seats whose receipts are behind, as the status thread last read them from the store (nil until it could):
+    /// `/metrics` and `status` show this value. Nothing on the metrics server's event loop may call the store:
+    /// PostgreSQL's calls wait on a future, which SwiftNIO forbids on an event loop (a scrape crashed `serve`).
+    let receiptsPending = Locked<Int?>(nil)
     /// The bounds on ack routes and held acks (``AckRoutes``).
     let ackBounds: AckRoutes.Bounds
     let startedAt = Date()
