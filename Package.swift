@@ -118,10 +118,24 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The store: the rules, the SQLite and PostgreSQL engines behind StoreReader/StoreWriter, the report models.
+        // No networking of its own and no command line: the aggregator, its commands and the benchmarks use it.
+        .target(
+            name: "JetbridgeStore",
+            dependencies: [
+                "JetbridgeModel", "JetbridgeProtocol", "SystemSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
-                "JetbridgeModel", "JetbridgeProtocol", "ZeroMQ", "JetbridgeOperations",
+                "JetbridgeModel", "JetbridgeProtocol", "JetbridgeStore", "ZeroMQ", "JetbridgeOperations",
                 "SystemSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -138,7 +152,7 @@ let package = Package(
         .testTarget(
             name: "JetbridgeAggregatorTests",
             dependencies: [
-                "JetbridgeAggregator", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
+                "JetbridgeAggregator", "JetbridgeStore", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
                 "JetbridgeOperations", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "store-benchmark",
             dependencies: [
-                "BenchmarkSupport", "JetbridgeAggregator", "JetbridgeModel",
+                "BenchmarkSupport", "JetbridgeStore", "JetbridgeModel",
                 .product(name: "Logging", package: "swift-log"),
                 "JetbridgeProtocol", "MessagePack",
                 // --postgres: databases created and dropped, and the COPY floor (postgres-nio's copyFrom).

@@ -1,5 +1,5 @@
 // Store benchmark: 1,000,000 records (half orders, half scans, random UUIDs, 10 devices × 100,000) through
-// AggregatorStore.apply in batches of 1,000, 20 batches per transaction; then the same rows inserted with the sqlite3
+// SQLiteStore.apply in batches of 1,000, 20 batches per transaction; then the same rows inserted with the sqlite3
 // C API in ONE transaction (the floor the store is measured against). Only store calls are timed; generating records
 // is not.
 //
@@ -13,7 +13,7 @@
 
 import BenchmarkSupport
 import Foundation
-import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeTestKit
@@ -107,7 +107,7 @@ var storeSeconds = 0.0
 var storeCPU = 0.0
 var storeRSS = ""
 do {
-    let store = try AggregatorStore(
+    let store = try SQLiteStore(
         path: directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "store-benchmark"))
     var rng = SplitMix(state: 42)
     var new = 0

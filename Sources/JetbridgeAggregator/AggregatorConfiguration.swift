@@ -1,6 +1,7 @@
 public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeStore
 
 /// The aggregator's settings: built-in defaults that work on one machine, overridden by `aggregator.json`,
 /// overridden by command-line flags.
@@ -14,7 +15,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     /// Where the ack socket (`ROUTER`) binds.
     public var acksEndpoint = WireProtocol.defaultAcksEndpoint
     /// The SQLite file, relative to home unless absolute.
-    public var store = AggregatorStore.fileName
+    public var store = SQLiteStore.fileName
     /// The receipts directory, relative to home unless absolute.
     public var receipts = "receipts"
     /// Plaintext instead of CURVE: development only.

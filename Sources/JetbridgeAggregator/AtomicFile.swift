@@ -1,5 +1,6 @@
 import Foundation
 import SystemSupport
+import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc
@@ -27,22 +28,6 @@ extension AggregatorError {
             "\(path) is a symbolic link; jetbridge-aggregator never writes through a link where it keeps its files "
                 + "(one planted there could make it overwrite another file): see where it points and who put it "
                 + "there, then remove it (`rm \(path)`) and try again")
-    }
-}
-
-/// The rule for a file that holds a secret (the server's key, a PostgreSQL password): no permission for group or
-/// others, as ssh requires of a private key.
-enum SecretFile {
-    /// Why the file at `path` breaks the rule (its mode and the `chmod 600` that fixes it), or nil when it does not or
-    /// cannot be examined (the caller's read then says why). Follows a link to the file, as reading it does.
-    /// - Parameters:
-    ///   - path: The file.
-    ///   - what: What it holds, for the message ("the ground's secret key").
-    static func exposure(_ path: String, holding what: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
-        return "\(path) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); \(what) "
-            + "must be private: run `chmod 600 \(path)`"
     }
 }
 

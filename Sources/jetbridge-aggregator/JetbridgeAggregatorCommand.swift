@@ -5,6 +5,7 @@ import JetbridgeModel
 import JetbridgeOperations
 import Logging
 import SystemSupport
+import JetbridgeStore
 
 /// `jetbridge-aggregator`: the ground side of Jetbridge. Real work lives in JetbridgeAggregator.
 @main

@@ -3,6 +3,7 @@ import Foundation
 public import JetbridgeAggregator
 import JetbridgeModel
 import Logging
+import JetbridgeStore
 
 extension ReportKind: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import JetbridgeAggregator
+import JetbridgeStore
 
 /// The held-ack bookkeeping on its own (issue 17: an ack for a connected device is never dropped for want of a route).
 @Suite("AckRoutes")

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeProtocol
 import JetbridgeTestKit
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import Testing
 
 /// `aggregator.json`: an unknown key is an error that names it (docs/AGGREGATOR.md), the same key on every run.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeModel
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
@@ -38,8 +39,8 @@ struct CrashTests {
     /// acks after its commit. Runs only inside the process the test below starts.
     @Test(.enabled(if: childDirectory != nil)) func crashChild() throws {
         let directory = URL(fileURLWithPath: Self.childDirectory!)
-        let store = try AggregatorStore(
-            path: directory.appendingPathComponent(AggregatorStore.fileName).path, logger: Logger(label: "crash-child"))
+        let store = try SQLiteStore(
+            path: directory.appendingPathComponent(SQLiteStore.fileName).path, logger: Logger(label: "crash-child"))
         var transaction = 0
         while true {
             _ = try store.apply(Self.batches(transaction: transaction))

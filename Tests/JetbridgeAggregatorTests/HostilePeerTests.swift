@@ -6,6 +6,7 @@ import Testing
 import ZeroMQ
 
 @testable import JetbridgeAggregator
+import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 
 @testable import JetbridgeAggregator
+@testable import JetbridgeStore
 
 /// `HotStatement` binds through the SQLite C API; a bind SQLite refuses must throw rather than leave the previous
 /// record's value bound for the next step.

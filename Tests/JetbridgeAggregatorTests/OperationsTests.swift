@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeOperations
 import JetbridgeProtocol
 import JetbridgeTestKit

@@ -3,6 +3,7 @@ import JetbridgeTestKit
 import Testing
 
 @testable import JetbridgeAggregator
+@testable import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc

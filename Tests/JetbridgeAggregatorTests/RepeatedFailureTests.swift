@@ -1,5 +1,6 @@
 import Foundation
 @testable import JetbridgeAggregator
+import JetbridgeStore
 import Testing
 
 /// A failure that repeats (a full disk) is logged once, then as a count at most every 30 s; a success after it once.

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
@@ -299,8 +300,8 @@ struct SharedStoreTests {
         let refreshed = fixture.directory.appendingPathComponent("refreshed")
         try await onOwnThread {
             try FileManager.default.createDirectory(at: sqliteHome, withIntermediateDirectories: true)
-            let sqlite = try AggregatorStore(
-                path: sqliteHome.appendingPathComponent(AggregatorStore.fileName).path, logger: Self.logger)
+            let sqlite = try SQLiteStore(
+                path: sqliteHome.appendingPathComponent(SQLiteStore.fileName).path, logger: Self.logger)
             defer { try? sqlite.close() }
             let postgres = try PostgresStore(url: database.url, logger: Self.logger)
             defer { try? postgres.close() }

@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeAggregator
+import JetbridgeStore
 import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeTestKit
@@ -36,15 +37,15 @@ func batch(_ device: String, _ first: UInt64, _ records: [Record]) -> IncomingBa
 /// A per-test directory and a store in it; the directory is removed when the test's `defer` calls `remove()`.
 struct Fixture {
     let directory: URL
-    var storePath: String { directory.appendingPathComponent(AggregatorStore.fileName).path }
+    var storePath: String { directory.appendingPathComponent(SQLiteStore.fileName).path }
     var receipts: URL { directory.appendingPathComponent("receipts") }
 
     init() throws {
         directory = try TemporaryDirectory.create(prefix: "JetbridgeAggregatorTests")
     }
 
-    func open() throws -> AggregatorStore {
-        try AggregatorStore(path: storePath, logger: Logger(label: "test"))
+    func open() throws -> SQLiteStore {
+        try SQLiteStore(path: storePath, logger: Logger(label: "test"))
     }
 
     func writer() -> ReceiptWriter { ReceiptWriter(directory: receipts, logger: Logger(label: "test")) }

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeOperations
 import JetbridgeProtocol
 import Logging
+import JetbridgeStore
 import SystemSupport
 
 extension AggregatorServer {

@@ -1,6 +1,7 @@
 public import Foundation
 public import JetbridgeModel
 public import Logging
+public import JetbridgeStore
 
 /// The aggregator's one-shot commands (`report`, `receipts rebuild`), kept out of the executable so it stays thin.
 public enum AggregatorTools: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SystemSupport
+import JetbridgeStore
 
 /// The receipts thread: rewrites the receipts of seats the store marked, off the ack path, after commits; once at
 /// start-up (repairing what a crash left behind) and once more at shutdown, where it stops after at most one group

@@ -2,6 +2,7 @@ public import Foundation
 public import JetbridgeModel
 public import Logging
 import SystemSupport
+public import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 public import Foundation
 import JetbridgeModel
+public import JetbridgeStore
 
 /// How a report is printed.
 public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
@@ -23,7 +24,7 @@ public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
 public struct ReportRenderer: Sendable {
     /// When the report was made, stated on the HTML page.
     public var generatedAt: Date?
-    /// When the data was last committed (``AggregatorStore/lastCommit()``), stated on the HTML page.
+    /// When the data was last committed (``SQLiteStore/lastCommit()``), stated on the HTML page.
     public var lastCommit: Date?
 
     /// - Parameters:
@@ -37,7 +38,7 @@ public struct ReportRenderer: Sendable {
     /// Renders one report.
     ///
     /// - Parameters:
-    ///   - report: The report's data, from ``AggregatorStore/report(_:flight:)``.
+    ///   - report: The report's data, from ``SQLiteStore/report(_:flight:)``.
     ///   - format: The output format.
     /// - Returns: The text, ending in a newline.
     public func render(_ report: Report, as format: ReportFormat) -> String {

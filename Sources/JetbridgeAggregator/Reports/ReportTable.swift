@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import JetbridgeStore
 
 /// A report laid out as rows and columns, shared by the table, CSV and HTML renderings.
 struct ReportTable {

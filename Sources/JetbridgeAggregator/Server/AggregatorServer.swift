@@ -5,6 +5,7 @@ public import Logging
 public import ServiceLifecycle
 import ZeroMQ
 import SystemSupport
+public import JetbridgeStore
 
 /// `jetbridge-aggregator serve`: receives batches on the data socket, stores them, acks them on the ack socket.
 ///

@@ -2,6 +2,7 @@ import JetbridgeModel
 import JetbridgeProtocol
 import Logging
 import SystemSupport
+import JetbridgeStore
 
 /// The one path a refused batch takes, whichever thread refuses it: the network thread on decoding (a bad header,
 /// record or device) or the store thread on a rule that needs the store (another device's order, a flight's second

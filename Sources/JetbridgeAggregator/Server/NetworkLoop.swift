@@ -4,6 +4,7 @@ import JetbridgeProtocol
 import Logging
 import ZeroMQ
 import SystemSupport
+import JetbridgeStore
 
 /// The network thread: owns the data `PULL`, the ack `ROUTER` and the inproc `PULL` from the store thread, and the
 /// state only it touches (the ack routes and held acks, the admitted keys, the per-device limiter).

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeStore
 
 /// Keeps a failure that repeats (a full disk fails every checkpoint, every retried batch, every receipts refresh)
 /// from filling the log: the first occurrence is logged, the same failure again only as a count at most every

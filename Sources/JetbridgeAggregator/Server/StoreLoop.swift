@@ -3,6 +3,7 @@ import JetbridgeProtocol
 import Logging
 import ZeroMQ
 import SystemSupport
+import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc

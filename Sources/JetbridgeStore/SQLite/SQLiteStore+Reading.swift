@@ -2,7 +2,7 @@ import Foundation
 internal import GRDB
 public import JetbridgeModel
 
-extension AggregatorStore {
+extension SQLiteStore {
     /// Every bag, merged from its scans by JetbridgeModel's ``BagState``, sorted by flight, then tag id.
     ///
     /// - Parameter flight: Only this flight's bags, or all when `nil`.

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 /// Where a PostgreSQL store is: `postgres://user[:password]@host[:port]/database` (also `postgresql://`), or a
 /// Unix socket with `?host=/socket/dir` (and no host before the path).

@@ -2,7 +2,7 @@ import Foundation
 internal import GRDB
 internal import GRDBSQLite
 
-/// A cached GRDB statement that ``AggregatorStore/apply(_:at:)`` binds and steps through the SQLite C API.
+/// A cached GRDB statement that ``SQLiteStore/apply(_:at:)`` binds and steps through the SQLite C API.
 ///
 /// GRDB's `execute(arguments:)` takes a `StatementArguments`: per record an array of boxed
 /// `DatabaseValueConvertible` existentials, converted into `DatabaseValue`s (a `Data` allocated per UUID), then

@@ -12,7 +12,7 @@ public import Logging
 /// see committed snapshots, so they never block the writer. See docs/STORE.md for the schema and the rules.
 ///
 /// Thread-safe: writes are serialised, reads run concurrently.
-public final class AggregatorStore: Sendable {
+public final class SQLiteStore: Sendable {
     /// The database file's name under the aggregator's home.
     public static let fileName = "jetbridge.sqlite"
 
@@ -48,10 +48,10 @@ public final class AggregatorStore: Sendable {
             // not a power cut).
             try db.execute(sql: "PRAGMA synchronous = FULL")
             if db.configuration.readonly {
-                try db.execute(sql: "PRAGMA cache_size = -\(AggregatorStore.readerCacheKiB)")
+                try db.execute(sql: "PRAGMA cache_size = -\(SQLiteStore.readerCacheKiB)")
             } else {
-                try db.execute(sql: "PRAGMA cache_size = -\(AggregatorStore.writerCacheKiB)")
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(AggregatorStore.walAutocheckpointPages)")
+                try db.execute(sql: "PRAGMA cache_size = -\(SQLiteStore.writerCacheKiB)")
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(SQLiteStore.walAutocheckpointPages)")
             }
         }
         self.path = path

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 import SystemSupport
+public import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc
@@ -86,7 +87,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
             }
             try Self.refuseOpenDirectory(of: url)
             do {
-                return try AggregatorStore(path: url.path, logger: logger)
+                return try SQLiteStore(path: url.path, logger: logger)
             } catch {
                 throw AggregatorServer.storeError(error, path: url.path)
             }

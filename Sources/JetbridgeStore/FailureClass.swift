@@ -1,11 +1,12 @@
-import Foundation
+public import Foundation
 import GRDB
+import PostgresNIO
 import SystemSupport
 
 /// Whether waiting may help with a failure: the aggregator's one rule for a full disk and a busy store, used by every
 /// command's exit code (75, "try again later") and by `serve`'s log, which counts a full disk as one failure whatever
 /// file it hit (``failureKind(_:)``).
-enum FailureClass: Hashable, Sendable {
+public enum FailureClass: Hashable, Sendable {
     /// The disk or the user's quota is full: SQLite's `SQLITE_FULL`; `ENOSPC` or `EDQUOT` from a file call
     /// (SystemSupport's rule, ``SystemError/isNoSpace``), also as Foundation's `fileWriteOutOfSpace`; PostgreSQL's
     /// `disk_full` (SQLSTATE 53100).
@@ -15,7 +16,7 @@ enum FailureClass: Hashable, Sendable {
     /// Anything else: waiting is not known to help.
     case other
 
-    init(_ error: any Error) {
+    public init(_ error: any Error) {
         switch error {
         case let error as DatabaseError:
             switch error.resultCode {
@@ -29,22 +30,6 @@ enum FailureClass: Hashable, Sendable {
         // FileManager reports both ENOSPC and EDQUOT as fileWriteOutOfSpace.
         case let error as CocoaError: self = error.code == .fileWriteOutOfSpace ? .noSpace : .other
         default: self = .other
-        }
-    }
-}
-
-extension AggregatorError {
-    /// The operator's error for a full disk or a busy store (``FailureClass``): `.temporary` (exit 75), saying what
-    /// to do; nil for any other failure, which the caller maps by what it was doing.
-    /// - Parameters:
-    ///   - error: What failed.
-    ///   - context: What was attempted, such as `cannot write /ground/devices.json`.
-    init?(temporary error: any Error, context: String) {
-        switch FailureClass(error) {
-        case .noSpace:
-            self.init(.temporary, "\(context): no space left on device; free some space and try again: \(error)")
-        case .busy: self.init(.temporary, "\(context): the store is busy; try again: \(error)")
-        case .other: return nil
         }
     }
 }

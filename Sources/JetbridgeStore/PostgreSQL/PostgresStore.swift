@@ -8,7 +8,7 @@ import PostgresNIO
 
 /// The scale-out store: a PostgreSQL database that several aggregators may share (docs/STORE.md, "PostgreSQL
 /// engine"), chosen with `store` / `--store postgres://…` (``StoreLocation``); the parity tests hold it to
-/// ``AggregatorStore``'s outcomes, reads, reports and receipts.
+/// ``SQLiteStore``'s outcomes, reads, reports and receipts.
 ///
 /// Exactly once comes from the database's own rules, not from locks in the aggregator: primary keys on order and
 /// scan ids, `INSERT … ON CONFLICT` clauses (the highest revision wins, only for the owning device), rows written in
@@ -352,8 +352,8 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
     /// a fixed order, each table's rows in one statement (`PostgresStore+Apply.swift`).
     private func store(
         _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date
-    ) throws -> (outcomes: [BatchOutcome], refusal: AggregatorStore.Refusal?) {
-        var refusal: AggregatorStore.Refusal?
+    ) throws -> (outcomes: [BatchOutcome], refusal: SQLiteStore.Refusal?) {
+        var refusal: SQLiteStore.Refusal?
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
             refusal = Self.earliest(refusal, b, i, error, in: batches)
         }

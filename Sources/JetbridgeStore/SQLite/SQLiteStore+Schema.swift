@@ -3,7 +3,7 @@ internal import GRDB
 import JetbridgeModel
 import JetbridgeProtocol
 
-extension AggregatorStore {
+extension SQLiteStore {
     /// How many of the migrations below the file has applied.
     public func schemaVersion() throws -> Int {
         try pool.read { db in try Self.migrator.appliedMigrations(db).count }

@@ -8,7 +8,7 @@ import SystemSupport
 #endif
 
 /// What the aggregator needs from a store, whichever engine keeps the data: the embedded SQLite file
-/// (``AggregatorStore``, the default) or a shared PostgreSQL database (``PostgresStore``, scale-out), chosen by the
+/// (``SQLiteStore``, the default) or a shared PostgreSQL database (``PostgresStore``, scale-out), chosen by the
 /// `store` setting (``StoreLocation``).
 ///
 /// Both engines keep the same rules (docs/STORE.md): orders unique by id with the highest revision winning and
@@ -23,7 +23,7 @@ public protocol StoreEngine: AnyObject, Sendable {
     /// Stores several batches in ONE transaction and returns each batch's outcome, in the same order; a batch
     /// broken by a rule that needs the store (another device's order, a flight's second currency) is not stored and
     /// its outcome carries the rejection. When this returns everything is durable; when it throws nothing was
-    /// stored. See ``AggregatorStore/apply(_:at:)``.
+    /// stored. See ``SQLiteStore/apply(_:at:)``.
     func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome]
 
     /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
@@ -155,7 +155,7 @@ extension StoreEngine {
     }
 }
 
-extension AggregatorStore: StoreEngine {
+extension SQLiteStore: StoreEngine {
     public func idleMaintenance() throws { try checkpoint() }
 
     public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int { try unstoredCount(records) }

@@ -169,7 +169,7 @@ public struct DeviceReport: Hashable, Sendable {
     public init(devices: [DeviceStatistics]) { self.devices = devices }
 }
 
-extension AggregatorStore {
+extension SQLiteStore {
     /// Per-flight totals computed by JetbridgeModel's ``FlightReport`` from the stored orders and merged bags, one
     /// flight in memory at a time, sorted by flight.
     ///

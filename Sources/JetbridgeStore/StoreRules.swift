@@ -19,7 +19,7 @@ extension StoreEngine {
     static func storeRefusingOnePerRound(
         _ batches: [IncomingBatch],
         round: (_ skipping: [Int: BatchRejection]) throws
-            -> (outcomes: [BatchOutcome], refusal: AggregatorStore.Refusal?)
+            -> (outcomes: [BatchOutcome], refusal: SQLiteStore.Refusal?)
     ) throws -> [BatchOutcome] {
         var refused: [Int: BatchRejection] = [:]
         while true {
@@ -41,8 +41,8 @@ extension StoreEngine {
     /// `found`, or the refusal of record `i` of batch `b` when that comes first in arrival order: a pass keeps the
     /// earliest, the only one certain (``storeRefusingOnePerRound(_:round:)``).
     static func earliest(
-        _ found: AggregatorStore.Refusal?, _ b: Int, _ i: Int, _ error: ValidationError, in batches: [IncomingBatch]
-    ) -> AggregatorStore.Refusal? {
+        _ found: SQLiteStore.Refusal?, _ b: Int, _ i: Int, _ error: ValidationError, in batches: [IncomingBatch]
+    ) -> SQLiteStore.Refusal? {
         if let found, (found.batch, found.rejection.index) <= (b, i) { return found }
         let header = batches[b].header
         return (b, BatchRejection(status: .rejected, header: header, index: i, reason: "record \(i): \(error)"))
