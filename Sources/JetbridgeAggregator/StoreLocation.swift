@@ -67,7 +67,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///   - logger: Where the store logs.
     /// - Throws: ``AggregatorError``: `.unavailable` when there is no store yet or the server cannot be reached,
     ///   `.temporary` for a busy SQLite store or a full disk, `.badConfiguration` for a refused login.
-    public func open(create: Bool, logger: Logger) throws -> any StoreEngine {
+    public func open(create: Bool, logger: Logger) throws -> any StoreWriter {
         switch self {
         case .sqlite(let url):
             try Self.refuseLinks(at: url)

@@ -2,9 +2,9 @@ import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 
-/// What both engines do the same way around their own SQL: the refused-batch rerun of ``StoreEngine/apply(_:at:)``,
-/// a seat's receipt from its rows, and the flight walk of ``StoreEngine/flightReports(flight:)``.
-extension StoreEngine {
+/// What both engines do the same way around their own SQL: the refused-batch rerun of ``StoreWriter/apply(_:at:)``,
+/// a seat's receipt from its rows, and the flight walk of ``StoreReader/flightReports(flight:)``.
+extension StoreReader {
     /// Stores a group in rounds until one finds no new refusal, and returns every batch's outcome.
     ///
     /// A refusal rolls the round's transaction back and the group is stored again without that batch. Only the

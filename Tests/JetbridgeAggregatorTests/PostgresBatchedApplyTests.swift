@@ -30,7 +30,7 @@ struct PostgresBatchedApplyTests {
         var receipts: [[UInt8]] = []
     }
 
-    static func read(_ store: any StoreEngine, groups: [[IncomingBatch]], marks: () throws -> [String]) throws -> Result
+    static func read(_ store: any StoreWriter, groups: [[IncomingBatch]], marks: () throws -> [String]) throws -> Result
     {
         var result = Result()
         for (n, group) in groups.enumerated() {

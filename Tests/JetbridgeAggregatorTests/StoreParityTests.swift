@@ -102,7 +102,7 @@ struct StoreParityTests {
     }
 
     /// Applies the data set to `store` (recording each refused batch as `serve` does) and reads everything back.
-    static func snapshot(of store: any StoreEngine) throws -> Snapshot {
+    static func snapshot(of store: any StoreWriter) throws -> Snapshot {
         var result = Snapshot()
         for (n, group) in groups().enumerated() {
             let now = date(Double(n))

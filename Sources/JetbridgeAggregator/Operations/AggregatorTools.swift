@@ -11,7 +11,7 @@ public enum AggregatorTools: Sendable {
     /// - Throws: ``AggregatorError`` `.unavailable` when there is no SQLite store yet or PostgreSQL cannot be
     ///   reached, `.badConfiguration` for a store URL that does not parse.
     public static func openStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws
-        -> any StoreEngine
+        -> any StoreWriter
     {
         // It opens SQLite read-write (and may write receipts next): the home's rule first.
         try home.secure()
@@ -47,7 +47,7 @@ public enum AggregatorTools: Sendable {
     /// - Throws: ``AggregatorError``.
     public static func report(
         _ kind: ReportKind, flight: FlightID?, status: Set<BagStatus> = [], format: ReportFormat,
-        store: any StoreEngine, generatedAt: Date = Date()
+        store: any StoreReader, generatedAt: Date = Date()
     ) throws -> String {
         do {
             let report = try store.report(kind, flight: flight, status: status)
@@ -63,7 +63,7 @@ public enum AggregatorTools: Sendable {
     /// - Returns: How many were written and removed.
     /// - Throws: ``AggregatorError``.
     public static func rebuildReceipts(
-        home: AggregatorHome, configuration: AggregatorConfiguration, store: any StoreEngine, logger: Logger
+        home: AggregatorHome, configuration: AggregatorConfiguration, store: any StoreReader, logger: Logger
     ) throws -> ReceiptWriter.RebuildSummary {
         let writer = ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger)
         do { return try writer.rebuildAll(store) } catch {

@@ -23,7 +23,7 @@ final class ReceiptWorker: @unchecked Sendable {
     private var storeIdle = true
     /// The first commit not refreshed yet while batches kept coming.
     private var deferredSince: Date?
-    private let store: any StoreEngine
+    private let store: any StoreWriter
     private let writer: ReceiptWriter
     private let logger: Logger
     private let finished = DispatchSemaphore(value: 0)
@@ -32,7 +32,7 @@ final class ReceiptWorker: @unchecked Sendable {
     private let refreshed: (@Sendable (Duration) -> Void)?
 
     init(
-        store: any StoreEngine, writer: ReceiptWriter, interval: TimeInterval, logger: Logger,
+        store: any StoreWriter, writer: ReceiptWriter, interval: TimeInterval, logger: Logger,
         refreshed: (@Sendable (Duration) -> Void)? = nil
     ) {
         self.refreshed = refreshed

@@ -51,7 +51,7 @@ public struct ReceiptWriter: Sendable {
     /// - Returns: How many seats were refreshed.
     /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow.
     @discardableResult
-    public func refreshDirty(_ store: any StoreEngine, while shouldContinue: () -> Bool = { true }) throws -> Int {
+    public func refreshDirty(_ store: any StoreWriter, while shouldContinue: () -> Bool = { true }) throws -> Int {
         var refreshed = 0
         // Walk the marks in key order, so seats a busy writer keeps marking cannot starve the others; whatever is
         // marked again behind the walk waits for the next call.
@@ -111,14 +111,14 @@ public struct ReceiptWriter: Sendable {
     /// Regenerates every receipt from the store and removes the files it owns that no receipt produces.
     ///
     /// Output depends only on stored data, so a rebuild of an unchanged store writes the same bytes, and writes no
-    /// file at all. A seat whose receipt cannot be made (see ``StoreEngine/forEachReceipt(flight:failed:_:)``)
+    /// file at all. A seat whose receipt cannot be made (see ``StoreReader/forEachReceipt(flight:failed:_:)``)
     /// does not stop the others: it is listed in the summary's `failed`, and its old files are removed rather than
     /// left stale.
     /// - Parameter store: The store to read.
     /// - Returns: Receipts made, rewritten and already current; files removed; seats that failed.
     /// - Throws: ``StoreError``, `DatabaseError`.
     @discardableResult
-    public func rebuildAll(_ store: any StoreEngine) throws -> RebuildSummary {
+    public func rebuildAll(_ store: any StoreReader) throws -> RebuildSummary {
         try prepareDirectory()
         var produced: Set<String> = []
         var written = 0

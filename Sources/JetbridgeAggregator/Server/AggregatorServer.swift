@@ -30,12 +30,12 @@ public final class AggregatorServer: Service, Sendable {
     /// The ack endpoint actually bound.
     public let acksEndpoint: String
     /// The store, for reads while the server runs (tests, reports).
-    public let store: any StoreEngine
+    public let store: any StoreWriter
     /// Where the store is (``StoreLocation``: the SQLite file, or the PostgreSQL URL shown without its password).
     public let storeLocation: StoreLocation
     /// The receipts thread's store: ``store`` itself for SQLite (a pool of readers), a connection of its own for
     /// PostgreSQL (whose receipt walk holds a transaction while it writes files).
-    let receiptStore: any StoreEngine
+    let receiptStore: any StoreWriter
     /// Whether CURVE is off.
     public let insecure: Bool
     /// The metrics endpoint actually bound (`HOST:PORT`), when `metrics` is configured.

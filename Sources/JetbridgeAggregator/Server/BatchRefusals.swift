@@ -68,12 +68,12 @@ struct BatchRefusals: Sendable {
     }
 
     /// Counts a refused batch against its device in the store, where `report devices` reads it.
-    func count(_ answer: Answer, in store: any StoreEngine) {
+    func count(_ answer: Answer, in store: any StoreWriter) {
         count(device: answer.owner, reason: answer.reason, in: store)
     }
 
     /// Counts a refusal against `device` in the store.
-    func count(device: String, reason: String, in store: any StoreEngine) {
+    func count(device: String, reason: String, in store: any StoreWriter) {
         do { try store.recordRejection(device: device, reason: reason) } catch {
             logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
         }

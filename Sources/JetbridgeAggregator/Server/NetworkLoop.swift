@@ -25,7 +25,7 @@ final class NetworkLoop: @unchecked Sendable {
 
     private let sockets: Sockets
     private let queue: BatchQueue
-    private let store: any StoreEngine
+    private let store: any StoreWriter
     private let refusals: BatchRefusals
     private let control: RunControl
     private let statistics: Locked<ServerStatistics>
@@ -44,7 +44,7 @@ final class NetworkLoop: @unchecked Sendable {
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
-        ackBounds: AckRoutes.Bounds, queue: BatchQueue, store: any StoreEngine, refusals: BatchRefusals,
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, store: any StoreWriter, refusals: BatchRefusals,
         control: RunControl, acksHeld: Locked<Int>, logger: Logger
     ) {
         self.sockets = sockets

@@ -27,7 +27,7 @@ enum StoreSignal {
 /// its own thread (`@unchecked Sendable`: its socket is used by that thread alone).
 struct StoreLoop: @unchecked Sendable {
     let acks: Socket
-    let store: any StoreEngine
+    let store: any StoreWriter
     let storeLocation: StoreLocation
     let queue: BatchQueue
     let receipts: ReceiptWorker

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import JetbridgeModel
-import JetbridgeProtocol
+public import JetbridgeProtocol
 import NIOCore
 import PostgresNIO
 
@@ -201,6 +201,177 @@ struct ByteaArray: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
         for element in elements {
             buffer.writeInteger(Int32(element.count))
             buffer.writeBytes(element)
+        }
+    }
+}
+
+extension PostgresStore {
+    // MARK: Writing
+
+    public func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome] {
+        guard !batches.isEmpty else { return [] }
+        return try locked {
+            // As in SQLite: a refusal rolls the transaction back and the group is stored again without that batch,
+            // one refused batch per round.
+            try Self.storeRefusingOnePerRound(batches) { refused in
+                try transaction {
+                    let pass = try store(batches, skipping: refused, now: now)
+                    return (pass, pass.refusal == nil)
+                }
+            }
+        }
+    }
+
+    /// One pass of ``apply(_:at:)`` inside a transaction: the SQLite store's `store` with the same verdicts, rows in
+    /// a fixed order, each table's rows in one statement (`PostgresStore+Apply.swift`).
+    func store(
+        _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date
+    ) throws -> (outcomes: [BatchOutcome], refusal: SQLiteStore.Refusal?) {
+        var refusal: SQLiteStore.Refusal?
+        func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
+            refusal = Self.earliest(refusal, b, i, error, in: batches)
+        }
+        let total = batches.reduce(0) { $0 + $1.records.count }
+        var orders: [PendingRow] = []
+        var scans: [PendingRow] = []
+        orders.reserveCapacity(total)
+        scans.reserveCapacity(total)
+        // Each flight's currency if this transaction creates it: its first order's, in arrival order.
+        var firstCurrency: [String: String] = [:]
+        for (b, batch) in batches.enumerated() where refused[b] == nil {
+            for (i, incoming) in batch.records.enumerated() {
+                switch incoming.record {
+                case .order(let order):
+                    orders.append(PendingRow(order.id, batch: b, index: i))
+                    if firstCurrency[order.flight.rawValue] == nil {
+                        firstCurrency[order.flight.rawValue] = order.currency
+                    }
+                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
+                }
+            }
+        }
+        // Flights: the stored ones read first; the rest created in name order (the first writer of a flight fixes its
+        // currency, a concurrent one waits for it), then read.
+        var currencies: [String: String] = [:]
+        func readCurrencies(_ flights: [String]) throws {
+            for row in try run(Self.flightCurrencies(flights)) {
+                let (flight, currency) = try row.decode((String, String).self)
+                currencies[flight] = currency
+            }
+        }
+        if !firstCurrency.isEmpty {
+            try readCurrencies(Array(firstCurrency.keys))
+            let missing = firstCurrency.filter { currencies[$0.key] == nil }.map { (flight: $0.key, currency: $0.value) }
+            if !missing.isEmpty {
+                try run(Self.insertFlights(missing.sorted { $0.flight < $1.flight }))
+                try readCurrencies(missing.map(\.flight))
+            }
+        }
+        for (b, batch) in batches.enumerated() where refused[b] == nil {
+            for (i, incoming) in batch.records.enumerated() {
+                guard case .order(let order) = incoming.record, let currency = currencies[order.flight.rawValue],
+                    order.currency != currency
+                else { continue }
+                refuse(b, i, .flightCurrency(flight: order.flight.rawValue, stored: currency, incoming: order.currency))
+            }
+        }
+        orders.sort()
+        scans.sort()
+        var newCounts = [Int](repeating: 0, count: batches.count)
+        var dirty: Set<SeatKey> = []
+        // Orders, one statement per round; an unchanged row is a duplicate unless another device owns the order.
+        var unchanged: [PendingRow] = []
+        for round in Self.rounds(orders) {
+            var kept = [Bool](repeating: true, count: round.count)
+            for row in try run(Self.upsertOrders(round, of: batches)) {
+                kept[try row.decode(Int.self) - 1] = false
+            }
+            for (row, changed) in zip(round, kept) {
+                guard changed else {
+                    unchanged.append(row)
+                    continue
+                }
+                guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
+                newCounts[Int(row.batch)] += 1
+                dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
+            }
+        }
+        if !unchanged.isEmpty {
+            func order(_ row: PendingRow) -> Order? {
+                guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { return nil }
+                return order
+            }
+            var owners: [UUID: String] = [:]
+            for row in try run(Self.orderOwners(unchanged.compactMap { order($0)?.id })) {
+                let (id, device) = try row.decode((UUID, String).self)
+                owners[id] = device
+            }
+            for row in unchanged {
+                guard let order = order(row), let owner = owners[order.id], owner != order.device else { continue }
+                refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
+            }
+        }
+        if let refusal { return ([], refusal) }
+        for round in Self.rounds(scans) {
+            var inserted = [Bool](repeating: true, count: round.count)
+            for row in try run(Self.insertScans(round, of: batches)) {
+                inserted[try row.decode(Int.self) - 1] = false
+            }
+            for (row, new) in zip(round, inserted) where new { newCounts[Int(row.batch)] += 1 }
+        }
+        // Devices' statistics summed per device and written in device order (one row each).
+        var devices: [String: (batches: Int, records: Int, new: Int, duplicates: Int)] = [:]
+        let outcomes = Self.outcomes(of: batches, new: newCounts, skipping: refused) { header, records, new, duplicates in
+            var sums = devices[header.device] ?? (0, 0, 0, 0)
+            sums.batches += 1
+            sums.records += records
+            sums.new += new
+            sums.duplicates += duplicates
+            devices[header.device] = sums
+        }
+        if !devices.isEmpty {
+            try run(
+                Self.addDeviceStatistics(
+                    devices.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1, $0.value.2, $0.value.3) },
+                    at: now.timeIntervalSince1970))
+        }
+        if !dirty.isEmpty {
+            try run(Self.markDirty(dirty.sorted { ($0.flight, $0.seat) < ($1.flight, $1.seat) }))
+        }
+        return (outcomes, nil)
+    }
+
+    public func recordRejection(device: String, reason: String, at now: Date) throws {
+        let shown = InertText.escape(String(reason.prefix(500)))
+        let seconds = now.timeIntervalSince1970
+        try countAgainstDevice(
+            """
+            INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason)
+            VALUES (\(device), 1, \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET rejects = devices.rejects + 1,
+                last_reject_at = excluded.last_reject_at, last_reject_reason = excluded.last_reject_reason
+            """)
+    }
+
+    public func recordLimited(device: String, reason: String, at now: Date) throws {
+        let shown = String(reason.prefix(500))
+        let seconds = now.timeIntervalSince1970
+        try countAgainstDevice(
+            """
+            INSERT INTO devices (device, limited, last_limited_at, last_limited_reason)
+            VALUES (\(device), 1, \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET limited = devices.limited + 1,
+                last_limited_at = excluded.last_limited_at, last_limited_reason = excluded.last_limited_reason
+            """)
+    }
+
+    /// Runs one `devices` upsert (a rejection or a limited batch counted) in a transaction of its own.
+    func countAgainstDevice(_ upsert: PostgresQuery) throws {
+        try locked {
+            try transaction {
+                try run(upsert)
+                return ((), true)
+            }
         }
     }
 }

@@ -7,9 +7,10 @@ import SystemSupport
     import Glibc
 #endif
 
-/// What the aggregator needs from a store, whichever engine keeps the data: the embedded SQLite file
-/// (``SQLiteStore``, the default) or a shared PostgreSQL database (``PostgresStore``, scale-out), chosen by the
-/// `store` setting (``StoreLocation``).
+/// What reading a store takes, whichever engine keeps the data: the embedded SQLite file (``SQLiteStore``, the
+/// default) or a shared PostgreSQL database (``PostgresStore``, scale-out). Reports, `receipts rebuild`, `status`
+/// and the receipts thread's renders need no more than this; ``StoreWriter`` adds what changes the store (GRDB's
+/// `DatabaseReader`/`DatabaseWriter` seam).
 ///
 /// Both engines keep the same rules (docs/STORE.md): orders unique by id with the highest revision winning and
 /// owned by the device that created them, one currency per flight, scans unique by scan id, bags merged from all
@@ -17,21 +18,9 @@ import SystemSupport
 /// transaction as the records. For the same input they give the same outcomes, reads, reports and receipts; the
 /// parity tests (StoreParityTests) hold them to it.
 ///
-/// Calls block until the engine answers: call them from the store's own thread (as `serve` does), never from a task
-/// on Swift's cooperative pool.
-public protocol StoreEngine: AnyObject, Sendable {
-    /// Stores several batches in ONE transaction and returns each batch's outcome, in the same order; a batch
-    /// broken by a rule that needs the store (another device's order, a flight's second currency) is not stored and
-    /// its outcome carries the rejection. When this returns everything is durable; when it throws nothing was
-    /// stored. See ``SQLiteStore/apply(_:at:)``.
-    func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome]
-
-    /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
-    func recordRejection(device: String, reason: String, at now: Date) throws
-
-    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
-    func recordLimited(device: String, reason: String, at now: Date) throws
-
+/// Calls block until the engine answers: call them from a thread of the caller's own (as `serve` does), never from
+/// a task on Swift's cooperative pool or a SwiftNIO event loop.
+public protocol StoreReader: AnyObject, Sendable {
     /// How many records (orders and scans) `device` has stored on `flight`, for the per-flight limit.
     func recordCount(device: String, flight: String) throws -> Int
 
@@ -65,20 +54,6 @@ public protocol StoreEngine: AnyObject, Sendable {
     func forEachReceipt(
         flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void) throws
 
-    /// One step of the receipt walk: up to `limit` seats whose receipts are behind, after `after` in (flight, seat)
-    /// text order, each passed to `write` with its receipt (`nil`: the seat has no orders left, remove its files) or
-    /// to `failed` when its receipt cannot be made; then `durable` (the caller syncs the directory); then the marks
-    /// of the written seats are cleared, unless a newer commit marked them again. The failed seats stay marked.
-    ///
-    /// SQLite reads the marks and orders in one snapshot and clears by generation. PostgreSQL claims the marks with
-    /// `SELECT … FOR UPDATE SKIP LOCKED` and clears them in the same transaction, so each seat has one writer at a
-    /// time however many aggregators share the database; seats another writer holds are skipped (it renders them).
-    /// - Returns: Every mark visited, in order; fewer than `limit` means the walk reached the end.
-    func refreshReceipts(
-        after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
-        write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
-    ) throws -> [ReceiptMark]
-
     /// Why the store cannot take a write now (SQLite: 64 KiB cannot be written and synced next to the file;
     /// PostgreSQL: the server cannot be reached), or `nil` when it can. Asked while idle after a failed transaction,
     /// so that readiness returns without waiting for a batch.
@@ -102,11 +77,42 @@ public protocol StoreEngine: AnyObject, Sendable {
     /// Per-device statistics, by device id.
     func deviceReport() throws -> DeviceReport
 
-    /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
-    func idleMaintenance() throws
-
     /// Releases the engine's connections; later calls fail.
     func close() throws
+}
+
+/// A store that can also be written: batches applied in one transaction, refusals and limited batches counted,
+/// the receipt walk's marks cleared, idle housekeeping. `serve`'s store thread and receipts thread hold one.
+public protocol StoreWriter: StoreReader {
+
+    /// Stores several batches in ONE transaction and returns each batch's outcome, in the same order; a batch
+    /// broken by a rule that needs the store (another device's order, a flight's second currency) is not stored and
+    /// its outcome carries the rejection. When this returns everything is durable; when it throws nothing was
+    /// stored. See ``SQLiteStore/apply(_:at:)``.
+    func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome]
+
+    /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
+    func recordRejection(device: String, reason: String, at now: Date) throws
+
+    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
+    func recordLimited(device: String, reason: String, at now: Date) throws
+
+    /// One step of the receipt walk: up to `limit` seats whose receipts are behind, after `after` in (flight, seat)
+    /// text order, each passed to `write` with its receipt (`nil`: the seat has no orders left, remove its files) or
+    /// to `failed` when its receipt cannot be made; then `durable` (the caller syncs the directory); then the marks
+    /// of the written seats are cleared, unless a newer commit marked them again. The failed seats stay marked.
+    ///
+    /// SQLite reads the marks and orders in one snapshot and clears by generation. PostgreSQL claims the marks with
+    /// `SELECT … FOR UPDATE SKIP LOCKED` and clears them in the same transaction, so each seat has one writer at a
+    /// time however many aggregators share the database; seats another writer holds are skipped (it renders them).
+    /// - Returns: Every mark visited, in order; fewer than `limit` means the walk reached the end.
+    func refreshReceipts(
+        after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
+        write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
+    ) throws -> [ReceiptMark]
+
+    /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
+    func idleMaintenance() throws
 }
 
 /// A seat whose receipt is behind, as the receipt walk met it.
@@ -117,25 +123,12 @@ public struct ReceiptMark: Hashable, Sendable {
     public var generation: Int64
 }
 
-extension StoreEngine {
+extension StoreReader {
     /// Every order at its latest revision, by flight, then in order of first arrival.
     public func orders() throws -> [Order] { try orders(flight: nil) }
 
     /// Every bag merged from its scans, by flight, then tag id.
     public func bags() throws -> [BagState] { try bags(flight: nil) }
-
-    /// Stores several batches in one transaction, now.
-    public func apply(_ batches: [IncomingBatch]) throws -> [BatchOutcome] { try apply(batches, at: Date()) }
-
-    /// Counts one rejected batch against its device, now.
-    public func recordRejection(device: String, reason: String) throws {
-        try recordRejection(device: device, reason: reason, at: Date())
-    }
-
-    /// Counts one limited batch against its device, now.
-    public func recordLimited(device: String, reason: String) throws {
-        try recordLimited(device: device, reason: reason, at: Date())
-    }
 
     /// Builds one report. Stored data that cannot be totalled becomes error rows (see ``FlightReport``,
     /// ``ItemReport``), never a failure of the whole report.
@@ -155,7 +148,22 @@ extension StoreEngine {
     }
 }
 
-extension SQLiteStore: StoreEngine {
+extension StoreWriter {
+    /// Stores several batches in one transaction, now.
+    public func apply(_ batches: [IncomingBatch]) throws -> [BatchOutcome] { try apply(batches, at: Date()) }
+
+    /// Counts one rejected batch against its device, now.
+    public func recordRejection(device: String, reason: String) throws {
+        try recordRejection(device: device, reason: reason, at: Date())
+    }
+
+    /// Counts one limited batch against its device, now.
+    public func recordLimited(device: String, reason: String) throws {
+        try recordLimited(device: device, reason: reason, at: Date())
+    }
+}
+
+extension SQLiteStore: StoreWriter {
     public func idleMaintenance() throws { try checkpoint() }
 
     public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int { try unstoredCount(records) }

@@ -1,0 +1,200 @@
+public import Foundation
+public import JetbridgeModel
+import JetbridgeProtocol
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+// Reads: counts, orders, bags, receipts and reports, each one statement (or a few) on the store's connection.
+extension PostgresStore {
+    // MARK: Reading
+
+    public func recordCount(device: String, flight: String) throws -> Int {
+        try locked {
+            try run(
+                """
+                SELECT (SELECT count(*) FROM orders WHERE flight = \(flight) AND device = \(device))
+                    + (SELECT count(*) FROM scans WHERE flight = \(flight) AND device = \(device))
+                """
+            ).first?.decode(Int.self) ?? 0
+        }
+    }
+
+    public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int {
+        try locked {
+            var count = 0
+            for record in records {
+                let rows =
+                    if case .order = record {
+                        try run("SELECT 1 FROM orders WHERE id = \(record.id)")
+                    } else {
+                        try run("SELECT 1 FROM scans WHERE id = \(record.id)")
+                    }
+                if rows.first == nil { count += 1 }
+            }
+            return count
+        }
+    }
+
+    public func lastCommit() throws -> Date? {
+        try locked {
+            try run("SELECT max(last_sync) FROM devices").first?.decode(Double?.self)
+                .map(Date.init(timeIntervalSince1970:))
+        }
+    }
+
+    public func orders(flight: FlightID?) throws -> [Order] {
+        try locked {
+            let rows =
+                if let flight {
+                    try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
+                } else {
+                    try run("SELECT record FROM orders ORDER BY flight, seq")
+                }
+            return try rows.map { try decodeOrder($0.decode(Data.self)) }
+        }
+    }
+
+    public func bags(flight: FlightID?) throws -> [BagState] {
+        try locked { try bagGroups(flight: flight).flatMap(\.bags) }
+    }
+
+    public func receipt(flight: FlightID, seat: Seat) throws -> Receipt? {
+        let orders = try locked {
+            try run(
+                "SELECT record FROM orders WHERE flight = \(flight.rawValue) AND seat = \(seat.rawValue) ORDER BY seq"
+            ).map { try decodeOrder($0.decode(Data.self)) }
+        }
+        return orders.isEmpty ? nil : try Receipt(flight: flight, seat: seat, orders: orders)
+    }
+
+    public func receipts(flight: FlightID) throws -> [Receipt] {
+        try Receipt.all(orders: orders(flight: flight))
+    }
+
+    public func dirtyReceiptCount() throws -> Int {
+        try locked { try run("SELECT count(*) FROM dirty_receipts").first?.decode(Int.self) ?? 0 }
+    }
+
+    public func flightReports(flight: FlightID?) throws -> FlightReports {
+        try locked {
+            let orderFlights =
+                if let flight {
+                    try run("SELECT DISTINCT flight FROM orders WHERE flight = \(flight.rawValue)")
+                        .map { try $0.decode(String.self) }
+                } else {
+                    try run("SELECT DISTINCT flight FROM orders ORDER BY flight").map { try $0.decode(String.self) }
+                }
+            var reports: [FlightReport] = []
+            func emit(_ flight: FlightID, _ bags: [BagState]) throws {
+                let rows = try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
+                do {
+                    let orders = try rows.map { try decodeOrder($0.decode(Data.self)) }
+                    reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
+                } catch {
+                    reports.append(FlightReport(flight: flight, error: "\(error)", orders: rows.count, bags: bags))
+                }
+            }
+            var next = 0
+            for group in try bagGroups(flight: flight) {
+                try Self.emitFlights(through: group, orderFlights: orderFlights, next: &next, emit)
+            }
+            try Self.emitFlights(through: nil, orderFlights: orderFlights, next: &next, emit)
+            return FlightReports(flights: reports)
+        }
+    }
+
+    public func itemReport(flight: FlightID?) throws -> ItemReport {
+        ItemReport(flights: try flightReports(flight: flight).flights)
+    }
+
+    public func luggageReport(flight: FlightID?, status: Set<BagStatus>) throws -> LuggageReport {
+        var groups: [BagStatus: [LuggageReport.Row]] = [:]
+        for (_, bags) in try locked({ try bagGroups(flight: flight) }) {
+            for row in LuggageReport.rows(forFlight: bags) where status.isEmpty || status.contains(row.status) {
+                groups[row.status, default: []].append(row)
+            }
+        }
+        return LuggageReport(bags: BagStatus.reportOrder.flatMap { groups[$0] ?? [] })
+    }
+
+    public func deviceReport() throws -> DeviceReport {
+        try locked {
+            let rows = try run(
+                """
+                SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
+                    last_reject_reason, limited
+                FROM devices ORDER BY device
+                """)
+            return DeviceReport(
+                devices: try rows.map { row in
+                    let (device, lastSync, batches, records, new, duplicates, rejects, rejectAt, reason, limited) =
+                        try row.decode((String, Double?, Int, Int, Int, Int, Int, Double?, String?, Int).self)
+                    return DeviceStatistics(
+                        device: device, lastSync: lastSync.map(Date.init(timeIntervalSince1970:)), batches: batches,
+                        records: records, new: new, duplicates: duplicates, rejects: rejects,
+                        lastRejectAt: rejectAt.map(Date.init(timeIntervalSince1970:)), lastRejectReason: reason,
+                        limited: limited)
+                })
+        }
+    }
+
+    /// Groups `seat, record` rows (in seat order) by seat: each seat's decoded orders, or the error of the first
+    /// order that does not decode (the other seats go on).
+    func forEachSeat(
+        _ rows: PostgresQueryResult, _ body: (String, Result<[Order], any Error>) throws -> Void
+    ) throws {
+        var iterator = rows.makeIterator()
+        try Self.forEachSeat(
+            rows: { try iterator.next().map { try $0.decode((String, Data).self) } }, decode: decodeOrder, body)
+    }
+
+    // MARK: Internals
+
+    func decodeOrder(_ bytes: Data) throws -> Order {
+        let record: JetbridgeModel.Record
+        do { record = try RecordCoding.decode(bytes) } catch {
+            throw StoreError(
+                .undecodableRecord,
+                "a stored order no longer decodes (\(error)); open the store with the codec it was written with",
+                path: location.redacted)
+        }
+        guard case .order(let order) = record else {
+            throw StoreError(.corruptRow, "a row of the orders table holds a \(record) record", path: location.redacted)
+        }
+        return order
+    }
+
+    /// Every bag merged from its scans by ``BagState``, grouped by flight (flights in order, bags by tag id).
+    func bagGroups(flight: FlightID?) throws -> [(flight: FlightID, bags: [BagState])] {
+        let columns = "flight, tag, owner, weight, point, scanned_at, id, device"
+        let rows =
+            if let flight {
+                try run("SELECT \(unescaped: columns) FROM scans WHERE flight = \(flight.rawValue) ORDER BY tag, seq")
+            } else {
+                try run("SELECT \(unescaped: columns) FROM scans ORDER BY flight, tag, seq")
+            }
+        var groups: [(flight: FlightID, bags: [BagState])] = []
+        var currentText = ""
+        for row in rows {
+            let (flightText, tag, ownerText, weight, point, scannedAt, id, device) =
+                try row.decode((String, UUID, String, Double, Int16, Double, UUID, String).self)
+            if flightText != currentText || groups.isEmpty {
+                groups.append((try flightID(flightText), []))
+                currentText = flightText
+            }
+            let owner = try ownerValue(ownerText)
+            let scan = Scan(
+                id: id, tag: LuggageTag(id: tag, owner: owner, weight: weight),
+                point: point == 0 ? .origin : .destination,
+                scannedAt: Date(timeIntervalSinceReferenceDate: scannedAt), flight: groups[groups.count - 1].flight,
+                device: device)
+            if let last = groups[groups.count - 1].bags.last, last.tagID == scan.tag.id {
+                groups[groups.count - 1].bags[groups[groups.count - 1].bags.count - 1].apply(scan)
+            } else {
+                groups[groups.count - 1].bags.append(BagState(scan: scan))
+            }
+        }
+        return groups
+    }
+}

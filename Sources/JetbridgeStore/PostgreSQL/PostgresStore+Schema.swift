@@ -1,0 +1,133 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+// The schema: its migrations, applied in order under an advisory lock, and its version.
+extension PostgresStore {
+    /// The schema, one entry per version, applied in order on open under an advisory lock (see ``migrate()``).
+    ///
+    /// Text columns compare as bytes (`COLLATE "C"`), like SQLite's BINARY collation, so that every ordering (flights,
+    /// seats, the receipt walk) is the SQLite store's. `seq` columns give "order of first arrival" (SQLite's rowid):
+    /// an upsert that raises a revision keeps its row's `seq`.
+    static let migrations: [[String]] = [
+        [
+            """
+            CREATE TABLE orders (
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                id uuid NOT NULL PRIMARY KEY,
+                revision bigint NOT NULL CHECK (revision >= 1),
+                flight text COLLATE "C" NOT NULL,
+                seat text COLLATE "C" NOT NULL,
+                device text COLLATE "C" NOT NULL,
+                record bytea NOT NULL
+            )
+            """,
+            "CREATE INDEX orders_flight ON orders (flight, seat)",
+            """
+            CREATE TABLE scans (
+                seq bigint GENERATED ALWAYS AS IDENTITY,
+                id uuid NOT NULL PRIMARY KEY,
+                flight text COLLATE "C" NOT NULL,
+                tag uuid NOT NULL,
+                point smallint NOT NULL CHECK (point IN (0, 1)),
+                scanned_at double precision NOT NULL,
+                owner text COLLATE "C" NOT NULL CHECK (char_length(owner) = 4),
+                weight double precision NOT NULL CHECK (weight >= 0),
+                device text COLLATE "C" NOT NULL
+            )
+            """,
+            "CREATE INDEX scans_flight_tag ON scans (flight, tag)",
+            """
+            CREATE TABLE devices (
+                device text COLLATE "C" NOT NULL PRIMARY KEY,
+                last_sync double precision,
+                batches bigint NOT NULL DEFAULT 0,
+                records bigint NOT NULL DEFAULT 0,
+                new_records bigint NOT NULL DEFAULT 0,
+                duplicates bigint NOT NULL DEFAULT 0,
+                rejects bigint NOT NULL DEFAULT 0,
+                last_reject_at double precision,
+                last_reject_reason text
+            )
+            """,
+            """
+            CREATE TABLE dirty_receipts (
+                flight text COLLATE "C" NOT NULL,
+                seat text COLLATE "C" NOT NULL,
+                generation bigint NOT NULL,
+                PRIMARY KEY (flight, seat)
+            )
+            """,
+            """
+            CREATE TABLE flights (
+                flight text COLLATE "C" NOT NULL PRIMARY KEY,
+                currency text COLLATE "C" NOT NULL
+            )
+            """,
+            // A corrected order that moves to another seat (or flight) leaves the old seat's receipt stale: marked
+            // by the same statement, hence in the same transaction, as SQLite's trigger does.
+            """
+            CREATE FUNCTION jetbridge_order_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO dirty_receipts (flight, seat, generation) VALUES (OLD.flight, OLD.seat, 1)
+                ON CONFLICT (flight, seat) DO UPDATE SET generation = dirty_receipts.generation + 1;
+                RETURN NULL;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER orders_moved AFTER UPDATE OF flight, seat ON orders FOR EACH ROW
+            WHEN (OLD.flight IS DISTINCT FROM NEW.flight OR OLD.seat IS DISTINCT FROM NEW.seat)
+            EXECUTE FUNCTION jetbridge_order_moved()
+            """,
+        ],
+        [
+            // Batches answered `limited` (a device past its records per second or per flight), per device; SQLite's v4.
+            """
+            ALTER TABLE devices ADD COLUMN limited bigint NOT NULL DEFAULT 0,
+                ADD COLUMN last_limited_at double precision, ADD COLUMN last_limited_reason text
+            """
+        ],
+    ]
+
+    /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate
+    /// it once.
+    static let migrationLock: Int = 0x4A65_7462
+
+    // MARK: Schema
+
+    /// Applies the migrations this database lacks, in one transaction under an advisory lock: a second process
+    /// opening the same database waits, then finds them applied. Safe to call again (it applies nothing).
+    public func migrate() throws {
+        try locked {
+            try transaction {
+                try run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
+                try run(
+                    """
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version integer NOT NULL PRIMARY KEY,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
+                var applied: Set<Int> = []
+                for row in try run("SELECT version FROM schema_migrations") {
+                    applied.insert(try row.decode(Int.self))
+                }
+                for (offset, statements) in Self.migrations.enumerated() where !applied.contains(offset + 1) {
+                    for statement in statements { try run(PostgresQuery(unsafeSQL: statement)) }
+                    try run("INSERT INTO schema_migrations (version) VALUES (\(offset + 1))")
+                    logger.info("store migrated", metadata: ["store": "\(location.redacted)", "version": "\(offset + 1)"])
+                }
+                return ((), true)
+            }
+        }
+    }
+
+    /// The schema version the database is at.
+    public func schemaVersion() throws -> Int {
+        try locked {
+            try run("SELECT coalesce(max(version), 0) FROM schema_migrations").first.map { try $0.decode(Int.self) } ?? 0
+        }
+    }
+}
