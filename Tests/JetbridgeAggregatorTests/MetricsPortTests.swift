@@ -402,7 +402,8 @@ struct RawTCPError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A process's resident memory (VmRSS in /proc/PID/status), in kB.
+/// A process's resident memory (VmRSS in /proc/PID/status), in kB: a `serve` process's, or this one's (`getpid()`) when
+/// the server runs in it.
 func residentKilobytes(of pid: Int32) throws -> Int {
     let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
     let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
