@@ -34,7 +34,8 @@ let package = Package(
     targets: [
         // MARK: System
         // One helper per system job for every layer (swift-nio's `syscall` and NIOConcurrencyHelpers): the syscall
-        // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions.
+        // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions, the open-files
+        // limit.
         .target(name: "SystemSupport"),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
 
@@ -160,6 +161,8 @@ let package = Package(
                 // The store tests create a fresh PostgreSQL database per test.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The metrics port's tests answer with MetricsServer's own responder (HTTPResponseStatus).
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -187,6 +190,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-aggregator",
             dependencies: [
+                // SystemSupport: fatal signals end the process (FatalSignals); serve raises its open-files limit.
                 "JetbridgeAggregator", "JetbridgeOperations", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

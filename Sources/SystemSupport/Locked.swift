@@ -5,6 +5,10 @@ import Foundation
 /// `NSLock` rather than `Synchronization.Mutex`: a `Mutex` wants its value and results *sent* in and out
 /// (`sending`), which state holding file descriptors and buffers is not. Sendable because every access to the value
 /// goes through ``withLock(_:)``.
+///
+/// Never a bare function type (or an optional one) as `Value`: each `inout` access reabstracts it, wrapping the stored
+/// closure in two more thunks, so calls through it grow slower and deeper with every access until the stack
+/// overflows. Put the function in a struct (`MetricsServer`'s responder once crashed `serve` that way).
 package final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value

@@ -4,6 +4,7 @@ import JetbridgeAggregator
 import JetbridgeProtocol
 import Logging
 import ServiceLifecycle
+import SystemSupport
 import UnixSignals
 
 struct Serve: AsyncParsableCommand {
@@ -57,6 +58,11 @@ struct Serve: AsyncParsableCommand {
         if insecure { configuration.insecure = true }
         if let metrics { configuration.metrics = metrics }
         let logger = Logger(label: "jetbridge-aggregator")
+        // Before the server sizes anything by it (the metrics endpoint's connection cap): every device costs two
+        // sockets, and the soft limit is often 1,024 where the hard one allows far more.
+        let openFiles = OpenFilesLimit.raiseToHard()
+        logger.debug(
+            "open-files limit", metadata: ["before": "\(openFiles.before)", "now": "\(openFiles.after)"])
         if configuration.insecure {
             FileHandle.standardError.write(
                 Data(

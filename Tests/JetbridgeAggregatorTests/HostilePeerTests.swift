@@ -28,7 +28,7 @@ struct HostilePeerTests {
         // Warm up (first batch, first transaction), then the baseline.
         let warmUp = try await onThread { try Self.sync(device, batches: 1, from: 0) }
         #expect(warmUp == [])
-        let before = try residentKilobytes()
+        let before = try residentKilobytes(of: getpid())
 
         // A peer with an allowed key that floods refused batches and never reads one answer: its receive side holds
         // one message and 4 kB, so once the kernel's buffers are full (the server's send buffer is 128 kB; by default it
@@ -60,7 +60,7 @@ struct HostilePeerTests {
         defer { for socket in halfOpen.sockets { close(socket) } }
         #expect(halfOpen.sockets.count == 500)
         #expect(halfOpen.greeted == 500, "the server did not take all 500 connections")
-        let with = try residentKilobytes()
+        let with = try residentKilobytes(of: getpid())
         let perConnection = Double(with - before) / 500
         print(
             "hostile peers: VmRSS \(before) kB before, \(with) kB with 500 half-open connections: "
@@ -256,13 +256,6 @@ struct Unchecked<Value>: @unchecked Sendable {
 /// The port of a `tcp://host:port` endpoint.
 private func port(of endpoint: String) -> UInt16? {
     endpoint.split(separator: ":").last.flatMap { UInt16($0) }
-}
-
-/// This process's resident memory (VmRSS in /proc/self/status), in kB: the server runs in it.
-private func residentKilobytes() throws -> Int {
-    let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-    let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-    return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
 }
 
 /// Runs blocking `body` on a thread of its own and returns its result, leaving the cooperative pool free.

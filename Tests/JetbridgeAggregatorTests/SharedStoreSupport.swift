@@ -21,18 +21,29 @@ final class ServeProcess: @unchecked Sendable {
     let metricsEndpoint: String?
 
     /// Starts it and waits for its start-up line.
-    init(store: String, in parent: URL, name: String, metrics: Bool = false) async throws {
+    /// - Parameter openFiles: When set, the process starts with this open-files limit (`serve` raises the soft one to
+    ///   the hard one), through util-linux's `prlimit`, which execs it (the pid is serve's).
+    init(
+        store: String, in parent: URL, name: String, metrics: Bool = false, openFiles: (soft: Int, hard: Int)? = nil
+    ) async throws {
         home = parent.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         log = home.appendingPathComponent("serve.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process = Process()
-        process.executableURL = AggregatorCLITests.binary
-        process.arguments =
+        let arguments =
             [
                 "serve", "--home", home.path, "--store", store, "--insecure", "--log-format", "json",
                 "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*",
             ] + (metrics ? ["--metrics", "127.0.0.1:0"] : [])
+        if let openFiles {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments =
+                ["--nofile=\(openFiles.soft):\(openFiles.hard)", "--", AggregatorCLITests.binary.path] + arguments
+        } else {
+            process.executableURL = AggregatorCLITests.binary
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: AggregatorHome.environmentVariable)
         environment["JETBRIDGE_LOG_LEVEL"] = "info"

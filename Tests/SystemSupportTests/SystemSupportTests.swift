@@ -138,6 +138,20 @@ struct SystemSupportTests {
         #expect(name == "jb-system-suppo")
     }
 
+    @Test func theOpenFilesLimitIsRaisedToTheHardLimit() throws {
+        var limit = rlimit()
+        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        // One below the hard limit first, so that there is something to raise (and nothing this process uses lost).
+        limit.rlim_cur = limit.rlim_max - 1
+        #expect(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let hard = Int(limit.rlim_max)
+        #expect(OpenFilesLimit.current == hard - 1 && OpenFilesLimit.hard == hard)
+        let raised = OpenFilesLimit.raiseToHard()
+        #expect(raised.before == hard - 1 && raised.after == hard)
+        #expect(OpenFilesLimit.current == hard)
+        #expect(OpenFilesLimit.raiseToHard() == (hard, hard))
+    }
+
     @Test func durationsConvert() {
         #expect(Duration.milliseconds(1500).seconds == 1.5)
         #expect(Duration.microseconds(3).nanoseconds == 3_000)
