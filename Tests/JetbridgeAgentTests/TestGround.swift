@@ -22,6 +22,9 @@ final class TestGround: Sendable {
         /// Refuse the record at this index.
         case reject(index: Int)
         case ack(Ack.Status)
+        /// Answer with this frame as the ack, whatever it holds (a hostile ground). Without a route yet (the batch came
+        /// before the hello) the delivery is not counted, so the next one is answered with the same frame.
+        case frame(Data)
     }
 
     struct Delivered: Sendable {
@@ -164,6 +167,13 @@ final class TestGround: Sendable {
                 ack = Ack(
                     device: batch.header.device, first: batch.header.first, last: batch.header.last, status: status,
                     reason: "\(status.rawValue) by the test", supported: status == .unsupportedVersion ? [1] : nil)
+            case .frame(let frame):
+                if let route = routes[batch.header.device] {
+                    try? router.send([route, frame], options: .dontWait)
+                } else {
+                    delivered.withLock { $0.deliveries[name]! -= 1 }
+                }
+                return
             }
         }
         guard let ack, let route = routes[ack.device], let frame = try? WireCoding.encode(ack) else { return }
@@ -246,5 +256,36 @@ struct SyncSandbox {
             logger: Logger(label: "test.sync"))
         try await service.run()
         return try #require(service.outcome)
+    }
+}
+
+extension SyncSandbox {
+    /// Starts the built `jetbridge-agent sync --until-drained` as a process against `ground`, with this sandbox's home:
+    /// the ground's device key pair in `keys/`, its endpoints and server key in `agent.json`.
+    /// - Parameters:
+    ///   - ground: The ground to sync with.
+    ///   - ackTimeout: `sync.ackTimeoutSeconds`.
+    ///   - arguments: More arguments after `sync --until-drained`.
+    func startAgent(
+        against ground: TestGround, ackTimeout: Double = 0.3, arguments: [String] = []
+    ) throws -> ExecutableRun {
+        let keys = home.url.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        let secret = keys.appendingPathComponent("device.key")
+        try Data((ground.deviceKeys.secretKeyZ85 + "\n").utf8).write(to: secret)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        try Data((ground.deviceKeys.publicKeyZ85 + "\n").utf8).write(to: keys.appendingPathComponent("device.pub"))
+        let configuration: [String: Any] = [
+            "device": device,
+            "ground": [
+                "data": ground.dataEndpoint, "acks": ground.ackEndpoint,
+                "serverPublicKey": ground.serverKeys.publicKeyZ85,
+            ],
+            "sync": ["batchRecords": 10, "window": 4, "ackTimeoutSeconds": ackTimeout],
+        ]
+        try JSONSerialization.data(withJSONObject: configuration).write(
+            to: home.url.appendingPathComponent("agent.json"))
+        return try ExecutableRun(
+            "jetbridge-agent", ["--home", home.url.path, "sync", "--until-drained"] + arguments, in: directory)
     }
 }
