@@ -549,7 +549,8 @@ final class SyncEngine: Sendable {
             _ frames: [Data], from index: Int, device: String, window: inout SyncWindow, queue: FileQueue
         ) throws -> AgentError? {
             let from = isSpread ? " from \(name(index))" : ""
-            guard let frame = frames.last, let ack = try? WireCoding.decode(Ack.self, from: frame) else {
+            // An ack is one frame (docs/PROTOCOL.md, Acks); a message of several is nobody's ack.
+            guard frames.count == 1, let ack = try? WireCoding.decode(Ack.self, from: frames[0]) else {
                 logger.warning(
                     "ignoring a message on the ack channel\(from) that is not an ack (\(frames.count) frames)")
                 return nil

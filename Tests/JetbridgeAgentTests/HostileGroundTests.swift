@@ -99,6 +99,27 @@ struct HostileGroundTests {
         #expect(try sandbox.queueStatus().acknowledgedThrough == 10)
     }
 
+    @Test("a message of two frames is not an ack, even when its last frame is one: ignored, the batch goes again")
+    func twoFrames() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let ids = try sandbox.capture(10)
+        let ground = try TestGround { batch, delivery in
+            guard delivery == 1 else { return .store }
+            return .frames([Data("junk".utf8), Self.frame(batch, .stored, new: 10)])
+        }
+        defer { ground.stop() }
+
+        let run = try sandbox.startAgent(against: ground, arguments: ["--timeout", "60"])
+        let status = await run.exit(within: .seconds(90))
+        let output = run.output
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("not an ack (2 frames)"), "\(output)")
+        #expect(ground.delivered.withLock { $0.deliveries.values.max() ?? 0 } >= 2)
+        #expect(Set(ground.delivered.withLock { $0.records.keys }) == Set(ids))
+        #expect(try sandbox.queueStatus().acknowledgedThrough == 10)
+    }
+
     @Test("the PUSH takes no message over 64 KiB either: a data-side peer's 128 MiB never reaches the agent's memory")
     func oversizedOnThePush() async throws {
         let sandbox = try SyncSandbox()

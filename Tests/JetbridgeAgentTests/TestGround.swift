@@ -25,6 +25,8 @@ final class TestGround: Sendable {
         /// Answer with this frame as the ack, whatever it holds (a hostile ground). Without a route yet (the batch came
         /// before the hello) the delivery is not counted, so the next one is answered with the same frame.
         case frame(Data)
+        /// Answer with a message of these frames (as ``frame(_:)``).
+        case frames([Data])
     }
 
     struct Delivered: Sendable {
@@ -168,17 +170,25 @@ final class TestGround: Sendable {
                     device: batch.header.device, first: batch.header.first, last: batch.header.last, status: status,
                     reason: "\(status.rawValue) by the test", supported: status == .unsupportedVersion ? [1] : nil)
             case .frame(let frame):
-                if let route = routes[batch.header.device] {
-                    try? router.send([route, frame], options: .dontWait)
-                } else {
-                    delivered.withLock { $0.deliveries[name]! -= 1 }
-                }
+                answer(with: [frame], batch: batch, routes: routes, router: router)
+                return
+            case .frames(let frames):
+                answer(with: frames, batch: batch, routes: routes, router: router)
                 return
             }
         }
         guard let ack, let route = routes[ack.device], let frame = try? WireCoding.encode(ack) else { return }
         // No route yet, or unroutable (the device is not connected): the device resends and the resend is deduplicated.
         try? router.send([route, frame], options: .dontWait)
+    }
+
+    /// Sends `frames` as the answer to `batch`; without a route the delivery is not counted.
+    private func answer(with frames: [Data], batch: IncomingBatch, routes: [String: Data], router: Socket) {
+        if let route = routes[batch.header.device] {
+            try? router.send([route] + frames, options: .dontWait)
+        } else {
+            delivered.withLock { $0.deliveries[batch.header.label]! -= 1 }
+        }
     }
 }
 
