@@ -270,28 +270,37 @@ struct SyncSandbox {
 }
 
 extension SyncSandbox {
-    /// Starts the built `jetbridge-agent sync --until-drained` as a process against `ground`, with this sandbox's home:
-    /// the ground's device key pair in `keys/`, its endpoints and server key in `agent.json`.
+    /// Starts the built `jetbridge-agent sync --until-drained` as a process against `ground`, with this sandbox's home.
     /// - Parameters:
-    ///   - ground: The ground to sync with.
-    ///   - ackTimeout: `sync.ackTimeoutSeconds`.
+    ///   - ground: The ground to sync with: its endpoints, its server key and the device key pair it allows.
+    ///   - arguments: More arguments after `sync --until-drained`.
+    func startAgent(against ground: TestGround, arguments: [String] = []) throws -> ExecutableRun {
+        try startAgent(
+            data: ground.dataEndpoint, acks: ground.ackEndpoint, serverPublicKeyZ85: ground.serverKeys.publicKeyZ85,
+            deviceKeys: ground.deviceKeys, arguments: arguments)
+    }
+
+    /// Starts the built `jetbridge-agent sync --until-drained` as a process: the device key pair in `keys/`, the
+    /// endpoints and server key in `agent.json` (batches of 10 records, a window of 4, an ack timeout of 0.3 s).
+    /// - Parameters:
+    ///   - data: The ground's data endpoint.
+    ///   - acks: The ground's ack endpoint.
+    ///   - serverPublicKeyZ85: The ground's public key.
+    ///   - deviceKeys: This device's key pair.
     ///   - arguments: More arguments after `sync --until-drained`.
     func startAgent(
-        against ground: TestGround, ackTimeout: Double = 0.3, arguments: [String] = []
+        data: String, acks: String, serverPublicKeyZ85: String, deviceKeys: CurveKeyPair, arguments: [String] = []
     ) throws -> ExecutableRun {
         let keys = home.url.appendingPathComponent("keys")
         try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
         let secret = keys.appendingPathComponent("device.key")
-        try Data((ground.deviceKeys.secretKeyZ85 + "\n").utf8).write(to: secret)
+        try Data((deviceKeys.secretKeyZ85 + "\n").utf8).write(to: secret)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
-        try Data((ground.deviceKeys.publicKeyZ85 + "\n").utf8).write(to: keys.appendingPathComponent("device.pub"))
+        try Data((deviceKeys.publicKeyZ85 + "\n").utf8).write(to: keys.appendingPathComponent("device.pub"))
         let configuration: [String: Any] = [
             "device": device,
-            "ground": [
-                "data": ground.dataEndpoint, "acks": ground.ackEndpoint,
-                "serverPublicKey": ground.serverKeys.publicKeyZ85,
-            ],
-            "sync": ["batchRecords": 10, "window": 4, "ackTimeoutSeconds": ackTimeout],
+            "ground": ["data": data, "acks": acks, "serverPublicKey": serverPublicKeyZ85],
+            "sync": ["batchRecords": 10, "window": 4, "ackTimeoutSeconds": 0.3],
         ]
         try JSONSerialization.data(withJSONObject: configuration).write(
             to: home.url.appendingPathComponent("agent.json"))
