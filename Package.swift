@@ -257,11 +257,13 @@ for target in package.targets where !cTargets.contains(target.name) {
         ]
 }
 
-// Sync tests drive the agent against a ground peer written in the test with the ZeroMQ library, and the pipeline
-// tests read the queue and decode acks.
+// Sync tests drive the agent (in this process, and the built `jetbridge-agent` as a process) against a ground peer
+// written in the test with the ZeroMQ library (or `zeromq-test-peer`, a process of its own), and the pipeline tests
+// read the queue and decode acks.
 for target in package.targets where target.name == "JetbridgeAgentTests" {
     target.dependencies += [
         "ZeroMQ", "JetbridgeProtocol", "FileQueue", "MessagePack", .product(name: "Logging", package: "swift-log"),
+        "jetbridge-agent", "zeromq-test-peer",
     ]
 }
 

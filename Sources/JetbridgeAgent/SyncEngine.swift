@@ -87,6 +87,8 @@ final class SyncEngine: Sendable {
         var perAggregator: [AggregatorStatistics]
         /// Which aggregators may get batches, and which one gets the next.
         var ground: GroundSet
+        /// Batch names already warned about for an ack outside the bounds (``ignoreInvalid(_:label:problem:warn:)``).
+        var warnedInvalid: Set<String> = []
 
         init(engine: SyncEngine) {
             self.engine = engine
@@ -189,6 +191,8 @@ final class SyncEngine: Sendable {
                 try watch(push, channel: .data, sockets: generation, link: engine.links[index])
                 try configure(push, serverKey: aggregator.serverPublicKey)
                 try push.set(.sendHighWaterMark, max(16, configuration.sync.window * 2))
+                // A PUSH receives nothing: whatever a hostile peer sends it waits, one message at most, unread.
+                try push.set(.receiveHighWaterMark, 1)
                 try push.connect(aggregator.dataEndpoint)
                 endpoint = aggregator.ackEndpoint
                 let dealer = try context.socket(.dealer)
@@ -260,6 +264,10 @@ final class SyncEngine: Sendable {
             // up after a second rather than waiting for the kernel's SYN retries (up to two minutes).
             try socket.set(.reconnectIntervalMax, .milliseconds(500))
             try socket.set(.connectTimeout, .seconds(1))
+            // An ack is one small frame: a bigger message from the ground ends the connection in libzmq as soon as its
+            // size is read, so it never reaches this process's memory (the loop opens fresh sockets, as after any
+            // lost link: libzmq does not reconnect after it by itself).
+            try socket.set(.maxMessageSize, WireProtocol.maxAckMessageBytes)
             if case .curve(let keys, let serverKey) = options.security {
                 try socket.makeCurveClient(keys: keys, serverPublicKey: own ?? serverKey)
             }
@@ -541,18 +549,29 @@ final class SyncEngine: Sendable {
             _ frames: [Data], from index: Int, device: String, window: inout SyncWindow, queue: FileQueue
         ) throws -> AgentError? {
             let from = isSpread ? " from \(name(index))" : ""
-            guard let frame = frames.last, let ack = try? WireCoding.decode(Ack.self, from: frame) else {
+            // An ack is one frame (docs/PROTOCOL.md, Acks); a message of several is nobody's ack.
+            guard frames.count == 1, let ack = try? WireCoding.decode(Ack.self, from: frames[0]) else {
                 logger.warning(
                     "ignoring a message on the ack channel\(from) that is not an ack (\(frames.count) frames)")
                 return nil
             }
             guard ack.device == device else {
                 statistics.ignoredAcks += 1
-                logger.warning("ignoring an ack\(from) for device '\(ack.device)'; this is '\(device)'")
+                logger.warning(
+                    "ignoring an ack\(from) for device '\(Ack.bounded(ack.device, scalars: 80))'; this is '\(device)'")
                 return nil
             }
             let batchName = BatchHeader.label(device: device, first: ack.first, last: ack.last)
             let label = batchName + from
+            // Numbers no ground can mean are checked before anything acts on the ack, also for answers that end the
+            // sync or name no batch; what needs the batch's record count is checked by the window.
+            if let problem = ack.boundsProblem(batchRecords: nil) {
+                let named =
+                    ack.first == 0 && ack.last == 0
+                    || window.batches.contains { !$0.isDone && $0.first == ack.first && $0.last == ack.last }
+                ignoreInvalid(ack, label: label, problem: problem, warn: named)
+                return nil
+            }
             ground.answered(by: index)
             if isSpread, ack.status == .forbidden || ack.status == .unsupportedVersion {
                 // One aggregator refusing this device (its allow list, its protocol version) is that aggregator's
@@ -560,13 +579,13 @@ final class SyncEngine: Sendable {
                 ground.refused(by: index)
                 let moved = window.sendAgain(now: now()) { $0.route == index }
                 logger.error(
-                    "aggregator \(name(index)) refused this device (\(ack.status.rawValue)): \(ack.reason ?? "no reason given"); \(ground.allRefusing ? "no aggregator is left" : "sending \(moved) batches to the others")"
+                    "aggregator \(name(index)) refused this device (\(ack.status.rawValue)): \(ack.shownReason); \(ground.allRefusing ? "no aggregator is left" : "sending \(moved) batches to the others")"
                 )
                 guard ground.allRefusing else { return nil }
                 return ack.status == .forbidden
                     ? AgentError(
                         .dataError,
-                        "every aggregator refused this device (forbidden), the last \(name(index)): \(ack.reason ?? "no reason given"); check \"device\" in the configuration and the allow list on the ground"
+                        "every aggregator refused this device (forbidden), the last \(name(index)): \(ack.shownReason); check \"device\" in the configuration and the allow list on the ground"
                     )
                     : AgentError(
                         .unavailable,
@@ -578,13 +597,13 @@ final class SyncEngine: Sendable {
                 // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
                 return AgentError(
                     .dataError,
-                    "the ground refused this device (forbidden): \(ack.reason ?? "no reason given"); check the allow list on the ground"
+                    "the ground refused this device (forbidden): \(ack.shownReason); check the allow list on the ground"
                 )
             case .ignored where ack.first == 0 && ack.last == 0:
                 // Batch 0…0: the ground could not read a message of ours as a batch at all (docs/PROTOCOL.md).
                 statistics.ignoredAcks += 1
                 logger.warning(
-                    "the ground could not read a message from this device as a batch (\(ack.status.rawValue)): \(ack.reason ?? "no reason given")"
+                    "the ground could not read a message from this device as a batch (\(ack.status.rawValue)): \(ack.shownReason)"
                 )
             case .ignored:
                 statistics.ignoredAcks += 1
@@ -604,7 +623,7 @@ final class SyncEngine: Sendable {
                 )
             case .rebuild(let batchID, let sequences):
                 logger.warning(
-                    "the ground rejected \(label) as malformed (\(ack.reason ?? "no reason")); reading it from the queue again"
+                    "the ground rejected \(label) as malformed (\(ack.shownReason)); reading it from the queue again"
                 )
                 if let first = sequences.first, let last = sequences.last {
                     let records = try queue.read(
@@ -614,15 +633,40 @@ final class SyncEngine: Sendable {
             case .limited(let at):
                 statistics.limited += 1
                 logger.warning(
-                    "the ground limits this device (\(ack.reason ?? "no reason given")); \(label) again in \(Int((at - now()).rounded(.up))) s"
+                    "the ground limits this device (\(ack.shownReason)); \(label) again in \(Self.seconds(at - now())) s"
                 )
             case .retryLater(let at):
                 logger.info(
-                    "the ground asked for \(label) later (\(ack.reason ?? "no reason")); again in \(Int(at - now())) s")
+                    "the ground asked for \(label) later (\(ack.shownReason)); again in \(Self.seconds(at - now())) s")
+            case .invalid(let problem):
+                ignoreInvalid(ack, label: label, problem: problem, warn: true)
             case .fatal(let error):
                 return error
             }
             return nil
+        }
+
+        /// Ignores an ack outside the bounds of docs/PROTOCOL.md ("Bounds of an ack") as if it had not come: counted
+        /// among the ignored acks (none of its numbers is counted anywhere), warned about once per batch (a hostile
+        /// ground answering every send must not flood the log), then at debug level.
+        /// - Parameter warn: Whether the ack names a batch in flight (or 0…0); one naming none is logged at debug
+        ///   level only, like a late ack, so that made-up names cannot buy a warning each.
+        mutating func ignoreInvalid(_ ack: Ack, label: String, problem: String, warn: Bool) {
+            statistics.ignoredAcks += 1
+            if warnedInvalid.count >= 10_000 { warnedInvalid = [] }
+            let message: Logger.Message =
+                "ignoring an ack (\(ack.status.rawValue)) for \(label) outside the protocol's bounds: \(problem); the batch goes again on its timeout"
+            if warn, warnedInvalid.insert(label).inserted {
+                logger.warning(message)
+            } else {
+                logger.debug(message)
+            }
+        }
+
+        /// A wait in whole seconds for a log line, rounded up; never traps, whatever the value.
+        static func seconds(_ wait: Double) -> String {
+            let rounded = wait.rounded(.up)
+            return abs(rounded) < 1e15 ? String(Int(rounded)) : "\(rounded)"
         }
 
         /// Acknowledges the queue through the contiguous finished prefix; nothing the ground did not confirm.

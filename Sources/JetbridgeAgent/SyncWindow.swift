@@ -107,6 +107,9 @@ public struct SyncWindow: Sendable {
         case retryLater(at: Double)
         /// The ground limits this device (`limited`); the batch is scheduled no earlier than its `retryAfter`.
         case limited(at: Double)
+        /// The ack breaks one of the bounds of docs/PROTOCOL.md "Bounds of an ack" (said in words): nothing changed, as
+        /// if it had not come; the batch goes again on its timeout.
+        case invalid(String)
         /// Sync cannot go on: `forbidden`, `unsupported-version`, or a batch malformed three times in a row.
         case fatal(AgentError)
     }
@@ -301,6 +304,10 @@ public struct SyncWindow: Sendable {
 
     /// Applies an ack from the ground.
     ///
+    /// An ack whose numbers break a bound for the batch it names (``Ack/boundsProblem(batchRecords:)``: a `retryAfter`
+    /// of `inf`, a `new` above the batch's count, an `index` outside it) changes nothing and is ``AckOutcome/invalid(_:)``:
+    /// the batch waits on exactly as if no ack had come, and goes again on its timeout.
+    ///
     /// `stored` counts from whichever aggregator sends it: it says the batch is durable in the (shared) store, so a
     /// late ack from an aggregator the batch was sent to before saves the resend's answer, and the resend's own
     /// `stored` is then ignored. Every other answer describes one send, and counts only from the aggregator of the
@@ -314,22 +321,23 @@ public struct SyncWindow: Sendable {
         guard
             let index = batches.firstIndex(where: { !$0.isDone && $0.first == ack.first && $0.last == ack.last })
         else { return .ignored }
+        let count = batches[index].records.count
+        if let problem = ack.boundsProblem(batchRecords: count) { return .invalid(problem) }
         if ack.status != .stored, let last = batches[index].route, last != route { return .ignored }
         let label = "batch #\(ack.first)…\(ack.last)"
         switch ack.status {
         case .stored:
-            let count = batches[index].records.count
             var sentAt: Double?
             if case .waiting(let at, _) = batches[index].state { sentAt = at }
             batches[index].state = .done
             progress(storedBatchSentAt: sentAt, sends: batches[index].sends, route: batches[index].route, now: now)
             advance()
-            let new = max(0, ack.new ?? count)
-            return .stored(records: count, new: new, duplicates: max(0, ack.duplicates ?? (count - new)))
+            let stored = ack.storedCounts(records: count)
+            return .stored(records: count, new: stored.new, duplicates: stored.duplicates)
         case .rejected:
             let recordIndex = ack.index ?? -1
-            let reason = ack.reason ?? "no reason given"
-            if recordIndex >= 0, recordIndex < batches[index].records.count {
+            let reason = ack.shownReason
+            if recordIndex >= 0, recordIndex < count {
                 let record = batches[index].records[recordIndex]
                 split(at: index, removing: recordIndex, now: now)
                 return .setAside(record, reason: reason)
@@ -351,8 +359,9 @@ public struct SyncWindow: Sendable {
             batches[index].state = .due(at: now + delay)
             return .retryLater(at: now + delay)
         case .limited:
-            // Back off as for `retry`, but never sooner than the ground said: a limit does not lift by resending.
-            let delay = max(jittered(batches[index].retryDelay), max(0, ack.retryAfter ?? 0))
+            // Back off as for `retry`, but never sooner than the ground said (0 … an hour, the bounds above): a limit
+            // does not lift by resending.
+            let delay = max(jittered(batches[index].retryDelay), ack.retryAfter ?? 0)
             batches[index].retryDelay = min(batches[index].retryDelay * 2, limits.maxBackoff)
             batches[index].malformedRejections = 0
             batches[index].state = .due(at: now + delay)
@@ -361,7 +370,7 @@ public struct SyncWindow: Sendable {
             return .fatal(
                 AgentError(
                     .dataError,
-                    "the ground refused \(label) as forbidden (\(ack.reason ?? "no reason given")): this device's key is revoked or registered to another device id; check \"device\" in the configuration and the allow list on the ground"
+                    "the ground refused \(label) as forbidden (\(ack.shownReason)): this device's key is revoked or registered to another device id; check \"device\" in the configuration and the allow list on the ground"
                 ))
         case .unsupportedVersion:
             let supported = ack.supported.map { " (it speaks \($0.map(String.init).joined(separator: ", ")))" } ?? ""

@@ -10,6 +10,9 @@ public enum WireProtocol: Sendable {
     public static let maxBatchRecords = 10_000
     /// The largest frame 2 (the records array) one batch may carry, in bytes.
     public static let maxBatchBytes = 8 << 20
+    /// The largest message a device accepts from the ground (`ZMQ_MAXMSGSIZE` on its sockets): an ack is one small
+    /// frame, far below this.
+    public static let maxAckMessageBytes = 64 << 10
     /// The nesting limit for decoding records from the wire: a record nests four levels deep, so 32 is generous.
     public static let recordNestingLimit = 32
     /// Where an aggregator's data (`PULL`) socket binds and a device sends, when neither is configured.

@@ -22,6 +22,11 @@ final class TestGround: Sendable {
         /// Refuse the record at this index.
         case reject(index: Int)
         case ack(Ack.Status)
+        /// Answer with this frame as the ack, whatever it holds (a hostile ground). Without a route yet (the batch came
+        /// before the hello) the delivery is not counted, so the next one is answered with the same frame.
+        case frame(Data)
+        /// Answer with a message of these frames (as ``frame(_:)``).
+        case frames([Data])
     }
 
     struct Delivered: Sendable {
@@ -164,11 +169,26 @@ final class TestGround: Sendable {
                 ack = Ack(
                     device: batch.header.device, first: batch.header.first, last: batch.header.last, status: status,
                     reason: "\(status.rawValue) by the test", supported: status == .unsupportedVersion ? [1] : nil)
+            case .frame(let frame):
+                answer(with: [frame], batch: batch, routes: routes, router: router)
+                return
+            case .frames(let frames):
+                answer(with: frames, batch: batch, routes: routes, router: router)
+                return
             }
         }
         guard let ack, let route = routes[ack.device], let frame = try? WireCoding.encode(ack) else { return }
         // No route yet, or unroutable (the device is not connected): the device resends and the resend is deduplicated.
         try? router.send([route, frame], options: .dontWait)
+    }
+
+    /// Sends `frames` as the answer to `batch`; without a route the delivery is not counted.
+    private func answer(with frames: [Data], batch: IncomingBatch, routes: [String: Data], router: Socket) {
+        if let route = routes[batch.header.device] {
+            try? router.send([route] + frames, options: .dontWait)
+        } else {
+            delivered.withLock { $0.deliveries[batch.header.label]! -= 1 }
+        }
     }
 }
 
@@ -246,5 +266,45 @@ struct SyncSandbox {
             logger: Logger(label: "test.sync"))
         try await service.run()
         return try #require(service.outcome)
+    }
+}
+
+extension SyncSandbox {
+    /// Starts the built `jetbridge-agent sync --until-drained` as a process against `ground`, with this sandbox's home.
+    /// - Parameters:
+    ///   - ground: The ground to sync with: its endpoints, its server key and the device key pair it allows.
+    ///   - arguments: More arguments after `sync --until-drained`.
+    func startAgent(against ground: TestGround, arguments: [String] = []) throws -> ExecutableRun {
+        try startAgent(
+            data: ground.dataEndpoint, acks: ground.ackEndpoint, serverPublicKeyZ85: ground.serverKeys.publicKeyZ85,
+            deviceKeys: ground.deviceKeys, arguments: arguments)
+    }
+
+    /// Starts the built `jetbridge-agent sync --until-drained` as a process: the device key pair in `keys/`, the
+    /// endpoints and server key in `agent.json` (batches of 10 records, a window of 4, an ack timeout of 0.3 s).
+    /// - Parameters:
+    ///   - data: The ground's data endpoint.
+    ///   - acks: The ground's ack endpoint.
+    ///   - serverPublicKeyZ85: The ground's public key.
+    ///   - deviceKeys: This device's key pair.
+    ///   - arguments: More arguments after `sync --until-drained`.
+    func startAgent(
+        data: String, acks: String, serverPublicKeyZ85: String, deviceKeys: CurveKeyPair, arguments: [String] = []
+    ) throws -> ExecutableRun {
+        let keys = home.url.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        let secret = keys.appendingPathComponent("device.key")
+        try Data((deviceKeys.secretKeyZ85 + "\n").utf8).write(to: secret)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        try Data((deviceKeys.publicKeyZ85 + "\n").utf8).write(to: keys.appendingPathComponent("device.pub"))
+        let configuration: [String: Any] = [
+            "device": device,
+            "ground": ["data": data, "acks": acks, "serverPublicKey": serverPublicKeyZ85],
+            "sync": ["batchRecords": 10, "window": 4, "ackTimeoutSeconds": 0.3],
+        ]
+        try JSONSerialization.data(withJSONObject: configuration).write(
+            to: home.url.appendingPathComponent("agent.json"))
+        return try ExecutableRun(
+            "jetbridge-agent", ["--home", home.url.path, "sync", "--until-drained"] + arguments, in: directory)
     }
 }

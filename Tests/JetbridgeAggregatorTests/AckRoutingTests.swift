@@ -243,62 +243,20 @@ struct AgentHomeForTest {
         try Data(configuration.utf8).write(to: home.appendingPathComponent("agent.json"))
     }
 
-    static var binary: URL { BuiltExecutable.expectedURL("jetbridge-agent") }
-
     /// Captures `scans` origin scans of distinct bags with `jetbridge-agent scan`.
     func capture(scans: Int) async throws {
         let tags = (0..<scans).map { _ in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": 42.0}"# }
-        let run = try AgentRun(["--home", home.path, "scan", "--at", "origin"], in: home, stdin: tags.joined(separator: "\n"))
+        let run = try ExecutableRun(
+            "jetbridge-agent", ["--home", home.path, "scan", "--at", "origin"], in: home,
+            stdin: tags.joined(separator: "\n"))
         // Waited for without blocking a thread of the cooperative pool.
         let status = await run.exit(within: .seconds(120))
         #expect(status == 0, "\(run.output)")
     }
 
     /// Starts `jetbridge-agent sync --until-drained`.
-    func sync() throws -> AgentRun {
-        try AgentRun(["--home", home.path, "sync", "--until-drained", "--timeout", "80"], in: home)
-    }
-}
-
-/// One `jetbridge-agent` process, output to a file.
-struct AgentRun {
-    let process: Process
-    let log: URL
-
-    init(_ arguments: [String], in directory: URL, stdin: String? = nil) throws {
-        log = directory.appendingPathComponent("run-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process = Process()
-        process.executableURL = AgentHomeForTest.binary
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["JETBRIDGE_HOME"] = nil
-        process.environment = environment
-        process.currentDirectoryURL = directory
-        let output = try FileHandle(forWritingTo: log)
-        process.standardOutput = output
-        process.standardError = output
-        if let stdin {
-            let input = directory.appendingPathComponent("stdin-\(UUID().uuidString)")
-            try Data(stdin.utf8).write(to: input)
-            process.standardInput = try FileHandle(forReadingFrom: input)
-        }
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// The exit status, or nil when it is still running after `within` (then it is killed).
-    func exit(within: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + within
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
-                process.waitUntilExit()
-                return nil
-            }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return process.terminationStatus
+    func sync() throws -> ExecutableRun {
+        try ExecutableRun(
+            "jetbridge-agent", ["--home", home.path, "sync", "--until-drained", "--timeout", "80"], in: home)
     }
 }
