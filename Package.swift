@@ -36,7 +36,9 @@ let package = Package(
         // One helper per system job for every layer (swift-nio's `syscall` and NIOConcurrencyHelpers): the syscall
         // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions, the open-files
         // limit.
-        .target(name: "SystemSupport"),
+        // CFatalSignals: the fatal-signal handler, in C because a signal handler must not allocate.
+        .target(name: "CFatalSignals"),
+        .target(name: "SystemSupport", dependencies: ["CFatalSignals"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
 
         // MARK: Codec
@@ -154,7 +156,7 @@ let package = Package(
             name: "JetbridgeAggregatorTests",
             dependencies: [
                 "JetbridgeAggregator", "JetbridgeStore", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
-                "JetbridgeOperations", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
+                "JetbridgeOperations", "SystemSupport", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

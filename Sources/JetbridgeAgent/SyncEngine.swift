@@ -58,11 +58,7 @@ final class SyncEngine: Sendable {
 
     /// Runs the loop on a new thread and returns its outcome.
     func run() async -> SyncOutcome {
-        await withCheckedContinuation { (continuation: CheckedContinuation<SyncOutcome, Never>) in
-            startThread("jetbridge-sync") { [self] in
-                continuation.resume(returning: runBlocking())
-            }
-        }
+        await runOnOwnThread("jetbridge-sync") { [self] in runBlocking() }
     }
 
     /// The loop itself; blocks the calling thread until the run ends.

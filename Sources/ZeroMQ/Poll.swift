@@ -16,20 +16,30 @@ public struct PollEvents: OptionSet, Sendable, Hashable {
     public static let writable = PollEvents(rawValue: Int16(ZMQ_POLLOUT))
 }
 
-/// One socket to poll and the conditions to wait for.
+/// One socket (or a ``WakeupPipe``) to poll and the conditions to wait for.
 public struct PollItem: Sendable {
-    /// The socket; must belong to the polling thread (see `Socket`).
-    public var socket: Socket
+    enum Target: Sendable {
+        case socket(Socket)
+        case pipe(WakeupPipe)
+    }
+
+    let target: Target
     /// What to wait for.
     public var events: PollEvents
 
     /// Creates a poll item.
     /// - Parameters:
-    ///   - socket: The socket.
+    ///   - socket: The socket; must belong to the polling thread (see `Socket`).
     ///   - events: What to wait for, e.g. `.readable`.
     public init(_ socket: Socket, _ events: PollEvents) {
-        self.socket = socket
+        self.target = .socket(socket)
         self.events = events
+    }
+
+    /// Waits for `pipe` to be signalled (readable); the polling thread drains it (``WakeupPipe/drain()``).
+    public init(_ pipe: WakeupPipe) {
+        self.target = .pipe(pipe)
+        self.events = .readable
     }
 }
 
@@ -43,10 +53,15 @@ public func poll(_ items: [PollItem], timeout: Duration?) throws(ZeroMQError) ->
     var raw = [zmq_pollitem_t]()
     raw.reserveCapacity(items.count)
     for item in items {
-        let handle = try item.socket.liveHandle("poll")
-        raw.append(zmq_pollitem_t(socket: handle, fd: 0, events: item.events.rawValue, revents: 0))
+        switch item.target {
+        case .socket(let socket):
+            let handle = try socket.liveHandle("poll")
+            raw.append(zmq_pollitem_t(socket: handle, fd: 0, events: item.events.rawValue, revents: 0))
+        case .pipe(let pipe):
+            raw.append(zmq_pollitem_t(socket: nil, fd: pipe.readDescriptor, events: item.events.rawValue, revents: 0))
+        }
     }
     let milliseconds = timeout.map { Int(max(0, $0.clampedMilliseconds)) } ?? -1
-    try zmqCall("poll \(items.count) sockets") { zmq_poll(&raw, Int32(raw.count), milliseconds) }
+    try zmqCall("poll \(items.count) items") { zmq_poll(&raw, Int32(raw.count), milliseconds) }
     return raw.map { PollEvents(rawValue: $0.revents & ($0.events | Int16(ZMQ_POLLERR))) }
 }

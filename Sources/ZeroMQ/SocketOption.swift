@@ -55,6 +55,13 @@ extension SocketOption {
             decode: { .milliseconds($0.int32) }, rawKind: .int32)
     }
 
+    /// A whole-seconds option (the TCP keepalive timers).
+    static func seconds(_ code: Int32, _ name: String) -> SocketOption<Duration> {
+        SocketOption<Duration>(
+            code: code, name: name, encode: { .int32(Int32(clamping: max(1, Int(($0 / .seconds(1)).rounded())))) },
+            decode: { .seconds($0.int32) }, rawKind: .int32)
+    }
+
     /// A millisecond option where libzmq's `-1` means infinite; surfaced as `nil`.
     static func optionalDuration(_ code: Int32, _ name: String) -> SocketOption<Duration?> {
         SocketOption<Duration?>(
@@ -78,6 +85,9 @@ extension SocketOption where Value == Int {
     /// `ZMQ_SNDBUF`: the kernel's send buffer for the socket's connections, in bytes (-1: the system's default,
     /// which grows with the connection up to `net.ipv4.tcp_wmem`'s maximum).
     public static var sendBuffer: Self { int(ZMQ_SNDBUF, "send buffer") }
+    /// `ZMQ_TCP_KEEPALIVE_CNT`: unanswered keepalive probes before the kernel drops a TCP connection (-1: the
+    /// system's default).
+    public static var tcpKeepaliveCount: Self { int(ZMQ_TCP_KEEPALIVE_CNT, "TCP keepalive count") }
 }
 
 extension SocketOption where Value == Int? {
@@ -102,6 +112,9 @@ extension SocketOption where Value == Bool {
     public static var routerHandover: Self { bool(ZMQ_ROUTER_HANDOVER, "router handover") }
     /// `ZMQ_CURVE_SERVER`: act as a CURVE server (needs `curveSecretKey`; pair it with a `ZAPHandler`).
     public static var curveServer: Self { bool(ZMQ_CURVE_SERVER, "curve server") }
+    /// `ZMQ_TCP_KEEPALIVE`: TCP keepalive probes on the socket's connections (`SO_KEEPALIVE`), so that a peer that
+    /// vanished without a FIN is noticed by the kernel.
+    public static var tcpKeepalive: Self { bool(ZMQ_TCP_KEEPALIVE, "TCP keepalive") }
     /// `ZMQ_RCVMORE`: whether the last received frame has more frames after it. Read-only.
     public static var receiveMore: Self { bool(ZMQ_RCVMORE, "receive more") }
 }
@@ -119,6 +132,13 @@ extension SocketOption where Value == Duration {
     public static var reconnectIntervalMax: Self { duration(ZMQ_RECONNECT_IVL_MAX, "reconnect interval max") }
     /// `ZMQ_CONNECT_TIMEOUT`: give up a TCP connect attempt after this long (zero: the OS default).
     public static var connectTimeout: Self { duration(ZMQ_CONNECT_TIMEOUT, "connect timeout") }
+    /// `ZMQ_TCP_MAXRT`: how long sent data may stay unacknowledged by the peer before the kernel drops the
+    /// connection (`TCP_USER_TIMEOUT` on Linux; zero: the system's retransmission limit, about 15 minutes).
+    public static var tcpMaxRetransmitTimeout: Self { duration(ZMQ_TCP_MAXRT, "TCP maximum retransmit timeout") }
+    /// `ZMQ_TCP_KEEPALIVE_IDLE`: idle time before the first keepalive probe, whole seconds.
+    public static var tcpKeepaliveIdle: Self { seconds(ZMQ_TCP_KEEPALIVE_IDLE, "TCP keepalive idle") }
+    /// `ZMQ_TCP_KEEPALIVE_INTVL`: time between keepalive probes, whole seconds.
+    public static var tcpKeepaliveInterval: Self { seconds(ZMQ_TCP_KEEPALIVE_INTVL, "TCP keepalive interval") }
 }
 
 extension SocketOption where Value == Duration? {

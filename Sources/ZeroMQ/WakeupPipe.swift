@@ -6,12 +6,15 @@
 
 /// An OS pipe that wakes a thread blocked in `zmq_poll` (which also polls plain file descriptors).
 ///
-/// `write` on a pipe is thread-safe, so any thread may `signal()`; unlike an inproc socket this needs no lock.
-final class WakeupPipe: Sendable {
+/// `write` on a pipe is thread-safe, so any thread may `signal()`; unlike an inproc socket this needs no lock. A
+/// thread that polls sockets waits on one with ``PollItem/init(_:)-(WakeupPipe)`` beside them.
+public final class WakeupPipe: Sendable {
     let readDescriptor: Int32
     let writeDescriptor: Int32
 
-    init() throws(ZeroMQError) {
+    /// Opens the pipe (both ends non-blocking, close-on-exec).
+    /// - Throws: ``ZeroMQError`` with the system's error when no pipe can be made.
+    public init() throws(ZeroMQError) {
         var descriptors: [Int32] = [0, 0]
         guard pipe(&descriptors) == 0 else {
             throw ZeroMQError(code: .init(rawValue: errno), operation: "create wakeup pipe")
@@ -25,13 +28,13 @@ final class WakeupPipe: Sendable {
     }
 
     /// Wakes the polling thread. A full pipe already guarantees a wake-up, so a failed write is fine.
-    func signal() {
+    public func signal() {
         var byte: UInt8 = 1
         _ = write(writeDescriptor, &byte, 1)
     }
 
     /// Empties the pipe after a wake-up.
-    func drain() {
+    public func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while read(readDescriptor, &buffer, buffer.count) > 0 {}
     }

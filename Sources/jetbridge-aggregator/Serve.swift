@@ -74,54 +74,39 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
-        // SIGTERM/SIGINT stop the server gracefully from before it starts: the ServiceGroup listens for them only
-        // once it runs, after the start-up line a supervisor (or a test) may answer with a stop at once; with the
-        // default action that stop would kill the process instead.
-        let early = EarlyStop()
-        let stopSources = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler { early.request() }
-            source.resume()
-            return source
-        }
-        defer { for source in stopSources { source.cancel() } }
-        let server = try AggregatorServer(
-            home: global.aggregatorHome, configuration: configuration, logger: logger)
-        early.attach(server)
-        signal(SIGHUP, SIG_IGN)
-        let reload = DispatchSource.makeSignalSource(signal: SIGHUP)
-        reload.setEventHandler { server.requestReload() }
-        reload.resume()
-        defer { reload.cancel() }
+        // The ServiceGroup listens for SIGTERM/SIGINT from before the server is built: a stop that comes while it
+        // binds and opens the store (a supervisor may stop `serve` at once) is a graceful one, exit 0.
+        let home = global.aggregatorHome
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                // A server stopped by an early signal returns from run() by itself: that is a clean end.
-                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [
+                    .init(
+                        service: ServeService(home: home, configuration: configuration, logger: logger),
+                        successTerminationBehavior: .gracefullyShutdownGroup)
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }
 
-/// A stop signal that may come before the server exists: remembered, and passed on once it does.
-private final class EarlyStop: @unchecked Sendable {
-    private let lock = NSLock()
-    private var requested = false
-    private var server: AggregatorServer?
+/// Builds the server (binding its endpoints and opening its store on a thread of its own: both block), then runs
+/// it, reloading the allow list on every SIGHUP until it stops.
+private struct ServeService: Service {
+    let home: AggregatorHome
+    let configuration: AggregatorConfiguration
+    let logger: Logger
 
-    func request() {
-        let server = lock.withLock {
-            requested = true
-            return self.server
+    func run() async throws {
+        let (home, configuration, logger) = (home, configuration, logger)
+        let server = try await runOnOwnThread("jb-start") {
+            try AggregatorServer(home: home, configuration: configuration, logger: logger)
         }
-        server?.stop()
-    }
-
-    func attach(_ server: AggregatorServer) {
-        let stopNow = lock.withLock {
-            self.server = server
-            return requested
+        try await withThrowingDiscardingTaskGroup { tasks in
+            tasks.addTask {
+                for await _ in await UnixSignalsSequence(trapping: .sighup) { server.requestReload() }
+            }
+            defer { tasks.cancelAll() }
+            try await server.run()
         }
-        if stopNow { server.stop() }
     }
 }

@@ -6,6 +6,7 @@ import JetbridgeProtocol
 import JetbridgeTestKit
 import Logging
 import MessagePack
+import SystemSupport
 import Testing
 import ZeroMQ
 
@@ -44,6 +45,14 @@ struct ServerFixture {
         try list.save(to: home.devicesFile)
         deviceKeys = keys
         server = try AggregatorServer(home: home, configuration: configuration, logger: logger, ackBounds: ackBounds)
+        // Served as `serve` serves it: its services run until ``stop()``. Started on a thread of its own, as the
+        // server runs its services: the tests beside it may hold the cooperative pool.
+        let server = server
+        let executor = ThreadTaskExecutor(name: "test-serve")
+        Task(executorPreference: executor) {
+            try? await server.run()
+            executor.finish()
+        }
     }
 
     /// A device connected with its allow-listed key (or plaintext in insecure mode), its hello seen by the server.

@@ -24,7 +24,8 @@ final class ServeProcess: @unchecked Sendable {
     /// - Parameter openFiles: When set, the process starts with this open-files limit (`serve` raises the soft one to
     ///   the hard one), through util-linux's `prlimit`, which execs it (the pid is serve's).
     init(
-        store: String, in parent: URL, name: String, metrics: Bool = false, openFiles: (soft: Int, hard: Int)? = nil
+        store: String, in parent: URL, name: String, metrics: Bool = false, openFiles: (soft: Int, hard: Int)? = nil,
+        environment extra: [String: String] = [:]
     ) async throws {
         home = parent.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
@@ -47,6 +48,7 @@ final class ServeProcess: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: AggregatorHome.environmentVariable)
         environment["JETBRIDGE_LOG_LEVEL"] = "info"
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.currentDirectoryURL = home
         process.standardOutput = try FileHandle(forWritingTo: log)
@@ -172,6 +174,25 @@ struct OwnPostgresCluster {
         arguments += action == "stop" ? ["-m", "fast", "stop"] : ["-l", "\(directory)/server.log", "-o", options, "start"]
         if getuid() == 0 { arguments = ["runuser", "-u", "postgres", "--"] + arguments }
         _ = try Self.shell(arguments)
+    }
+
+    /// Sends `signal` to this cluster's server and every process it started (SIGSTOP freezes the database as a hung
+    /// host would; SIGCONT thaws it). Only this cluster's processes: the shared test cluster runs beside it.
+    func signalServer(_ signal: Int32) throws {
+        let pidFile = "\(directory)/data/postmaster.pid"
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+            let line = text.split(separator: "\n").first, let postmaster = pid_t(line)
+        else { throw TestPostgresError("no server pid in \(pidFile)") }
+        var pids = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // Fields after `(comm)`: state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
+        }
+        for pid in pids { kill(pid, signal) }
     }
 
     func remove() {

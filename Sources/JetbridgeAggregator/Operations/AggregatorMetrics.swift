@@ -23,16 +23,6 @@ final class AggregatorMetrics: Sendable {
     private let receiptsPending: CoreMetrics.Gauge
     private let process = ProcessMetrics()
     private let devices = Locked([String: DeviceCounters]())
-    /// The same counts as plain numbers, plus what `status` shows and Prometheus does not keep.
-    private let seen = Locked(Seen())
-
-    struct Seen: Sendable {
-        var devices: [String: ServeStatus.Device] = [:]
-        var recentRejections: [ServeStatus.Rejection] = []
-        var lastCommitAt: Date?
-    }
-
-    static let recentLimit = 10
 
     /// Per-device counters, made once per device.
     private struct DeviceCounters: @unchecked Sendable {
@@ -70,7 +60,7 @@ final class AggregatorMetrics: Sendable {
         process.register(in: factory)
     }
 
-    // MARK: Counting (the places each answer is decided)
+    // MARK: Counting (``AnswerLedger`` counts every answer here)
 
     /// A batch answered: `status` is the ack status (`stored`, `retry`, `rejected`, `forbidden`, …).
     /// - Parameters:
@@ -78,24 +68,7 @@ final class AggregatorMetrics: Sendable {
     ///   - new: Records that changed the store (`stored` only).
     ///   - duplicates: Records already stored (`stored` only).
     ///   - rejected: Records of a refused batch (its header's count, when the header could be read).
-    ///   - reason: Why it was not stored (for `status`).
-    func batch(
-        device: String, status: String, new: Int = 0, duplicates: Int = 0, rejected: Int = 0, reason: String? = nil
-    ) {
-        let now = Date()
-        seen.withLock { seen in
-            var totals = seen.devices[device] ?? ServeStatus.Device(device: device, lastBatchAt: now)
-            totals.lastBatchAt = now
-            totals.batches[status, default: 0] += 1
-            totals.records["new", default: 0] += new
-            totals.records["duplicate", default: 0] += duplicates
-            totals.records["rejected", default: 0] += rejected
-            if seen.devices[device] != nil || seen.devices.count < 100_000 { seen.devices[device] = totals }
-            if let reason {
-                seen.recentRejections.append(.init(time: now, device: device, status: status, reason: reason))
-                if seen.recentRejections.count > Self.recentLimit { seen.recentRejections.removeFirst() }
-            }
-        }
+    func batch(device: String, status: String, new: Int = 0, duplicates: Int = 0, rejected: Int = 0) {
         devices.withLock { devices in
             var counters =
                 devices[device]
@@ -135,13 +108,9 @@ final class AggregatorMetrics: Sendable {
     }
 
     /// One store transaction's commit (`apply`), successful or not.
-    func committed(in duration: Duration, succeeded: Bool = true) {
+    func committed(in duration: Duration) {
         commit.recordNanoseconds(duration.nanoseconds)
-        if succeeded { seen.withLock { $0.lastCommitAt = Date() } }
     }
-
-    /// What `status` shows of the counts.
-    var statusSnapshot: Seen { seen.withLock { $0 } }
 
     /// One receipts refresh.
     func refreshedReceipts(in duration: Duration) { receiptsRefresh.recordNanoseconds(duration.nanoseconds) }

@@ -11,7 +11,7 @@ extension AggregatorServer {
     /// begins), the last store transaction committed (a failed one makes it unready until the next commit), and the
     /// store file and its directory writable.
     public func readiness() -> String? {
-        if control.stoppingOrFinished { return "stopping: the sockets are closing" }
+        if stoppingOrFinished { return "stopping: the sockets are closing" }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
         guard case .sqlite(let url) = storeLocation else { return nil }
         let path = url.path
@@ -25,8 +25,8 @@ extension AggregatorServer {
     /// The Prometheus text exposition of this server's metrics, sampled now; never calls the store (it runs on the
     /// metrics server's event loop): the receipts backlog is the status thread's last reading.
     public func metricsText() -> String {
-        metrics.exposition(
-            queueDepth: queue.depth, acksHeld: acksHeld.withLock { $0 },
+        ledger.metrics.exposition(
+            queueDepth: queue.depth, acksHeld: ledger.statistics.acksHeld,
             receiptsPending: receiptsPending.withLock { $0 })
     }
 

@@ -8,21 +8,16 @@ import SystemSupport
 extension AggregatorServer {
     /// What `status` shows, as of now.
     public func currentStatus() -> ServeStatus {
-        let statistics = currentStatistics
-        let seen = metrics.statusSnapshot
+        let statistics = ledger.statistics
+        let seen = ledger.devices
         let handshakes = handshakes.snapshot
         return ServeStatus(
             pid: getpid(), version: JetbridgeVersion.release, wireProtocol: WireProtocol.version, startedAt: startedAt,
             updatedAt: Date(), mode: insecure ? "insecure" : "CURVE",
             endpoints: .init(data: dataEndpoint, acks: acksEndpoint, metrics: metricsEndpoint),
             store: storeLocation.description, receipts: home.resolve(configuration.receipts).path,
-            notReady: readiness(), batchesQueued: queue.depth, acksHeld: acksHeld.withLock { $0 },
-            lastCommitAt: seen.lastCommitAt, receiptsPending: receiptsPending.withLock { $0 },
-            totals: .init(
-                storedBatches: statistics.storedBatches, storedRecords: statistics.storedRecords,
-                newRecords: statistics.newRecords, duplicateRecords: statistics.duplicateRecords,
-                rejectedBatches: statistics.rejectedBatches, retriedBatches: statistics.retriedBatches,
-                transactions: statistics.transactions, unroutableAcks: statistics.unroutableAcks),
+            notReady: readiness(), batchesQueued: queue.depth, acksHeld: statistics.acksHeld,
+            lastCommitAt: seen.lastCommitAt, receiptsPending: receiptsPending.withLock { $0 }, totals: statistics,
             devices: seen.devices.values.sorted { $0.device < $1.device }, recentRejections: seen.recentRejections,
             handshakes: handshakes.counts,
             recentRefusedHandshakes: handshakes.recent.map {
@@ -30,12 +25,13 @@ extension AggregatorServer {
             })
     }
 
-    /// The status thread: reads the receipts backlog from the store and rewrites `<home>/status.json` every
-    /// ``ServeStatus/writeInterval`` until a stop begins.
-    func runStatusWriter() {
+    /// The status thread's loop (``StatusService``): reads the receipts backlog from the store and rewrites
+    /// `<home>/status.json` every ``ServeStatus/writeInterval`` until `stopped()`; then removes the file (no status is
+    /// better than a stale one).
+    func writeStatus(until stopped: () -> Bool) {
         let url = ServeStatus.url(in: home)
         var failedBefore = false
-        while !stopRequested {
+        while !stopped() {
             // The one store reading `status` and `/metrics` show, taken here on a thread of its own.
             if let pending = try? store.dirtyReceiptCount() { receiptsPending.withLock { $0 = pending } }
             do {
@@ -49,12 +45,8 @@ extension AggregatorServer {
                 failedBefore = true
             }
             let until = ContinuousClock.now + ServeStatus.writeInterval
-            while !stopRequested && ContinuousClock.now < until { Thread.sleep(forTimeInterval: 0.05) }
+            while !stopped() && ContinuousClock.now < until { Thread.sleep(forTimeInterval: 0.05) }
         }
-    }
-
-    /// Removes the status file at the end of a stop: no status is better than a stale one.
-    func removeStatusFile() {
-        try? FileManager.default.removeItem(at: ServeStatus.url(in: home))
+        try? FileManager.default.removeItem(at: url)
     }
 }

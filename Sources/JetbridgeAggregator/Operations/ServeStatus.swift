@@ -15,17 +15,6 @@ public struct ServeStatus: Codable, Hashable, Sendable {
         public var metrics: String?
     }
 
-    public struct Totals: Codable, Hashable, Sendable {
-        public var storedBatches = 0
-        public var storedRecords = 0
-        public var newRecords = 0
-        public var duplicateRecords = 0
-        public var rejectedBatches = 0
-        public var retriedBatches = 0
-        public var transactions = 0
-        public var unroutableAcks = 0
-    }
-
     /// One device seen since start: its last answered batch and its counts by ack status and record outcome.
     public struct Device: Codable, Hashable, Sendable {
         public var device: String
@@ -69,7 +58,7 @@ public struct ServeStatus: Codable, Hashable, Sendable {
     public var lastCommitAt: Date?
     /// Seats whose receipts are behind the store (nil when the store could not say).
     public var receiptsPending: Int?
-    public var totals: Totals
+    public var totals: ServerStatistics
     /// Devices seen since start, by id.
     public var devices: [Device]
     /// The last refused or retried batches, oldest first (at most 10).

@@ -26,7 +26,6 @@ final class ReceiptWorker: @unchecked Sendable {
     private let store: any StoreWriter
     private let writer: ReceiptWriter
     private let logger: Logger
-    private let finished = DispatchSemaphore(value: 0)
     private let interval: TimeInterval
     /// Told how long each refresh took (`jetbridge_receipts_refresh_seconds`).
     private let refreshed: (@Sendable (Duration) -> Void)?
@@ -40,13 +39,6 @@ final class ReceiptWorker: @unchecked Sendable {
         self.writer = writer
         self.interval = interval
         self.logger = logger
-    }
-
-    func start() {
-        startThread("jb-receipts") { [self] in
-            run()
-            finished.signal()
-        }
     }
 
     /// Something was committed: refresh once the store thread goes idle (or ``maximumDeferral`` from now at the
@@ -76,13 +68,12 @@ final class ReceiptWorker: @unchecked Sendable {
         return stopping
     }
 
-    /// Finishes what is pending (at most one more group of seats) and ends the thread; blocks until it has.
-    func stopAndWait() {
+    /// Finishes what is pending (at most one more group of seats), then ``run()`` returns. Never blocks.
+    func requestStop() {
         condition.lock()
         stopping = true
         condition.signal()
         condition.unlock()
-        finished.wait()
     }
 
     /// A refresh that took `t` waits at least `t × backoffFactor` before the next: receipts take at most about a
@@ -92,7 +83,8 @@ final class ReceiptWorker: @unchecked Sendable {
     /// How long receipts may lag behind commits while batches keep coming, at most (plus the refresh's own time).
     static let maximumDeferral: TimeInterval = 30
 
-    private func run() {
+    /// The receipts thread's loop (``ReceiptsService`` runs it on its own thread); returns after ``requestStop()``.
+    func run() {
         var notBefore = Date.distantPast
         // A full disk fails every refresh: logged once, then a count every 30 s.
         var failures = RepeatedFailure()

@@ -9,21 +9,26 @@ public import JetbridgeStore
 
 /// `jetbridge-aggregator serve`: receives batches on the data socket, stores them, acks them on the ack socket.
 ///
-/// The `Service` that builds the threads and starts them. Threads, not the cooperative pool, because every ZeroMQ
-/// and SQLite call here blocks; each is a type that owns its sockets and state, and gets what it shares passed in:
-/// - the **network thread** (``NetworkLoop``) owns the data `PULL`, the ack `ROUTER`, an inproc `PULL` from the store
-///   thread and the ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, queues
-///   good ones in a bounded ``BatchQueue`` and sends the acks the store thread passes back;
-/// - the **store thread** (``StoreLoop``) groups what is waiting into one `apply` transaction, then passes one ack
-///   per batch back: `stored` after the commit, `retry` for every batch of a failed transaction;
-/// - a refused batch takes one path on either thread (``BatchRefusals``);
-/// - the **receipts thread** (``ReceiptWorker``) rewrites receipts after commits, off the ack path;
-/// - a **lifecycle thread** joins them in order at shutdown, then closes the store and the ZeroMQ context.
+/// A builder and a `Service`. ``init(home:configuration:logger:)`` does what can fail for a reason the operator must
+/// fix, so that it fails at start with a clear error: it loads the keys and the allow list, takes the home's lock,
+/// opens the store, binds both endpoints (and the metrics endpoint) and builds the loops, but starts nothing.
+/// ``run()`` runs them as the services of one `ServiceGroup` (``services``), each on a thread of its own because
+/// every ZeroMQ, SQLite and PostgreSQL call here blocks:
+/// - the **network thread** (``NetworkLoop``, ``IngressService``) owns the data `PULL` and the ack `ROUTER` and the
+///   ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, queues good ones in a
+///   bounded ``BatchQueue`` and sends the answers the store thread posts (``StoreMailbox``);
+/// - the **store thread** (``StoreLoop``, ``StoreService``) groups what is waiting into one `apply` transaction, then
+///   posts one answer per batch: `stored` after the commit, `retry` for every batch of a failed transaction;
+/// - a refused batch takes one path on either thread (``BatchRefusals``), and every answer is counted once
+///   (``AnswerLedger``: `/metrics`, the statistics and `status` are its views);
+/// - the **receipts thread** (``ReceiptWorker``, ``ReceiptsService``) rewrites receipts after commits, off the ack
+///   path; the **status thread** (``StatusService``) writes `status.json`; the metrics endpoint
+///   (``MetricsService``) answers `/metrics`, `/healthz` and `/readyz`.
 ///
-/// Created with ``init(home:configuration:logger:)``, which binds (so a busy endpoint fails there, with a clear
-/// error) and starts the threads. ``run()`` (the `Service`) waits until graceful shutdown, then stops: no new batches
-/// are read, the batches in hand are committed and acked, sockets close after at most one second of linger, the store
-/// closes. Nothing is acked that was not committed.
+/// Graceful shutdown (SIGTERM/SIGINT through the `ServiceGroup` the command runs this in, or ``stop()``) shuts the
+/// services down in reverse order: no new batches are read, the batches in hand are committed and acked, sockets
+/// close after at most one second of linger, at most one more group of receipts is written; then ``run()`` closes the
+/// store and the ZeroMQ context and releases the home. Nothing is acked that was not committed.
 public final class AggregatorServer: Service, Sendable {
     /// The data endpoint actually bound (a `*` port resolved).
     public let dataEndpoint: String
@@ -51,30 +56,36 @@ public final class AggregatorServer: Service, Sendable {
     let homeLock: HomeLock
     /// ZAP decisions: counts, the last refusals, rate-limited warnings.
     let handshakes: HandshakeMonitor
-    /// Counters and gauges for `/metrics`, kept also when no endpoint serves them.
-    let metrics: AggregatorMetrics
+    /// Every answer, counted once; `/metrics`, the statistics and `status` are its views.
+    let ledger: AnswerLedger
     let metricsServer: MetricsServer?
     /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit. Written by
     /// the store thread.
     let storeProblem = Locked<String?>(nil)
-    /// Acks the network thread holds for want of a route.
-    let acksHeld = Locked(0)
     /// Seats whose receipts are behind, as the status thread last read them from the store (nil until it could):
     /// `/metrics` and `status` show this value. Nothing on the metrics server's event loop may call the store:
     /// PostgreSQL's calls wait on a future, which SwiftNIO forbids on an event loop (a scrape crashed `serve`).
     let receiptsPending = Locked<Int?>(nil)
-    /// The bounds on ack routes and held acks (``AckRoutes``).
-    let ackBounds: AckRoutes.Bounds
     let startedAt = Date()
-    /// Stop, reload, failure: shared with the loops.
-    let control: RunControl
-    let statistics = Locked(ServerStatistics())
+    let network: NetworkLoop
+    let storeLoop: StoreLoop
+    /// Where the server is in its life, and the group that runs it while it runs.
+    private let phase = Locked(Phase.built)
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
     /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
     static let ackSendBuffer = 128 << 10
 
-    /// Opens the store, binds both endpoints and starts serving.
+    enum Phase {
+        case built
+        /// Stopped before it ran: ``run()`` only cleans up.
+        case stopRequested
+        case running(ServiceGroup)
+        case stopping
+        case finished
+    }
+
+    /// Opens the store and binds both endpoints; ``run()`` serves.
     ///
     /// - Parameters:
     ///   - home: The aggregator's home (keys, allow list, default store and receipts).
@@ -93,11 +104,9 @@ public final class AggregatorServer: Service, Sendable {
         home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds
     ) throws {
         try configuration.validate()
-        self.ackBounds = ackBounds
         self.home = home
         self.configuration = configuration
         self.logger = logger
-        self.control = RunControl(logger: logger)
         self.insecure = configuration.insecure
         let keys = configuration.insecure ? nil : try ServerKeys.load(from: home)
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
@@ -112,8 +121,9 @@ public final class AggregatorServer: Service, Sendable {
             try? store.close()
             throw error
         }
-        let metrics = AggregatorMetrics()
-        self.metrics = metrics
+        let ledger = AnswerLedger()
+        self.ledger = ledger
+        let metrics = ledger.metrics
         let handshakes = HandshakeMonitor(
             logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
             onFailure: { metrics.handshake(result: "failed") })
@@ -139,11 +149,12 @@ public final class AggregatorServer: Service, Sendable {
             opened.append(pull)
             let router = try context.socket(.router)
             opened.append(router)
+            // Batches up to 16 MiB on the data socket; only hellos on the ack socket.
+            try pull.set(.maxMessageSize, 16 << 20)
+            try router.set(.maxMessageSize, 64 << 10)
             for socket in [pull, router] {
-                try socket.set(.maxMessageSize, 16 << 20)
-                try socket.set(.heartbeatInterval, .seconds(5))
-                try socket.set(.heartbeatTimeout, .seconds(15))
                 try socket.set(.linger, Self.ackLinger)
+                try Self.detectDeadPeers(on: socket)
                 if let keys {
                     try socket.makeCurveServer(keys: keys)
                     try socket.set(.zapDomain, Self.zapDomain)
@@ -173,30 +184,21 @@ public final class AggregatorServer: Service, Sendable {
             dataEndpoint = try pull.lastEndpoint
             acksEndpoint = try router.lastEndpoint
 
-            let inproc = "inproc://jetbridge-acks-\(UUID().uuidString)"
-            let ackIn = try context.socket(.pull)
-            opened.append(ackIn)
-            try ackIn.set(.linger, .zero)
-            try ackIn.bind(inproc)
-            let ackOut = try context.socket(.push)
-            opened.append(ackOut)
-            try ackOut.set(.linger, Self.ackLinger)
-            try ackOut.connect(inproc)
             if let endpoint = configuration.metrics { metricsServerOrNil = try MetricsServer(endpoint: endpoint) }
             self.metricsServer = metricsServerOrNil
             self.metricsEndpoint = metricsServerOrNil?.endpoint
             self.context = context
             self.zap = zapHandler
-            let refusals = BatchRefusals(statistics: statistics, metrics: metrics, logger: logger)
-            let network = NetworkLoop(
-                sockets: .init(pull: pull, router: router, acks: ackIn), allowlist: allowlist,
-                devicesFile: home.devicesFile, zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue,
-                store: store, refusals: refusals, control: control, acksHeld: acksHeld, logger: logger)
-            let storeLoop = StoreLoop(
-                acks: ackOut, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
+            let refusals = BatchRefusals(ledger: ledger, logger: logger)
+            let mailbox = try StoreMailbox()
+            network = NetworkLoop(
+                sockets: .init(pull: pull, router: router), allowlist: allowlist, devicesFile: home.devicesFile,
+                zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue, mailbox: mailbox,
+                store: store, refusals: refusals, logger: logger)
+            storeLoop = StoreLoop(
+                mailbox: mailbox, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
                 configuration: configuration, refusals: refusals, storeProblem: storeProblem, handshakes: handshakes,
                 logger: logger)
-            startThreads(network: network, store: storeLoop)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()
@@ -207,17 +209,7 @@ public final class AggregatorServer: Service, Sendable {
             if let error = error as? AggregatorError { throw error }
             throw AggregatorError(.other, "cannot start: \(error)")
         }
-        logger.info(
-            "aggregator serving",
-            metadata: [
-                "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
-                "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
-                "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
-                "allowedDevices": "\(allowlist.devices.count)",
-                "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
-            ])
-        metricsServer?.start { [self] method, path in answer(method, path) }
-        if insecure { StoreLoop.warnInsecure(logger) }
+        self.allowedDevices = allowlist.devices.count
     }
 
     private static func bind(_ socket: Socket, _ endpoint: String, name: String) throws {
@@ -240,74 +232,158 @@ public final class AggregatorServer: Service, Sendable {
             ?? AggregatorError(.unavailable, "\(context): \(error)")
     }
 
+    /// How many devices the allow list held at start, for the start-up line.
+    private let allowedDevices: Int
+
+    /// Dead peers are found by TCP, not ZMTP heartbeats: with heartbeats on, libzmq 4.3.4 (and later, unfixed:
+    /// zeromq/libzmq#4364) aborts the process when a peer whose pipe is full goes away (its heartbeat timer writes to
+    /// a connection already failed: `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)`). Keepalive
+    /// probes after 10 s of silence, 3 of them 5 s apart, and 20 s for unacknowledged data (`TCP_USER_TIMEOUT`)
+    /// drop a vanished peer in about 17–22 s, as the heartbeats did (docs/AGGREGATOR.md, "Hostile peers").
+    static func detectDeadPeers(on socket: Socket) throws(ZeroMQError) {
+        try socket.set(.heartbeatInterval, .zero)
+        try socket.set(.tcpKeepalive, true)
+        try socket.set(.tcpKeepaliveIdle, .seconds(10))
+        try socket.set(.tcpKeepaliveInterval, .seconds(5))
+        try socket.set(.tcpKeepaliveCount, 3)
+        try socket.set(.tcpMaxRetransmitTimeout, .seconds(20))
+    }
+
     // MARK: Lifecycle
 
-    private func startThreads(network: NetworkLoop, store storeLoop: StoreLoop) {
-        let networkDone = DispatchSemaphore(value: 0)
-        let storeDone = DispatchSemaphore(value: 0)
-        let statusDone = DispatchSemaphore(value: 0)
-        receipts.start()
-        startThread("jb-status") { [self] in
-            runStatusWriter()
-            statusDone.signal()
+    /// The services ``run()`` runs, in start order (shut down in reverse): metrics, status, receipts, store, ingress.
+    var services: [any Service] {
+        var services: [any Service] = []
+        if let metricsServer {
+            services.append(MetricsService(server: metricsServer) { [self] method, path in answer(method, path) })
         }
-        startThread("jb-network") {
-            network.run()
-            networkDone.signal()
+        services.append(StatusService(server: self))
+        services.append(ReceiptsService(worker: receipts))
+        services.append(StoreService(loop: storeLoop, queue: queue))
+        services.append(IngressService(loop: network))
+        return services
+    }
+
+    /// Serves until graceful shutdown (SIGTERM/SIGINT through the command's `ServiceGroup`), cancellation or
+    /// ``stop()``; then closes the store, the sockets' context and the home's lock.
+    /// - Throws: ``AggregatorError`` when a service had to stop on a failure.
+    public func run() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0, successTerminationBehavior: .ignore) },
+                logger: logger))
+        let start = phase.withLock { phase -> Bool in
+            guard case .built = phase else { return false }
+            phase = .running(group)
+            return true
         }
-        startThread("jb-store") {
-            storeLoop.run()
-            storeDone.signal()
-        }
-        startThread("jb-lifecycle") { [self] in
-            storeDone.wait()
-            networkDone.wait()
-            statusDone.wait()
-            receipts.stopAndWait()
-            do { try store.idleMaintenance() } catch {
-                logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
+        var failure: (any Error)?
+        if start {
+            logger.info(
+                "aggregator serving",
+                metadata: [
+                    "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
+                    "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
+                    "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
+                    "allowedDevices": "\(allowedDevices)",
+                    "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
+                ])
+            if insecure { StoreLoop.warnInsecure(logger) }
+            // The group and its services' tasks on a thread of their own, not the cooperative pool: their start and
+            // their shutdown never wait for blocking work elsewhere in the process.
+            let executor = ThreadTaskExecutor(name: "jb-services")
+            defer { executor.finish() }
+            do {
+                try await withTaskCancellationHandler {
+                    try await withGracefulShutdownHandler {
+                        try await withTaskExecutorPreference(executor) { try await group.run() }
+                    } onGracefulShutdown: {
+                        self.stop()
+                    }
+                } onCancel: {
+                    self.stop()
+                }
+            } catch {
+                failure = error
+                logger.critical("aggregator failed: \(error)")
             }
-            do { try store.close() } catch {
-                logger.warning("closing the store failed", metadata: ["error": "\(error)"])
-            }
-            if storeLocation.isShared { try? receiptStore.close() }
-            zap?.stop()
-            context.terminate()
-            metricsServer?.shutdown()
-            removeStatusFile()
-            homeLock.release()
-            storeLoop.logStatistics(final: true)
-            logger.info("aggregator stopped")
-            control.finish()
+        }
+        finish()
+        if let failure {
+            if let failure = failure as? AggregatorError { throw failure }
+            throw AggregatorError(.other, "serve stopped: \(failure)")
         }
     }
+
+    /// After the services: the final checkpoint, the store, the ZeroMQ context, the home's lock.
+    private func finish() {
+        if metricsServer != nil, case .stopRequested = phase.withLock({ $0 }) { metricsServer?.shutdown() }
+        do { try store.idleMaintenance() } catch {
+            logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
+        }
+        do { try store.close() } catch {
+            logger.warning("closing the store failed", metadata: ["error": "\(error)"])
+        }
+        if storeLocation.isShared { try? receiptStore.close() }
+        zap?.stop()
+        context.terminate()
+        homeLock.release()
+        storeLoop.logStatistics(final: true)
+        logger.info("aggregator stopped")
+        let waiters = phase.withLock { phase in
+            phase = .finished
+            return finishedWaiters.withLock { waiters in
+                defer { waiters = [] }
+                return waiters
+            }
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private let finishedWaiters = Locked<[CheckedContinuation<Void, Never>]>([])
 
     /// Begins a graceful stop; returns at once. ``finished()`` returns when it is complete.
-    public func stop() { control.stop() }
+    public func stop() {
+        let group = phase.withLock { phase -> ServiceGroup? in
+            switch phase {
+            case .built:
+                phase = .stopRequested
+                return nil
+            case .running(let group):
+                phase = .stopping
+                return group
+            case .stopRequested, .stopping, .finished:
+                return nil
+            }
+        }
+        guard let group else { return }
+        logger.info("aggregator stopping: committing and acking the batches in hand")
+        Task { await group.triggerGracefulShutdown() }
+    }
 
     /// Reloads the allow list at the next opportunity (SIGHUP).
-    public func requestReload() { control.requestReload() }
+    public func requestReload() { network.requestReload() }
 
-    var stopRequested: Bool { control.stopRequested }
+    /// Whether a stop has begun or is complete.
+    var stoppingOrFinished: Bool {
+        switch phase.withLock({ $0 }) {
+        case .built, .running: false
+        case .stopRequested, .stopping, .finished: true
+        }
+    }
 
     /// Waits until the server has stopped completely (store closed).
-    public func finished() async { await control.finished() }
+    public func finished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = phase.withLock { phase -> Bool in
+                if case .finished = phase { return true }
+                finishedWaiters.withLock { $0.append(continuation) }
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
 
     /// The counters so far.
-    public var currentStatistics: ServerStatistics { statistics.withLock { $0 } }
-
-    /// Serves until graceful shutdown (SIGTERM/SIGINT through the `ServiceGroup`) or cancellation, then stops.
-    /// - Throws: ``AggregatorError`` when the server had to stop on a failure.
-    public func run() async throws {
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await finished()
-            } onGracefulShutdown: {
-                self.stop()
-            }
-        } onCancel: {
-            self.stop()
-        }
-        if let failure = control.failure { throw failure }
-    }
+    public var currentStatistics: ServerStatistics { ledger.statistics }
 }

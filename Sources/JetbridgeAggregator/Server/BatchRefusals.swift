@@ -7,15 +7,10 @@ import JetbridgeStore
 /// The one path a refused batch takes, whichever thread refuses it: the network thread on decoding (a bad header,
 /// record or device) or the store thread on a rule that needs the store (another device's order, a flight's second
 /// currency). Nothing of a refused batch is stored; it is logged, counted in the metrics and statistics
-/// (``BatchTally``), answered, and counted against its device in the store (``count(_:in:)``, on the store thread).
+/// (``AnswerLedger``), answered, and counted against its device in the store (``count(_:in:)``, on the store thread).
 struct BatchRefusals: Sendable {
-    let tally: BatchTally
+    let ledger: AnswerLedger
     let logger: Logger
-
-    init(statistics: Locked<ServerStatistics>, metrics: AggregatorMetrics, logger: Logger) {
-        tally = BatchTally(statistics: statistics, metrics: metrics)
-        self.logger = logger
-    }
 
     /// A refused batch: the answer and to whom it goes.
     struct Answer {
@@ -26,7 +21,7 @@ struct BatchRefusals: Sendable {
         let reason: String
     }
 
-    /// Logs `rejection`, then has ``BatchTally`` count it and `send` answer it (unless it names no device to answer).
+    /// Logs `rejection`, then has ``AnswerLedger`` count it and `send` answer it (unless it names no device to answer).
     /// - Parameters:
     ///   - rejection: Why the batch was refused.
     ///   - key: The connection's device in CURVE mode (the key's allow-listed device, "" for none), nil otherwise or
@@ -59,9 +54,9 @@ struct BatchRefusals: Sendable {
         }
         // Counted against the key's device when there is one, even when unanswered (an empty key names none).
         let counted = key.flatMap { $0.isEmpty ? nil : $0 } ?? device ?? "-"
-        let outcome = BatchTally.Outcome.refused(
+        let outcome = AnswerLedger.Outcome.refused(
             rejection.status, records: rejection.header?.count ?? 0, reason: rejection.reason)
-        tally.answer(device: counted, outcome) {
+        ledger.answer(device: counted, outcome) {
             if let answer { send(answer) }
         }
         return answer

@@ -6,35 +6,33 @@ import ZeroMQ
 import SystemSupport
 import JetbridgeStore
 
-/// The network thread: owns the data `PULL`, the ack `ROUTER` and the inproc `PULL` from the store thread, and the
-/// state only it touches (the ack routes and held acks, the admitted keys, the per-device limiter).
+/// The network thread: owns the data `PULL` and the ack `ROUTER`, and the state only it touches (the ack routes and
+/// held acks, the admitted keys, the per-device limiter).
 ///
 /// It checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once (``BatchRefusals``), queues
-/// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the acks the
-/// store thread passes back to that route only (``AckRoutes``; an ack never goes to a routing id just because it
-/// equals a device id). What it shares with the other threads is passed in: the queue, the store (read for the
-/// limits), the counters, the run control. Built once and run once, on its own thread (`@unchecked Sendable`: its
-/// sockets and state are used by that thread alone).
+/// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the answers the
+/// store thread posts (``StoreMailbox``) to that route only (``AckRoutes``; an ack never goes to a routing id just
+/// because it equals a device id). What it shares with the other threads is passed in: the queue, the mailbox, the
+/// ledger. Built once and run once, on its own thread (``IngressService``; `@unchecked Sendable`: its sockets and
+/// state are used by that thread alone, and the stop and reload requests are behind a lock).
 final class NetworkLoop: @unchecked Sendable {
     struct Sockets {
         let pull: Socket
         let router: Socket
-        /// Acks (two frames: device id, ack) and control messages (one frame) from the store thread.
-        let acks: Socket
     }
 
     private let sockets: Sockets
     private let queue: BatchQueue
+    private let mailbox: StoreMailbox
     private let store: any StoreWriter
     private let refusals: BatchRefusals
-    private let control: RunControl
-    private let statistics: Locked<ServerStatistics>
-    /// Acks held for want of a route, for `/metrics` and `status`.
-    private let acksHeld: Locked<Int>
+    private let ledger: AnswerLedger
     private let devicesFile: URL
     private let zap: ZAPHandler?
     private let insecure: Bool
     private let logger: Logger
+    /// Stop and reload requests from other threads.
+    private let requests = Locked((stop: false, reload: false))
 
     private var routes: AckRoutes
     /// Public key → device, as of the last allow-list load: checked on every message, so a revoked key gets nothing
@@ -44,26 +42,34 @@ final class NetworkLoop: @unchecked Sendable {
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
-        ackBounds: AckRoutes.Bounds, queue: BatchQueue, store: any StoreWriter, refusals: BatchRefusals,
-        control: RunControl, acksHeld: Locked<Int>, logger: Logger
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, store: any StoreWriter,
+        refusals: BatchRefusals, logger: Logger
     ) {
         self.sockets = sockets
         self.devicesFile = devicesFile
         self.zap = zap
         self.insecure = insecure
         self.queue = queue
+        self.mailbox = mailbox
         self.store = store
         self.refusals = refusals
-        self.statistics = refusals.tally.statistics
-        self.control = control
-        self.acksHeld = acksHeld
+        self.ledger = refusals.ledger
         self.logger = logger
         routes = AckRoutes(bounds: ackBounds)
         admitted = allowlist.byPublicKey
         limiter = DeviceLimiter(allowlist: allowlist)
     }
 
-    func run() {
+    /// Stops taking batches at the next turn (what sits unread in libzmq is dropped unacked: the devices resend it);
+    /// the loop goes on sending the store thread's answers until it is done. Any thread, any number of times.
+    func requestStop() { requests.withLock { $0.stop = true } }
+
+    /// Reloads the allow list at the next turn (SIGHUP). Any thread.
+    func requestReload() { requests.withLock { $0.reload = true } }
+
+    /// Runs until the store thread is done after a stop.
+    /// - Throws: A ZeroMQ failure of its sockets; the queue is closed first, so the store thread ends too.
+    func run() throws {
         var accepting = true
         var storeDone = false
         var allowlistStamp = Self.stamp(of: devicesFile)
@@ -72,19 +78,22 @@ final class NetworkLoop: @unchecked Sendable {
         var reportedHeld = 0
         do {
             while !storeDone {
-                if accepting && control.stopRequested {
-                    // Stop taking new batches. What sits in the PULL queue is dropped unacked: the devices resend it.
+                let (stop, reload) = requests.withLock { requests in
+                    defer { requests.reload = false }
+                    return requests
+                }
+                if accepting && stop {
                     accepting = false
                     try sockets.pull.close(linger: .zero)
                     queue.close()
                 }
                 let readPull = accepting && queue.hasRoom
-                var items = [PollItem(sockets.acks, .readable), PollItem(sockets.router, .readable)]
+                var items = [PollItem(mailbox.wakeup), PollItem(sockets.router, .readable)]
                 if readPull { items.append(PollItem(sockets.pull, .readable)) }
                 let ready = try poll(items, timeout: .milliseconds(100))
                 // Hellos first: a route that arrived with the acks it is needed for is used at once.
                 if ready[1].contains(.readable) { try readHellos() }
-                if ready[0].contains(.readable) { storeDone = try forwardAcks() }
+                if ready[0].contains(.readable) { storeDone = forwardAnswers() }
                 if readPull && ready[2].contains(.readable) { try readBatches() }
 
                 let now = ContinuousClock.now
@@ -94,9 +103,8 @@ final class NetworkLoop: @unchecked Sendable {
                 }
                 if routes.heldCount != reportedHeld {
                     reportedHeld = routes.heldCount
-                    acksHeld.withLock { $0 = reportedHeld }
+                    ledger.acksHeld(reportedHeld)
                 }
-                let reload = control.takeReloadRequest()
                 if reload || now - lastAllowlistCheck >= .seconds(1) {
                     lastAllowlistCheck = now
                     let stamp = Self.stamp(of: devicesFile)
@@ -110,38 +118,35 @@ final class NetworkLoop: @unchecked Sendable {
                 }
             }
         } catch {
-            control.fail(AggregatorError(.other, "the network thread stopped: \(error)"))
+            // The store thread ends once the queue is closed and drained; its last answers go nowhere.
             queue.close()
-            // Keep draining the store thread's acks until it is done, so it never blocks on a full inproc pipe.
-            while !storeDone {
-                guard let frames = try? sockets.acks.receiveMultipart() else { break }
-                storeDone = frames.count == 1 && frames[0] == StoreSignal.done
-            }
+            closeSockets()
+            throw AggregatorError(.other, "the network thread stopped: \(error)")
         }
-        if !sockets.pull.isClosed { try? sockets.pull.close(linger: .zero) }
         retryHeld(now: .now)
         let unsent = routes.dropAllHeld()
-        if unsent > 0 {
-            statistics.withLock { $0.unroutableAcks += unsent }
-            logger.info("\(unsent) acks had no route at shutdown; their devices will resend")
-        }
-        // The last acks are queued in the ROUTER: linger gives them a second to leave.
-        try? sockets.router.close(linger: AggregatorServer.ackLinger)
-        try? sockets.acks.close(linger: .zero)
+        ledger.acksHeld(routes.heldCount, dropped: unsent)
+        if unsent > 0 { logger.info("\(unsent) acks had no route at shutdown; their devices will resend") }
+        closeSockets()
     }
 
-    /// Sends the acks the store thread passed back. Returns true once the store thread said it is done.
-    private func forwardAcks() throws -> Bool {
-        for _ in 0..<1_000 {
-            guard let frames = try sockets.acks.receiveMultipart(options: .dontWait) else { return false }
-            if frames.count == 1 {
-                if frames[0] == StoreSignal.done { return true }
-                continue  // `room`: the poll loop reads the data socket again
+    /// Closes both sockets: the last acks are queued in the ROUTER, and its linger gives them a second to leave.
+    private func closeSockets() {
+        if !sockets.pull.isClosed { try? sockets.pull.close(linger: .zero) }
+        try? sockets.router.close(linger: AggregatorServer.ackLinger)
+    }
+
+    /// Sends the answers the store thread posted. Returns true once the store thread said it is done.
+    private func forwardAnswers() -> Bool {
+        var done = false
+        for message in mailbox.take() {
+            switch message {
+            case .ack(let ack, let owner): send(ack, to: owner)
+            case .room: break  // the poll loop reads the data socket again
+            case .done: done = true
             }
-            guard frames.count == 2 else { continue }
-            sendAck(frames[1], to: String(decoding: frames[0], as: UTF8.self))
         }
-        return false
+        return done
     }
 
     /// Sends one ack to `device`'s route, never to a routing id merely equal to its name. Without a route, or when
@@ -155,19 +160,21 @@ final class NetworkLoop: @unchecked Sendable {
             return
         }
         let dropped = routes.hold(payload, for: device, now: .now)
-        statistics.withLock { $0.acksHeld = routes.heldCount }
+        ledger.acksHeld(routes.heldCount, dropped: dropped)
         if dropped > 0 {
-            statistics.withLock { $0.unroutableAcks += dropped }
             logger.debug("acks dropped: too many waiting for a route", metadata: ["device": "\(device)"])
         }
         // Behind older acks: they go first, in order.
         if holding { flushHeld(for: device) }
     }
 
-    /// Encodes `ack` and sends it to `device`'s route (``sendAck(_:to:)``).
+    /// Encodes `ack` (the one place an ack is encoded) and sends it to `device`'s route (``sendAck(_:to:)``).
     private func send(_ ack: Ack, to device: String) {
-        if let payload = try? WireCoding.encode(ack) { sendAck(payload, to: device) }
+        if let payload = Self.encode(ack) { sendAck(payload, to: device) }
     }
+
+    /// An ack's wire bytes (docs/PROTOCOL.md, "Acks").
+    static func encode(_ ack: Ack) -> Data? { try? WireCoding.encode(ack) }
 
     /// Sends the acks held for `device`, oldest first, until its route fails.
     private func flushHeld(for device: String) {
@@ -186,9 +193,8 @@ final class NetworkLoop: @unchecked Sendable {
     private func retryHeld(now: ContinuousClock.Instant) {
         for device in Array(routes.held.keys) { flushHeld(for: device) }
         let expired = routes.expire(now: now)
-        statistics.withLock { $0.acksHeld = routes.heldCount }
+        ledger.acksHeld(routes.heldCount, dropped: expired)
         if expired > 0 {
-            statistics.withLock { $0.unroutableAcks += expired }
             logger.debug("\(expired) acks dropped after waiting for a route; their devices will resend")
         }
     }
@@ -219,7 +225,7 @@ final class NetworkLoop: @unchecked Sendable {
                 // Revoked since the connection was admitted: no route, and the answer goes to this connection only.
                 let ack = Ack(
                     device: key, first: 0, last: 0, status: .forbidden, reason: Self.revokedReason)
-                if let payload = try? WireCoding.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                if let payload = Self.encode(ack) { try? router.send([route, payload], options: .dontWait) }
                 if routes.shouldWarn(about: key) {
                     logger.warning("refused a hello: the connection's key is no longer allowed", metadata: ["device": "\(key)"])
                 }
@@ -241,7 +247,7 @@ final class NetworkLoop: @unchecked Sendable {
                     continue
                 }
             }
-            statistics.withLock { $0.hellos += 1 }
+            ledger.hello()
             if routes.learn(device: hello.device, route: route, key: message.publicKey) {
                 logger.debug("ack route learned", metadata: ["device": "\(InertText.escape(hello.device))"])
             }
@@ -304,7 +310,7 @@ final class NetworkLoop: @unchecked Sendable {
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
             retryAfter: verdict.retryAfter)
-        refusals.tally.answer(device: header.device, .limited) { send(ack, to: header.device) }
+        ledger.answer(device: header.device, .limited) { send(ack, to: header.device) }
         queue.push(.limited(device: header.device, reason: verdict.reason))
         if routes.shouldWarn(about: "limited " + header.device, interval: .seconds(10)) {
             logger.warning(
@@ -344,7 +350,7 @@ final class NetworkLoop: @unchecked Sendable {
         do {
             let list = try DeviceAllowlist.load(from: devicesFile)
             zap.replaceAllowlist(list.byPublicKey)
-            statistics.withLock { $0.allowlistReloads += 1 }
+            ledger.allowlistReloaded()
             logger.info(
                 "allow list reloaded; applies to new connections and to every message from now on",
                 metadata: ["devices": "\(list.devices.count)", "file": "\(devicesFile.path)"])

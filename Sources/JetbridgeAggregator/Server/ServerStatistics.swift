@@ -1,7 +1,8 @@
 import Foundation
 
-/// Counters the network and store threads add to, logged periodically and read by tests.
-public struct ServerStatistics: Hashable, Sendable {
+/// The totals of ``AnswerLedger``: logged periodically, shown by `status` (its `totals`, the keys below) and read
+/// by tests.
+public struct ServerStatistics: Codable, Hashable, Sendable {
     /// Batches committed and acked `stored`.
     public var storedBatches = 0
     /// Records in those batches.
@@ -29,4 +30,11 @@ public struct ServerStatistics: Hashable, Sendable {
     public var hellos = 0
 
     public init() {}
+
+    /// The keys `status --json` shows under `totals` (docs/AGGREGATOR.md, "Status"); the others are for the log and
+    /// the tests.
+    enum CodingKeys: String, CodingKey {
+        case storedBatches, storedRecords, newRecords, duplicateRecords, rejectedBatches, retriedBatches, transactions
+        case unroutableAcks
+    }
 }

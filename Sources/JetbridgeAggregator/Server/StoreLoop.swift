@@ -1,32 +1,19 @@
 import Foundation
 import JetbridgeProtocol
-import Logging
-import ZeroMQ
-import SystemSupport
 import JetbridgeStore
+import Logging
+import SystemSupport
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// One-frame control messages on the inproc socket from the store thread.
-enum StoreSignal {
-    /// The queue had been full and has room now.
-    static let room = Data("room".utf8)
-    /// The store thread has committed and acked its last batch and is gone.
-    static let done = Data("done".utf8)
-}
-
-/// The store thread: groups what is waiting in the ``BatchQueue`` into one `apply` transaction, then passes one ack
-/// per batch back to the network thread on its inproc `PUSH`: `stored` after the commit, `retry` for every batch of a
-/// failed transaction, and a refusal's answer (``BatchRefusals``) for a batch the store refused. Between groups it
+/// The store thread: groups what is waiting in the ``BatchQueue`` into one `apply` transaction, then posts one answer
+/// per batch to the network thread (``StoreMailbox``): `stored` after the commit, `retry` for every batch of a failed
+/// transaction, and a refusal's answer (``BatchRefusals``) for a batch the store refused. Between groups it
 /// checkpoints an idle store, probes a failed one, tells the receipts thread when the store went idle, and logs the
-/// statistics.
+/// statistics. It ends when the queue is closed and drained (the network thread closes it at a stop).
 ///
-/// It owns its socket and its timers (locals of ``run()``); what it shares is passed in. Built once and run once, on
-/// its own thread (`@unchecked Sendable`: its socket is used by that thread alone).
-struct StoreLoop: @unchecked Sendable {
-    let acks: Socket
+/// It owns its timers (locals of ``run()``); what it shares is passed in. Built once and run once, on its own thread
+/// (``StoreService``).
+struct StoreLoop: Sendable {
+    let mailbox: StoreMailbox
     let store: any StoreWriter
     let storeLocation: StoreLocation
     let queue: BatchQueue
@@ -38,8 +25,7 @@ struct StoreLoop: @unchecked Sendable {
     let handshakes: HandshakeMonitor
     let logger: Logger
 
-    private var statistics: Locked<ServerStatistics> { refusals.tally.statistics }
-    private var metrics: AggregatorMetrics { refusals.tally.metrics }
+    private var ledger: AnswerLedger { refusals.ledger }
 
     func run() {
         let bulkDelay = Duration.milliseconds(configuration.transactionDelayMilliseconds)
@@ -61,7 +47,7 @@ struct StoreLoop: @unchecked Sendable {
             maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
             delay: delay, idle: idle)
         {
-            if taken.freedRoom { send([StoreSignal.room]) }
+            if taken.freedRoom { mailbox.post(.room) }
             let takenBatches = taken.work.reduce(0) { if case .batch = $1 { $0 + 1 } else { $0 } }
             delay = takenBatches >= Self.bulkGroupBatches ? bulkDelay : trickleDelay
             let now = ContinuousClock.now
@@ -110,7 +96,7 @@ struct StoreLoop: @unchecked Sendable {
                 }
             }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
-                let current = statistics.withLock { $0 }
+                let current = ledger.statistics
                 if current != previous { logStatistics(since: previous, seconds: (now - lastStats).seconds) }
                 previous = current
                 lastStats = now
@@ -120,8 +106,7 @@ struct StoreLoop: @unchecked Sendable {
                 lastInsecureWarning = now
             }
         }
-        send([StoreSignal.done])
-        try? acks.close(linger: AggregatorServer.ackLinger)
+        mailbox.post(.done)
     }
 
     /// The wait for more batches after a small group.
@@ -152,7 +137,7 @@ struct StoreLoop: @unchecked Sendable {
         do {
             let outcomes = try store.apply(batches)
             let elapsed = ContinuousClock.now - started
-            metrics.committed(in: elapsed)
+            ledger.committed(in: elapsed)
             storeProblem.withLock { $0 = nil }
             if let failed = failures.succeeded() {
                 logger.notice("store transactions succeed again", metadata: ["failedTransactions": "\(failed)"])
@@ -164,11 +149,10 @@ struct StoreLoop: @unchecked Sendable {
                     continue
                 }
                 new += outcome.new
-                refusals.tally.answer(
+                ledger.answer(
                     device: batch.header.device, .stored(new: outcome.new, duplicates: outcome.duplicates)
                 ) { ack(.stored(batch.header, new: outcome.new, duplicates: outcome.duplicates)) }
             }
-            refusals.tally.committedTransaction()
             logger.debug(
                 "transaction committed",
                 metadata: [
@@ -179,11 +163,11 @@ struct StoreLoop: @unchecked Sendable {
         } catch {
             // Nothing of any batch in the transaction was stored: each device sends its batch again later.
             let reason = "the aggregator could not store the batch now; send it again later"
-            metrics.committed(in: ContinuousClock.now - started, succeeded: false)
+            ledger.committed(in: ContinuousClock.now - started, succeeded: false)
             let failure = describeStoreFailure(error, path: storePath)
             storeProblem.withLock { $0 = "the last store transaction failed: \(failure)" }
             for batch in batches {
-                refusals.tally.answer(device: batch.header.device, .retry(reason: "\(error)")) {
+                ledger.answer(device: batch.header.device, .retry(reason: "\(error)")) {
                     ack(.retry(batch.header, reason: reason))
                 }
             }
@@ -214,21 +198,14 @@ struct StoreLoop: @unchecked Sendable {
         }
     }
 
+    /// Posts `ack` for the network thread to send to its device's route.
     private func ack(_ ack: Ack) {
-        guard let payload = try? WireCoding.encode(ack) else { return }
-        send([Data(ack.device.utf8), payload])
-    }
-
-    /// Sends to the network thread. Blocking is fine: that thread drains the pipe on every loop.
-    private func send(_ frames: [Data]) {
-        do { try acks.send(frames) } catch {
-            logger.error("could not pass an ack to the network thread", metadata: ["error": "\(error)"])
-        }
+        mailbox.post(.ack(ack, owner: ack.device))
     }
 
     func logStatistics(since previous: ServerStatistics = ServerStatistics(), seconds: Double = 0, final: Bool = false)
     {
-        let now = statistics.withLock { $0 }
+        let now = ledger.statistics
         var metadata: Logger.Metadata = [
             "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",
             "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
