@@ -55,7 +55,7 @@ public protocol StoreReader: AnyObject, Sendable {
         flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void) throws
 
     /// Why the store cannot take a write now (SQLite: 64 KiB cannot be written and synced next to the file;
-    /// PostgreSQL: the server cannot be reached), or `nil` when it can. Asked while idle after a failed transaction,
+    /// PostgreSQL: the server cannot be reached, or does not answer `SELECT 1` within 5 s), or `nil` when it can. Asked while idle after a failed transaction,
     /// so that readiness returns without waiting for a batch.
     func probe() -> String?
 
