@@ -178,6 +178,37 @@ struct PostgresTimeoutTests {
         #expect(remaining == 0)
     }
 
+    /// A writer slower than the lease (a slow shared file system) renews its claims as it goes: nobody takes over
+    /// seats it is still writing.
+    @Test func aLiveWriterSlowerThanTheLeaseKeepsItsClaims() async throws {
+        let (outer, skipped, remaining) = try await onOwnThread { () throws -> ([String], [String], Int) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let timeouts = PostgresStore.Timeouts(claimLease: .seconds(2))
+            let first = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? first.close() }
+            let second = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? second.close() }
+            _ = try first.apply([batch("cart-1", 1, (0..<4).map { order($0, seat: "\($0 + 1)A") })], at: date(0))
+            var skipped: [String] = []
+            let outer = try first.refreshReceipts(
+                after: nil, limit: 10, failed: { _, _, _ in },
+                write: { _, seat, _ in
+                    // Each file takes 0.8 s to write: the last starts past the first lease.
+                    Thread.sleep(forTimeInterval: 0.8)
+                    guard seat.rawValue == "4A" else { return }
+                    skipped = try second.refreshReceipts(
+                        after: nil, limit: 10, failed: { _, _, _ in }, write: { _, _, _ in }, durable: {}
+                    ).map(\.seat.rawValue)
+                }, durable: {}
+            ).map(\.seat.rawValue)
+            return (outer, skipped, try first.dirtyReceiptCount())
+        }
+        #expect(outer == ["1A", "2A", "3A", "4A"])
+        #expect(skipped == [], "a claim its writer kept renewing was taken over")
+        #expect(remaining == 0)
+    }
+
     /// Calls overlapping on several threads: the oldest one in progress is what `busySince` reports.
     @Test func busySinceIsTheOldestCallInProgress() throws {
         let calls = StoreCalls()

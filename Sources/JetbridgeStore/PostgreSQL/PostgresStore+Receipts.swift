@@ -41,8 +41,8 @@ extension PostgresStore {
     ///    with this store's session and an expiry (``Timeouts/claimLease`` from the server's clock); rows another
     ///    transaction is writing are skipped (`SKIP LOCKED`), and so are seats another aggregator claimed, until
     ///    its claim expires: then this one takes them over.
-    /// 2. **Render**: each claimed flight's orders read (one statement), each receipt written by `write`, the claim
-    ///    renewed when a third of the lease has passed; then `durable`.
+    /// 2. **Render**: each claimed flight's orders read (one statement), each receipt written by `write`, the claims
+    ///    renewed before a seat once a third of the lease has passed; then `durable`.
     /// 3. **Clear** (one short transaction): the claimed marks locked in key order; each still ours is deleted if
     ///    its generation is unchanged, else released (a newer commit marked it: rendered again later). A seat whose
     ///    claim another aggregator took over meanwhile may have had our older file renamed over its newer one: it is
@@ -75,6 +75,11 @@ extension PostgresStore {
                     try forEachSeat(rows) { found[$0] = $1 }
                 }
                 for seat in seats {
+                    // A slow file system must not let the claims lapse while this writer is still at work.
+                    if ContinuousClock.now - renewed > timeouts.claimLease / 3 {
+                        try renewReceiptClaims()
+                        renewed = .now
+                    }
                     guard let orders = found[seat.rawValue] else {
                         try write(flight, seat, nil)
                         continue
@@ -85,10 +90,6 @@ extension PostgresStore {
                         continue
                     }
                     try write(flight, seat, receipt)
-                }
-                if ContinuousClock.now - renewed > timeouts.claimLease / 3 {
-                    try renewReceiptClaims()
-                    renewed = .now
                 }
             }
             try durable()
