@@ -113,14 +113,30 @@ final class PacedDevice: @unchecked Sendable {
 /// One hung aggregator or a hung PostgreSQL server must not stall the ground (issue 23 items 10 and 12), measured
 /// with real processes: two `serve` on one database with devices syncing to both, one stopped with SIGSTOP for a
 /// minute while its session holds a write transaction; and PostgreSQL itself stopped for 20 s.
+///
+/// Serialized: the two tests run one after the other, so that the processes they start never load the machine
+/// together (run at once, they made the timing bounds of unrelated tests running beside them fail on two cores).
+/// Every blocking call (sockets, the database, `pg_ctl`) runs on a thread of its own, never on the cooperative pool
+/// the other tests share.
 @Suite(
-    "Shared store: a stopped aggregator or server holds no one back",
+    "Shared store: a stopped aggregator or server holds no one back", .serialized,
     .enabled(
         if: TestPostgres.enabled,
         "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
 )
 struct SharedStoreStallTests {
     static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Polls `condition` on a thread of its own (it may block: a socket, the database) every 50 ms until it holds.
+    static func waitOffPool(
+        _ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable () throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try await !onOwnThread(condition) {
+            guard ContinuousClock.now < deadline else { throw TestPostgresError("timed out waiting until \(what)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
 
     /// Whether A holds an open write transaction with the statistics row of one of `devices`: A's session sits
     /// idle in a transaction (A is stopped), and a probe that asks for those rows without waiting (`FOR UPDATE
@@ -163,7 +179,7 @@ struct SharedStoreStallTests {
     /// Before the store's timeouts, B's transactions waited on A's rows for the whole minute (B's devices' rate fell
     /// to nothing); now the server ends A's idle transaction after 10 s, and a wait of B's gives up after 5 s.
     @Test func anAggregatorStoppedForAMinuteMidTransactionHoldsNoOtherBack() async throws {
-        let database = try TestPostgres.freshDatabase()
+        let database = try await onOwnThread { try TestPostgres.freshDatabase() }
         defer { database.drop() }
         let fixture = try Fixture()
         defer { fixture.remove() }
@@ -177,9 +193,10 @@ struct SharedStoreStallTests {
         // The shared flight's 36 seats; the fifth device's flight has 12.
         let seats = (1...6).flatMap { row in ["A", "B", "C", "D", "E", "F"].map { "\(row)\($0)" } }
         let size = 10
-        // 100 records/s each: B has room for A's two devices on top of its own.
+        // 50 records/s each: B has room for A's two devices on top of its own, and the test leaves the machine room
+        // for the tests that run beside it.
         func device(_ index: Int, _ id: String, _ serve: ServeProcess, fallback: ServeProcess?) -> PacedDevice {
-            PacedDevice(id, to: serve, fallback: fallback, period: .milliseconds(100), size: size) { n, _ in
+            PacedDevice(id, to: serve, fallback: fallback, period: .milliseconds(200), size: size) { n, _ in
                 (0..<size).map { i in
                     order(index * 1_000_000 + n * size + i, seat: seats[(n * 7 + i * 5 + index) % seats.count])
                 }
@@ -187,14 +204,19 @@ struct SharedStoreStallTests {
         }
         let moving = [device(1, "cart-a1", a, fallback: b), device(2, "cart-a2", a, fallback: b)]
         let onB = [device(3, "cart-b1", b, fallback: nil), device(4, "cart-b2", b, fallback: nil)]
-        let own = PacedDevice("cart-a0", to: a, period: .milliseconds(100), size: size) { n, _ in
+        let own = PacedDevice("cart-a0", to: a, period: .milliseconds(200), size: size) { n, _ in
             (0..<size).map { i in order(n * size + i, flight: flightB, seat: seats[(n + i) % 12]) }
         }
         let everyone = moving + onB + [own]
         var finished = false
         defer {
             kill(a.pid, SIGCONT)
-            if !finished { for device in everyone { _ = device.finish(timeout: .zero) } }
+            if !finished {
+                for device in everyone { _ = device.finish(timeout: .zero) }
+                // The devices' threads still hold both processes.
+                a.killNow()
+                b.killNow()
+            }
         }
         func bRecords(_ from: ContinuousClock.Instant, _ to: ContinuousClock.Instant) -> Int {
             onB.map { $0.records(from: from, to: to) }.reduce(0, +)
@@ -331,7 +353,7 @@ struct SharedStoreStallTests {
         }
         // Once both are idle the marks are cleared, and the shared directory holds exactly what a rebuild writes:
         // no receipt left stale by a claim taken over, no temporary file.
-        try await waitUntil("every receipt mark is cleared", timeout: .seconds(120)) {
+        try await Self.waitOffPool("every receipt mark is cleared", timeout: .seconds(120)) {
             (try? reader.dirtyReceiptCount()) == 0
         }
         let rebuilt = fixture.directory.appendingPathComponent("rebuilt")
@@ -365,30 +387,38 @@ struct SharedStoreStallTests {
         defer { fixture.remove() }
         let serve = try await ServeProcess(store: cluster.url, in: fixture.directory, name: "a", metrics: true)
         let metrics = try #require(serve.metricsEndpoint)
-        let device = PacedDevice("cart-1", to: serve, period: .milliseconds(100), size: 10) { n, _ in
+        let device = PacedDevice("cart-1", to: serve, period: .milliseconds(200), size: 10) { n, _ in
             (0..<10).map { order(n * 10 + $0, seat: "\($0 + 1)C") }
         }
         var frozen = false
-        defer { if frozen { _ = try? cluster.signalAll(SIGCONT) } }
-        try await waitUntil("a few batches are stored and serve is ready") {
+        defer {
+            if frozen { _ = try? cluster.signalAll(SIGCONT) }
+            _ = device.finish(timeout: .zero)
+            // The device's thread still holds the process.
+            serve.killNow()
+        }
+        try await Self.waitOffPool("a few batches are stored and serve is ready") {
             device.stored.value.count >= 20 && httpStatus(metrics, "/readyz") == 200
         }
-        try cluster.signalAll(SIGSTOP)
+        try await onOwnThread { _ = try cluster.signalAll(SIGSTOP) }
         frozen = true
         let frozenAt = ContinuousClock.now
         var unreadyAfter: Duration?
+        var answers: [String: Int] = [:]
         let thawAt = frozenAt + .seconds(20)
         while ContinuousClock.now < thawAt {
-            if unreadyAfter == nil, httpStatus(metrics, "/readyz") == 503 {
-                unreadyAfter = ContinuousClock.now - frozenAt
-            }
+            let status = try await onOwnThread { httpStatus(metrics, "/readyz") }
+            answers[status.map(String.init) ?? "none", default: 0] += 1
+            if unreadyAfter == nil, status == 503 { unreadyAfter = ContinuousClock.now - frozenAt }
             try await Task.sleep(for: .milliseconds(100))
         }
         let storedWhileFrozen = device.records(from: frozenAt + .seconds(1), to: thawAt)
-        try cluster.signalAll(SIGCONT)
+        try await onOwnThread { _ = try cluster.signalAll(SIGCONT) }
         frozen = false
         let thawed = ContinuousClock.now
-        try await waitUntil("/readyz is ready again", timeout: .seconds(60)) { httpStatus(metrics, "/readyz") == 200 }
+        try await Self.waitOffPool("/readyz is ready again", timeout: .seconds(60)) {
+            httpStatus(metrics, "/readyz") == 200
+        }
         let readyAfter = ContinuousClock.now - thawed
         let count = device.stored.value.count
         try await waitUntil("the device stores again", timeout: .seconds(60)) { device.stored.value.count > count + 5 }
@@ -397,7 +427,9 @@ struct SharedStoreStallTests {
             SharedStoreStallTests: PostgreSQL frozen 20 s: /readyz 503 after \(unreadyAfter.map { "\($0)" } ?? "never"), \
             ready again \(readyAfter) after SIGCONT; \(storedWhileFrozen) records stored while frozen
             """)
-        #expect(unreadyAfter != nil, "/readyz answered 200 throughout the freeze")
+        #expect(
+            unreadyAfter != nil,
+            "/readyz never answered 503 during the freeze (answers: \(answers)): \(serve.logText.suffix(3_000))")
         if let unreadyAfter { #expect(unreadyAfter < .seconds(15)) }
         #expect(storedWhileFrozen == 0)
         let ok = try await onOwnThread { device.finish() }

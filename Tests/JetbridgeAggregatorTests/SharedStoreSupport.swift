@@ -120,7 +120,11 @@ final class ServeProcess: @unchecked Sendable {
         try await waitUntil("serve exits") { !process.isRunning }
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    /// SIGKILL now, if it still runs: for a test that may end while objects still refer to it (its deinit would
+    /// not run, and the process would outlive the test run).
+    func killNow() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    deinit { killNow() }
 }
 
 /// A file under `/proc` read to its end: they show a size of 0, and reading by size reads nothing.
