@@ -62,9 +62,10 @@ public protocol StoreReader: AnyObject, Sendable {
     /// The store for messages: the SQLite file's path, or the PostgreSQL URL without its password.
     var name: String { get }
 
-    /// When the oldest call still in progress began (its wait for the connection included), or `nil` when none is:
-    /// PostgreSQL counts every call, SQLite its writes (reads run on their own connections and wait for no one).
-    /// Never waits itself, so readiness can ask while a call hangs (see ``overdue(after:now:)``).
+    /// When the oldest wait still in progress began, or `nil` when none is: PostgreSQL's waits for the server (a
+    /// statement's answer, a connection attempt: a long transaction whose statements are answered is not stuck),
+    /// SQLite's writes (reads run on their own connections and wait for no one). Never waits itself, so readiness
+    /// can ask while a call hangs (see ``overdue(after:now:)``).
     var busySince: ContinuousClock.Instant? { get }
 
     /// How many schema migrations the store has applied (`store migrate` prints it).
@@ -156,13 +157,13 @@ extension StoreReader {
 }
 
 extension StoreReader {
-    /// Why the store is not answering: a call has been in progress for longer than `limit`, or `nil`. A frozen
+    /// Why the store is not answering: a wait (``busySince``) has lasted longer than `limit`, or `nil`. A frozen
     /// PostgreSQL server (or a file system that stopped answering) makes no call fail for a while; this says so as
-    /// soon as one is overdue, so that `/readyz` turns unready within seconds instead of at the call's timeout.
+    /// soon as one is overdue, so that `/readyz` turns unready within seconds instead of at the answer's timeout.
     ///
     /// - Parameters:
-    ///   - limit: Longer than any call a healthy store makes while serving: above PostgreSQL's lock timeout (5 s), so
-    ///     that a wait for another aggregator's row does not count, and below its call timeout (35 s).
+    ///   - limit: Longer than any wait of a healthy store while serving: above PostgreSQL's lock timeout (5 s), so
+    ///     that a wait for another aggregator's row does not count, and below its answer timeout (35 s).
     ///   - now: The time to compare with.
     /// - Returns: `a store call has been waiting for 12 s (more than 10 s): the store … is not answering`, or `nil`.
     public func overdue(

@@ -77,7 +77,7 @@ struct PostgresTimeoutTests {
             defer { database.drop() }
             let store = try PostgresStore(
                 url: database.url, logger: Self.logger,
-                timeouts: .init(call: .seconds(5), probe: .seconds(1)))
+                timeouts: .init(answer: .seconds(5), probe: .seconds(1)))
             defer { try? store.close() }
             _ = try store.apply([batch("cart-1", 1, [order(1, seat: "1A")])], at: date(0))
             #expect(store.busySince == nil && store.overdue(after: .zero) == nil)
@@ -126,6 +126,33 @@ struct PostgresTimeoutTests {
             #expect(ContinuousClock.now - probeBegan < .seconds(10))
             #expect(store.probe() == nil)
         }
+    }
+
+    /// A long call whose statements are each answered in time is busy, not hung: it is never overdue, however long
+    /// it takes in all (a 40,000-record group in a debug build takes several seconds in eight statements).
+    @Test func aLongCallWhoseStatementsAreAnsweredIsNotOverdue() async throws {
+        let (overdue, waited) = try await onOwnThread { () throws -> (String?, Bool) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(url: database.url, logger: Self.logger)
+            defer { try? store.close() }
+            let done = Locked2<Bool>(false)
+            Thread {
+                // 2.4 s in all, 0.3 s per statement.
+                _ = try? store.locked { for _ in 0..<8 { try store.run("SELECT pg_sleep(0.3)") } }
+                done.mutate { $0 = true }
+            }.start()
+            var overdue: String?
+            var waited = false
+            while !done.value {
+                if store.busySince != nil { waited = true }
+                overdue = overdue ?? store.overdue(after: .seconds(1))
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return (overdue, waited)
+        }
+        #expect(waited)
+        #expect(overdue == nil, "\(overdue ?? "")")
     }
 
     /// A receipt writer stopped after claiming its seats (SIGSTOP, a partition, a long pause) holds them for its

@@ -119,7 +119,7 @@ extension PostgresStore {
     /// Applies the migrations this database lacks, in one transaction under an advisory lock: a second process
     /// opening the same database waits, then finds them applied. Safe to call again (it applies nothing).
     ///
-    /// No statement or call timeout applies (a migration may rewrite a large table), and the wait for another
+    /// No statement or answer timeout applies (a migration may rewrite a large table), and the wait for another
     /// process's migration is not bounded by the lock timeout; the migrations' own statements are.
     public func migrate() throws {
         try locked(timeout: .some(nil)) {

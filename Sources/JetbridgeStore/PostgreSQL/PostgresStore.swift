@@ -22,7 +22,7 @@ import SystemSupport
 /// No aggregator may hold the others: every wait is bounded (``Timeouts``). The server gives up a lock wait after 5 s
 /// and a statement after 30 s, and ends a session that sits in an open transaction for 10 s (an aggregator stopped
 /// or cut off mid-transaction), which frees its locks; TCP keepalives on both ends find a peer that vanished; and
-/// each call waits for the server at most 35 s on this side (a frozen server answers nothing). No transaction spans
+/// this side waits for each statement's answer at most 35 s (a frozen server answers nothing). No transaction spans
 /// file I/O: the receipt walk claims seats, commits, writes the files, then clears the marks.
 ///
 /// One connection, serialised by a lock. Calls block on postgres-nio futures (run on SwiftNIO's event loops), so they
@@ -53,9 +53,10 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         var idleInTransaction: Duration
         /// `statement_timeout`: the server cancels a statement that runs this long (SQLSTATE 57014); nil: none.
         var statement: Duration?
-        /// How long one call (a transaction with its retries, a read) waits for the server on this side before it
-        /// gives the connection up as lost: a frozen server cancels nothing. Nil: as long as it takes.
-        var call: Duration?
+        /// How long this side waits for the server's answer to one statement before it gives the connection up as
+        /// lost: a frozen server cancels nothing. Above `statement`, so that the server cancels a slow statement
+        /// first. Nil: as long as it takes.
+        var answer: Duration?
         /// How long ``probe()`` waits for `SELECT 1`.
         var probe: Duration
         /// How long one connection attempt may take (TCP connect and start-up): an unreachable host must not hold
@@ -72,13 +73,13 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
 
         init(
             lock: Duration = .seconds(5), idleInTransaction: Duration = .seconds(10),
-            statement: Duration? = .seconds(30), call: Duration? = .seconds(35), probe: Duration = .seconds(5),
+            statement: Duration? = .seconds(30), answer: Duration? = .seconds(35), probe: Duration = .seconds(5),
             connect: Duration = .seconds(5), claimLease: Duration = .seconds(20)
         ) {
             self.lock = lock
             self.idleInTransaction = idleInTransaction
             self.statement = statement
-            self.call = call
+            self.answer = answer
             self.probe = probe
             self.connect = connect
             self.claimLease = claimLease
@@ -86,9 +87,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
 
         /// `serve` and `store migrate`.
         public static let serving = Timeouts()
-        /// `report` and `receipts rebuild`: no statement or call timeout (a report reads whole tables); the lock and
-        /// idle-in-transaction bounds stay.
-        public static let reading = Timeouts(statement: nil, call: nil)
+        /// `report` and `receipts rebuild`: no statement or answer timeout (a report reads whole tables); the lock
+        /// and idle-in-transaction bounds stay.
+        public static let reading = Timeouts(statement: nil, answer: nil)
 
         /// A duration as PostgreSQL's milliseconds; nil is 0 (no limit).
         static func milliseconds(_ duration: Duration?) -> String {
@@ -119,8 +120,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// Who this store is among the sessions on the database: `host:pid:random`. Its receipt claims carry it, and
     /// `pg_stat_activity.application_name` shows `jetbridge host:pid`.
     let session: String
-    /// The calls in progress (``busySince``): read without `lock`, which a hung call holds.
-    let calls = StoreCalls()
+    /// The waits for the server in progress, a statement's answer or a connection (``busySince``): read without
+    /// `lock`, which the thread that waits holds.
+    let waits = StoreCalls()
     // Guarded by `lock` (hence @unchecked Sendable).
     var connection: PostgresConnection
     /// Set when the connection failed (rather than the server refusing a statement): the next call reconnects.
@@ -129,9 +131,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     var nextAttempt = ContinuousClock.now
     /// When the current outage began, if one is going on.
     var outageSince: Date?
-    /// When the current call must have its answers by (``Timeouts/call``), or nil for no limit; and that limit.
-    var deadline: ContinuousClock.Instant?
-    var callLimit: Duration?
+    /// How long the current call waits for each answer (``Timeouts/answer``, a probe's shorter), or nil for no limit.
+    var answerLimit: Duration?
 
     /// Connects to the database at `url` and brings its schema up to date.
     ///
@@ -234,12 +235,17 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
-    /// The value of `future`, waiting at most until the call's ``deadline``. Past it the connection is closed (its
-    /// state is unknown: the statement may still run) and the call fails as unreachable; the next call connects
-    /// again.
+    /// The value of `future`, waiting at most ``answerLimit``, as one wait for the server (``busySince``). Past the
+    /// limit the connection is closed (its state is unknown: the statement may still run) and the call fails as
+    /// unreachable; the next call connects again.
     /// - Throws: What the future failed with, or ``PostgresStoreError`` when the server did not answer in time.
     func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        guard let deadline else { return try future.wait() }
+        try waits.measure { try wait(for: future) }
+    }
+
+    private func wait<T: Sendable>(for future: EventLoopFuture<T>) throws -> T {
+        guard let limit = answerLimit else { return try future.wait() }
+        let deadline = ContinuousClock.now + limit
         let box = AnswerBox<T>()
         let answered = DispatchSemaphore(value: 0)
         future.whenComplete { result in
@@ -254,10 +260,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
         broken = true
         connection.close().whenComplete { _ in }
-        let limit = callLimit.map { "\($0.components.seconds) s" } ?? "its time limit"
         throw PostgresStoreError(
-            "the store \(location.redacted) did not answer within \(limit); the connection is closed and opened "
-                + "again", unreachable: true)
+            "the store \(location.redacted) did not answer within \(limit.components.seconds) s; the connection is "
+                + "closed and opened again", unreachable: true)
     }
 
     /// Connects again when the connection was lost, at most once per backoff interval; called with the lock held
@@ -274,7 +279,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         // Closing is local (the channel's socket): it never waits for the server.
         connection.close().whenComplete { _ in }
         do {
-            connection = try Self.connect(location, timeouts: timeouts, logger: logger)
+            connection = try waits.measure { try Self.connect(location, timeouts: timeouts, logger: logger) }
         } catch {
             var failure = Self.describe(error, doing: "the store \(location.redacted) is unreachable")
             failure.unreachable = true
@@ -349,21 +354,20 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
-    /// Runs `body` as one call with the connection to itself, connecting again first if it was lost; its answers
-    /// must come within `timeout` (``Timeouts/call`` unless given; nil: no limit).
+    /// Runs `body` as one call with the connection to itself, connecting again first if it was lost; each answer
+    /// must come within `timeout` (``Timeouts/answer`` unless given; nil: no limit).
     func locked<T>(timeout: Duration?? = .none, _ body: () throws -> T) throws -> T {
-        try calls.measure {
-            lock.lock()
-            defer { lock.unlock() }
-            callLimit = timeout ?? timeouts.call
-            deadline = callLimit.map { .now + $0 }
-            defer { deadline = nil }
-            try reconnectIfNeeded()
-            return try body()
-        }
+        lock.lock()
+        defer { lock.unlock() }
+        answerLimit = timeout ?? timeouts.answer
+        try reconnectIfNeeded()
+        return try body()
     }
 
-    public var busySince: ContinuousClock.Instant? { calls.oldest }
+    /// When the oldest wait for the server still in progress began: a statement's answer or a connection attempt.
+    /// A long transaction whose statements are answered is making progress and is not overdue; a server that
+    /// answers nothing is, whatever the call.
+    public var busySince: ContinuousClock.Instant? { waits.oldest }
 
     /// Nothing to do: PostgreSQL's own autovacuum and checkpointer keep the database in shape.
     public func idleMaintenance() throws {}
