@@ -63,7 +63,9 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - create: `serve` and `store migrate` create; `report` and `receipts` refuse a SQLite store that does not
-    ///     exist yet. PostgreSQL's schema is brought up to date in every case (migrations are idempotent).
+    ///     exist yet. PostgreSQL's schema is brought up to date in every case (migrations are idempotent). The
+    ///     commands that do not create only read, whole tables at a time, so their PostgreSQL connection has no
+    ///     statement or answer timeout (``PostgresStore/Timeouts/reading``); `serve`'s has (docs/STORE.md).
     ///   - logger: Where the store logs.
     /// - Throws: ``AggregatorError``: `.unavailable` when there is no store yet or the server cannot be reached,
     ///   `.temporary` for a busy SQLite store or a full disk, `.badConfiguration` for a refused login.
@@ -93,7 +95,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
             }
         case .postgres(let url, let location):
             do {
-                return try PostgresStore(url: url, logger: logger)
+                return try PostgresStore(url: url, logger: logger, timeouts: create ? .serving : .reading)
             } catch let error as PostgresStoreError {
                 let context = "cannot open the store \(location.redacted)"
                 if let temporary = AggregatorError(temporary: error, context: context) { throw temporary }

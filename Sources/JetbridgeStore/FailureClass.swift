@@ -11,7 +11,8 @@ public enum FailureClass: Hashable, Sendable {
     /// (SystemSupport's rule, ``SystemError/isNoSpace``), also as Foundation's `fileWriteOutOfSpace`; PostgreSQL's
     /// `disk_full` (SQLSTATE 53100).
     case noSpace
-    /// The SQLite store is busy or locked by another connection (`SQLITE_BUSY`, `SQLITE_LOCKED`).
+    /// The SQLite store is busy or locked by another connection (`SQLITE_BUSY`, `SQLITE_LOCKED`), or PostgreSQL gave
+    /// up a wait for a lock or a statement (SQLSTATE 55P03, 57014).
     case busy
     /// Anything else: waiting is not known to help.
     case other
@@ -26,7 +27,8 @@ public enum FailureClass: Hashable, Sendable {
             }
         case let error as SystemError: self = error.isNoSpace ? .noSpace : .other
         case let error as StoreError: self = error.errno.map(SystemError.isNoSpace) == true ? .noSpace : .other
-        case let error as PostgresStoreError: self = error.sqlState == "53100" ? .noSpace : .other
+        case let error as PostgresStoreError:
+            self = error.sqlState == "53100" ? .noSpace : error.isTimeout ? .busy : .other
         // FileManager reports both ENOSPC and EDQUOT as fileWriteOutOfSpace.
         case let error as CocoaError: self = error.code == .fileWriteOutOfSpace ? .noSpace : .other
         default: self = .other

@@ -55,12 +55,18 @@ public protocol StoreReader: AnyObject, Sendable {
         flight: FlightID, failed: (FlightID, Seat, any Error) -> Void, _ body: (Receipt) throws -> Void) throws
 
     /// Why the store cannot take a write now (SQLite: 64 KiB cannot be written and synced next to the file;
-    /// PostgreSQL: the server cannot be reached), or `nil` when it can. Asked while idle after a failed transaction,
+    /// PostgreSQL: the server cannot be reached, or does not answer `SELECT 1` within 5 s), or `nil` when it can. Asked while idle after a failed transaction,
     /// so that readiness returns without waiting for a batch.
     func probe() -> String?
 
     /// The store for messages: the SQLite file's path, or the PostgreSQL URL without its password.
     var name: String { get }
+
+    /// When the oldest wait still in progress began, or `nil` when none is: PostgreSQL's waits for the server (a
+    /// statement's answer, a connection attempt: a long transaction whose statements are answered is not stuck),
+    /// SQLite's writes (reads run on their own connections and wait for no one). Never waits itself, so readiness
+    /// can ask while a call hangs (see ``overdue(after:now:)``).
+    var busySince: ContinuousClock.Instant? { get }
 
     /// How many schema migrations the store has applied (`store migrate` prints it).
     func schemaVersion() throws -> Int
@@ -102,9 +108,11 @@ public protocol StoreWriter: StoreReader {
     /// to `failed` when its receipt cannot be made; then `durable` (the caller syncs the directory); then the marks
     /// of the written seats are cleared, unless a newer commit marked them again. The failed seats stay marked.
     ///
-    /// SQLite reads the marks and orders in one snapshot and clears by generation. PostgreSQL claims the marks with
-    /// `SELECT … FOR UPDATE SKIP LOCKED` and clears them in the same transaction, so each seat has one writer at a
-    /// time however many aggregators share the database; seats another writer holds are skipped (it renders them).
+    /// SQLite reads the marks and orders in one snapshot and clears by generation. PostgreSQL claims the marks for a
+    /// lease in a statement of their own, writes the files with no transaction open, then clears them in a short
+    /// transaction, so each seat has one writer at a time however many aggregators share the database and no row
+    /// stays locked while files are written; seats another writer holds are skipped until its claim expires (see
+    /// ``PostgresStore/refreshReceipts(after:limit:failed:write:durable:)``).
     /// - Returns: Every mark visited, in order; fewer than `limit` means the walk reached the end.
     func refreshReceipts(
         after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
@@ -148,6 +156,26 @@ extension StoreReader {
     }
 }
 
+extension StoreReader {
+    /// Why the store is not answering: a wait (``busySince``) has lasted longer than `limit`, or `nil`. A frozen
+    /// PostgreSQL server (or a file system that stopped answering) makes no call fail for a while; this says so as
+    /// soon as one is overdue, so that `/readyz` turns unready within seconds instead of at the answer's timeout.
+    ///
+    /// - Parameters:
+    ///   - limit: Longer than any wait of a healthy store while serving: above PostgreSQL's lock timeout (5 s), so
+    ///     that a wait for another aggregator's row does not count, and below its answer timeout (35 s).
+    ///   - now: The time to compare with.
+    /// - Returns: `a store call has been waiting for 12 s (more than 10 s): the store … is not answering`, or `nil`.
+    public func overdue(
+        after limit: Duration = .seconds(10), now: ContinuousClock.Instant = .now
+    ) -> String? {
+        guard let since = busySince, now - since > limit else { return nil }
+        let waited = Int((now - since).components.seconds)
+        return "a store call has been waiting for \(waited) s (more than \(limit.components.seconds) s): the store "
+            + "\(name) is not answering"
+    }
+}
+
 extension StoreWriter {
     /// Stores several batches in one transaction, now.
     public func apply(_ batches: [IncomingBatch]) throws -> [BatchOutcome] { try apply(batches, at: Date()) }
@@ -170,6 +198,8 @@ extension SQLiteStore: StoreWriter {
 
     public var name: String { path }
 
+    public var busySince: ContinuousClock.Instant? { calls.oldest }
+
     public func refreshReceipts(
         after: ReceiptMark?, limit: Int, failed: (FlightID, Seat, any Error) -> Void,
         write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
@@ -183,7 +213,10 @@ extension SQLiteStore: StoreWriter {
             }, write)
         guard !marks.isEmpty else { return marks }
         try durable()
-        try clearDirty(marks.filter { !failedSeats.contains(ReceiptMark(flight: $0.flight, seat: $0.seat, generation: 0)) })
+        try calls.measure {
+            try clearDirty(
+                marks.filter { !failedSeats.contains(ReceiptMark(flight: $0.flight, seat: $0.seat, generation: 0)) })
+        }
         return marks
     }
 

@@ -47,9 +47,9 @@ struct PeerChurnTests {
         #expect(first?.status == .stored)
 
         // The database freezes: the store thread waits in its transaction with batch 2, batch 3 fills the queue.
-        try cluster.signalServer(SIGSTOP)
+        try cluster.signalAll(SIGSTOP)
         var frozen = true
-        defer { if frozen { try? cluster.signalServer(SIGCONT) } }
+        defer { if frozen { try? cluster.signalAll(SIGCONT) } }
         try device.send(try outgoing("cart-1", 6, (5..<10).map { order($0, seat: "\($0 + 1)A") }))
         // Batch 2 alone in the store thread's group (it waits a few milliseconds for more), then batch 3 queued.
         try await Task.sleep(for: .milliseconds(500))
@@ -75,7 +75,7 @@ struct PeerChurnTests {
         #expect(process.isRunning, "serve ended (status \(process.terminationStatus)): \(serve.logText.suffix(1_500))")
 
         // The database comes back: both waiting batches are stored and acked, and serve stops cleanly.
-        try cluster.signalServer(SIGCONT)
+        try cluster.signalAll(SIGCONT)
         frozen = false
         let acks = try await onOwnThread { [try device.ack(timeout: .seconds(60)), try device.ack(timeout: .seconds(60))] }
         #expect(acks.map { $0?.status } == [.stored, .stored], "\(acks): \(serve.logText.suffix(3_000))")

@@ -53,6 +53,24 @@ enum TestPostgres {
         return try rows.first?.decode(Int.self) ?? 0
     }
 
+    /// The store's sessions on `database` (their `application_name` is `jetbridge host:pid`): each server process's
+    /// pid and the client's TCP port (nil over a Unix socket).
+    static func storeSessions(_ database: FreshDatabase) throws -> [(pid: Int32, port: Int?)] {
+        let connection = try connect(database.adminURL)
+        defer { try? connection.close().wait() }
+        let rows = try connection.query(
+            """
+            SELECT pid, client_port FROM pg_stat_activity
+            WHERE datname = \(database.name) AND application_name LIKE 'jetbridge %' ORDER BY backend_start
+            """,
+            logger: Logger(label: "test-admin")
+        ).wait()
+        return try rows.map { row in
+            let (pid, port) = try row.decode((Int32, Int32?).self)
+            return (pid, port.map(Int.init))
+        }
+    }
+
     /// Runs one statement on the database `url` names, over its own connection.
     static func admin(_ url: String, _ sql: String) throws {
         let connection = try connect(url)

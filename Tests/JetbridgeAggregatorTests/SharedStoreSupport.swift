@@ -21,14 +21,20 @@ final class ServeProcess: @unchecked Sendable {
     let metricsEndpoint: String?
 
     /// Starts it and waits for its start-up line.
-    /// - Parameter openFiles: When set, the process starts with this open-files limit (`serve` raises the soft one to
-    ///   the hard one), through util-linux's `prlimit`, which execs it (the pid is serve's).
+    /// - Parameters:
+    ///   - openFiles: When set, the process starts with this open-files limit (`serve` raises the soft one to the
+    ///     hard one), through util-linux's `prlimit`, which execs it (the pid is serve's).
+    ///   - environment: Added to this process's environment for `serve`.
+    ///   - configuration: When set, written as the home's `aggregator.json` first.
     init(
         store: String, in parent: URL, name: String, metrics: Bool = false, openFiles: (soft: Int, hard: Int)? = nil,
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:], configuration: String? = nil
     ) async throws {
         home = parent.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        if let configuration {
+            try Data(configuration.utf8).write(to: home.appendingPathComponent("aggregator.json"))
+        }
         log = home.appendingPathComponent("serve.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process = Process()
@@ -71,6 +77,38 @@ final class ServeProcess: @unchecked Sendable {
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
+    var pid: Int32 { process.processIdentifier }
+
+    /// The local ports of this process's TCP connections to `port` (its PostgreSQL sessions, as
+    /// `pg_stat_activity.client_port` shows them): its socket inodes from `/proc/<pid>/fd`, matched in
+    /// `/proc/<pid>/net/tcp` and `tcp6`.
+    func localPorts(connectedTo port: Int) -> Set<Int> {
+        let fds = "/proc/\(pid)/fd"
+        var inodes: Set<String> = []
+        for fd in (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? [] {
+            // readlink(2) itself: Foundation's destinationOfSymbolicLink makes a path of `socket:[…]`.
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = readlink("\(fds)/\(fd)", &buffer, buffer.count)
+            guard count > 0 else { continue }
+            let target = String(decoding: buffer[..<count], as: UTF8.self)
+            guard target.hasPrefix("socket:[") else { continue }
+            inodes.insert(String(target.dropFirst(8).dropLast()))
+        }
+        var ports: Set<Int> = []
+        for table in ["tcp", "tcp6"] {
+            let text = procText("/proc/\(pid)/net/\(table)")
+            for line in text.split(separator: "\n").dropFirst() {
+                let columns = line.split(separator: " ")
+                guard columns.count > 9, inodes.contains(String(columns[9])),
+                    let local = columns[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    let remote = columns[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }), remote == port
+                else { continue }
+                ports.insert(local)
+            }
+        }
+        return ports
+    }
+
     /// How many log lines carry `message`.
     func count(_ message: String) -> Int {
         logText.split(separator: "\n").filter { $0.contains(#""message":"\#(message)"#) }.count
@@ -84,7 +122,18 @@ final class ServeProcess: @unchecked Sendable {
         try await waitUntil("serve exits") { !process.isRunning }
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    /// SIGKILL now, if it still runs: for a test that may end while objects still refer to it (its deinit would
+    /// not run, and the process would outlive the test run).
+    func killNow() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    deinit { killNow() }
+}
+
+/// A file under `/proc` read to its end: they show a size of 0, and reading by size reads nothing.
+func procText(_ path: String) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+    defer { try? handle.close() }
+    return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
 }
 
 /// A device on raw ZeroMQ sockets (insecure), connected to one aggregator: PUSH for batches, DEALER for acks.
@@ -176,23 +225,29 @@ struct OwnPostgresCluster {
         _ = try Self.shell(arguments)
     }
 
-    /// Sends `signal` to this cluster's server and every process it started (SIGSTOP freezes the database as a hung
-    /// host would; SIGCONT thaws it). Only this cluster's processes: the shared test cluster runs beside it.
-    func signalServer(_ signal: Int32) throws {
-        let pidFile = "\(directory)/data/postmaster.pid"
-        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-            let line = text.split(separator: "\n").first, let postmaster = pid_t(line)
-        else { throw TestPostgresError("no server pid in \(pidFile)") }
+    /// Sends `signal` to every process of the cluster: the postmaster (from `postmaster.pid`) and its children
+    /// (SIGSTOP freezes the server as a hung host would: connections stay open, nothing answers).
+    /// - Returns: The pids signalled.
+    @discardableResult
+    func signalAll(_ signal: Int32) throws -> [Int32] {
+        let text = try String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8)
+        guard let postmaster = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw TestPostgresError("no pid in \(directory)/data/postmaster.pid")
+        }
         var pids = [postmaster]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            guard let pid = Int32(entry),
+                case let stat = procText("/proc/\(entry)/stat"),
                 let close = stat.lastIndex(of: ")")
             else { continue }
-            // Fields after `(comm)`: state, then the parent's pid.
+            // pid (comm) state ppid …: the fields after the command's closing parenthesis.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
+            if fields.count > 1, Int32(fields[1]) == postmaster { pids.append(pid) }
         }
-        for pid in pids { kill(pid, signal) }
+        // Children first when stopping (the postmaster cannot start new ones meanwhile), the postmaster first when
+        // continuing.
+        for pid in signal == SIGCONT ? pids : pids.reversed() { kill(pid, signal) }
+        return pids
     }
 
     func remove() {

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeStore
 import NIOHTTP1
 import SystemSupport
 
@@ -8,10 +9,12 @@ import SystemSupport
 
 extension AggregatorServer {
     /// Why the server is not ready to take batches, or nil when it is: both sockets bound (from start until a stop
-    /// begins), the last store transaction committed (a failed one makes it unready until the next commit), and the
-    /// store file and its directory writable.
+    /// begins), no store call overdue (one waiting more than 10 s: a frozen PostgreSQL server, a file system that
+    /// stopped answering), the last store transaction committed (a failed one makes it unready until the next
+    /// commit), and the store file and its directory writable.
     public func readiness() -> String? {
         if stoppingOrFinished { return "stopping: the sockets are closing" }
+        if let overdue = store.overdue() { return overdue }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
         guard case .sqlite(let url) = storeLocation else { return nil }
         let path = url.path

@@ -4,7 +4,8 @@ import SystemSupport
 import JetbridgeStore
 
 /// The receipts thread: rewrites the receipts of seats the store marked, off the ack path, after commits; once at
-/// start-up (repairing what a crash left behind) and once more at shutdown, where it stops after at most one group
+/// start-up (repairing what a crash left behind, after removing the temporary files a killed writer left:
+/// ``ReceiptWriter/removeLeftovers(now:)``) and once more at shutdown, where it stops after at most one group
 /// of 500 seats: the remaining marks stay in the store for the next start, so a backlog never delays a stop.
 ///
 /// While batches keep coming (the store thread has not gone idle since the last commit), refreshes wait: a refresh
@@ -85,6 +86,11 @@ final class ReceiptWorker: @unchecked Sendable {
 
     /// The receipts thread's loop (``ReceiptsService`` runs it on its own thread); returns after ``requestStop()``.
     func run() {
+        do { try writer.removeLeftovers() } catch {
+            logger.warning(
+                "could not remove leftover temporary receipt files",
+                metadata: ["directory": "\(writer.directory.path)", "error": "\(error)"])
+        }
         var notBefore = Date.distantPast
         // A full disk fails every refresh: logged once, then a count every 30 s.
         var failures = RepeatedFailure()

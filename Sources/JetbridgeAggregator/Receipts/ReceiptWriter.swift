@@ -16,6 +16,10 @@ public import JetbridgeStore
 ///
 /// It owns the files whose names it could have written (`ZA101_2026-11-21_17B.txt`/`.json`) and its leftover
 /// temporary files; ``rebuildAll(_:)`` removes those it owns that no receipt produces, and nothing else.
+///
+/// Temporary files are named `.<file>.<host>-<pid>.<uuid>.tmp`: in a directory several aggregators share, one can tell
+/// its own leftovers (and those of a process on its host that is gone) from another's files in progress
+/// (``removeLeftovers(now:)``).
 public struct ReceiptWriter: Sendable {
     public let directory: URL
     let logger: Logger
@@ -83,6 +87,46 @@ public struct ReceiptWriter: Sendable {
         }
         if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(refreshed)"]) }
         return refreshed
+    }
+
+    /// How old another live writer's temporary file must be before ``removeLeftovers(now:)`` takes it for a leftover:
+    /// writing one receipt file takes milliseconds. Removing one still in use costs its writer a failed rename, and
+    /// its seat stays marked and is rendered again.
+    static let leftoverAge: TimeInterval = 600
+
+    /// Removes the temporary files a writer killed mid-write left in the directory; `serve` calls it when its
+    /// receipts thread starts. Removed: those of this host whose process is gone (or whose pid is this process's,
+    /// from an earlier process that had it), and any other (another host's, or of an older name without its
+    /// writer) older than ten minutes (``leftoverAge``). Files a live process on this host is writing stay.
+    /// - Parameter now: The time to measure ages against.
+    /// - Returns: How many files were removed.
+    /// - Throws: ``StoreError`` with code `fileSystem` when the directory cannot be read or a file removed.
+    @discardableResult
+    public func removeLeftovers(now: Date = Date()) throws -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        var removed = 0
+        for name in names {
+            guard let temporary = Self.temporaryName(name) else { continue }
+            let path = directory.appendingPathComponent(name).path
+            let leftover: Bool
+            if let owner = temporary.owner, owner.host == ThisProcess.hostLabel {
+                leftover = owner.pid == ThisProcess.pid || !ThisProcess.isRunning(owner.pid)
+            } else {
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                leftover = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > Self.leftoverAge
+            }
+            guard leftover else { continue }
+            try storeIO(FileSystem.unlinkIfExists(path))
+            removed += 1
+        }
+        if removed > 0 {
+            try storeIO(FileSystem.syncDirectory(directory.path))
+            logger.info(
+                "removed temporary receipt files a stopped writer left",
+                metadata: ["files": "\(removed)", "directory": "\(directory.path)"])
+        }
+        return removed
     }
 
     /// What ``rebuildAll(_:)`` did.
@@ -201,7 +245,9 @@ public struct ReceiptWriter: Sendable {
         // read from the page cache, far less than writing, fsyncing and renaming a new copy.
         if Self.holds(bytes, path: target) { return false }
         let data = Data(bytes)
-        let temporary = directory.appendingPathComponent(".\(name).\(UUID().uuidString).tmp").path
+        let temporary = directory.appendingPathComponent(
+            ".\(name).\(ThisProcess.hostLabel)-\(ThisProcess.pid).\(UUID().uuidString).tmp"
+        ).path
         do {
             try storeIO(FileSystem.writeNewFile(data, to: temporary, mode: 0o644))
             try storeIO(FileSystem.rename(temporary, to: target))
@@ -256,11 +302,24 @@ public struct ReceiptWriter: Sendable {
         return String(stem)
     }
 
-    static func isTemporary(_ name: String) -> Bool {
-        guard name.hasPrefix("."), name.hasSuffix(".tmp") else { return false }
+    static func isTemporary(_ name: String) -> Bool { temporaryName(name) != nil }
+
+    /// A temporary file name this writer could have made, parsed: `.<file>.<host>-<pid>.<uuid>.tmp`, or
+    /// `.<file>.<uuid>.tmp` as earlier versions named them (no owner); nil for any other name.
+    static func temporaryName(_ name: String) -> (file: String, owner: (host: String, pid: Int32)?)? {
+        guard name.hasPrefix("."), name.hasSuffix(".tmp") else { return nil }
         let inner = name.dropFirst().dropLast(4)
-        guard let dot = inner.lastIndex(of: ".") else { return false }
-        return ownedStem(of: String(inner[..<dot])) != nil
-            && UUID(canonical: String(inner[inner.index(after: dot)...])) != nil
+        guard let dot = inner.lastIndex(of: "."), UUID(canonical: String(inner[inner.index(after: dot)...])) != nil
+        else { return nil }
+        let rest = inner[..<dot]
+        if ownedStem(of: String(rest)) != nil { return (String(rest), nil) }
+        guard let ownerDot = rest.lastIndex(of: "."), ownedStem(of: String(rest[..<ownerDot])) != nil else {
+            return nil
+        }
+        let owner = rest[rest.index(after: ownerDot)...]
+        guard let dash = owner.lastIndex(of: "-"), let pid = Int32(owner[owner.index(after: dash)...]), pid > 0,
+            dash > owner.startIndex
+        else { return nil }
+        return (String(rest[..<ownerDot]), (String(owner[..<dash]), pid))
     }
 }

@@ -120,12 +120,17 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
         self.unreachable = unreachable
     }
 
-    /// Whether the SQLSTATE is a connection exception (class 08) or the server going away or not up yet (57P01
-    /// admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
+    /// Whether the SQLSTATE is a connection exception (class 08), the server going away or not up yet (57P01
+    /// admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now), or the server ending the session (25P03: it
+    /// sat in an open transaction past `idle_in_transaction_session_timeout`, as a stopped aggregator's does).
     var isConnectionState: Bool {
         guard let sqlState else { return false }
-        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03", "25P03"].contains(sqlState)
     }
+
+    /// Whether the server gave up a wait: a lock held past `lock_timeout` (55P03) or a statement past
+    /// `statement_timeout` (57014). Something else holds the store up; trying again later may succeed.
+    public var isTimeout: Bool { sqlState == "55P03" || sqlState == "57014" }
 
     public var description: String { message }
 }

@@ -89,6 +89,25 @@ extension PostgresStore {
                 ADD COLUMN last_limited_at double precision, ADD COLUMN last_limited_reason text
             """
         ],
+        [
+            // Every transaction locks rows in one order: flights, orders, scans, devices, receipt marks. The trigger
+            // marked a moved order's old seat inside the orders statement, before the devices rows, and deadlocked
+            // against a transaction that held a device's row and waited for the mark (issue 23 item 11). `apply`
+            // now learns the old seat from the upsert itself (`moved_from_*`, set by the update from the row it
+            // replaces) and marks it with the other seats, last.
+            "DROP TRIGGER orders_moved ON orders",
+            "DROP FUNCTION jetbridge_order_moved()",
+            """
+            ALTER TABLE orders ADD COLUMN moved_from_flight text COLLATE "C",
+                ADD COLUMN moved_from_seat text COLLATE "C"
+            """,
+            // The receipt walk claims seats for a while instead of holding their rows locked while it writes files
+            // (issue 23 item 10): a claim ends when its holder clears it, or at `claimed_until`.
+            """
+            ALTER TABLE dirty_receipts ADD COLUMN claimed_by text COLLATE "C",
+                ADD COLUMN claimed_until timestamptz
+            """,
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate
@@ -99,10 +118,16 @@ extension PostgresStore {
 
     /// Applies the migrations this database lacks, in one transaction under an advisory lock: a second process
     /// opening the same database waits, then finds them applied. Safe to call again (it applies nothing).
+    ///
+    /// No statement or answer timeout applies (a migration may rewrite a large table), and the wait for another
+    /// process's migration is not bounded by the lock timeout; the migrations' own statements are.
     public func migrate() throws {
-        try locked {
+        try locked(timeout: .some(nil)) {
             try transaction {
+                try run("SET LOCAL statement_timeout = 0")
+                try run("SET LOCAL lock_timeout = 0")
                 try run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
+                try run(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(Timeouts.milliseconds(timeouts.lock))"))
                 try run(
                     """
                     CREATE TABLE IF NOT EXISTS schema_migrations (

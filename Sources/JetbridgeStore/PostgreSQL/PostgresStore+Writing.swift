@@ -34,11 +34,13 @@ extension PostgresStore {
     }
 
     /// Upserts one round of orders (ids distinct, in id order) and answers the 1-based positions of the rows that
-    /// changed nothing (a duplicate, an older revision, or another device's order). The highest revision wins, only
-    /// for the owning device; the `orders_moved` trigger marks a moved order's old seat, per row as before.
+    /// changed nothing (a duplicate, an older revision, or another device's order), then, with position 0, the seat
+    /// each moved order left (flight and seat). The highest revision wins, only for the owning device.
     ///
     /// The rows that changed nothing are read from the statement itself rather than from `RETURNING`: in a bulk sync
-    /// they are none, so nothing comes back.
+    /// they are none, so nothing comes back. The seat an update leaves comes from the row it replaced: the update
+    /// copies it into `moved_from_flight`/`moved_from_seat`, which `RETURNING` shows (PostgreSQL 15 has no `OLD` in
+    /// `RETURNING`); a row read before the statement could be another transaction's older version.
     static func upsertOrders(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
         var ids: [UUID] = []
         var revisions: [Int] = []
@@ -72,11 +74,16 @@ extension PostgresStore {
                 INSERT INTO orders (id, revision, flight, seat, device, record)
                 SELECT id, revision, flight, seat, device, record FROM input ORDER BY id
                 ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, flight = excluded.flight,
-                    seat = excluded.seat, device = excluded.device, record = excluded.record
+                    seat = excluded.seat, device = excluded.device, record = excluded.record,
+                    moved_from_flight = orders.flight, moved_from_seat = orders.seat
                 WHERE excluded.revision > orders.revision AND excluded.device = orders.device
-                RETURNING id
+                RETURNING id, flight, seat, moved_from_flight, moved_from_seat
             )
-            SELECT n FROM input WHERE NOT EXISTS (SELECT 1 FROM changed WHERE changed.id = input.id)
+            SELECT n, NULL::text, NULL::text FROM input
+            WHERE NOT EXISTS (SELECT 1 FROM changed WHERE changed.id = input.id)
+            UNION ALL
+            SELECT 0, moved_from_flight, moved_from_seat FROM changed
+            WHERE moved_from_flight IS NOT NULL AND (moved_from_flight <> flight OR moved_from_seat <> seat)
             """
     }
 
@@ -163,15 +170,19 @@ extension PostgresStore {
             """
     }
 
-    /// Marks seats whose receipts are behind (each seat once), by flight and seat.
-    static func markDirty(_ seats: [SeatKey]) -> PostgresQuery {
-        let flights = seats.map(\.flight)
-        let names = seats.map(\.seat)
+    /// Marks seats whose receipts are behind (each seat once), by flight and seat, raising each seat's generation
+    /// by its count: one for a new order or a higher revision there, one per order that left it (SQLite's trigger
+    /// and its per-seat mark give the same generations).
+    static func markDirty(_ seats: [(seat: SeatKey, count: Int)]) -> PostgresQuery {
+        let flights = seats.map(\.seat.flight)
+        let names = seats.map(\.seat.seat)
+        let counts = seats.map(\.count)
         return """
             INSERT INTO dirty_receipts (flight, seat, generation)
-            SELECT flight, seat, 1 FROM unnest(\(flights)::text[], \(names)::text[]) AS t(flight, seat)
+            SELECT flight, seat, count
+            FROM unnest(\(flights)::text[], \(names)::text[], \(counts)::int8[]) AS t(flight, seat, count)
             ORDER BY flight COLLATE "C", seat COLLATE "C"
-            ON CONFLICT (flight, seat) DO UPDATE SET generation = dirty_receipts.generation + 1
+            ON CONFLICT (flight, seat) DO UPDATE SET generation = dirty_receipts.generation + excluded.generation
             """
     }
 }
@@ -279,12 +290,19 @@ extension PostgresStore {
         scans.sort()
         var newCounts = [Int](repeating: 0, count: batches.count)
         var dirty: Set<SeatKey> = []
+        // Seats orders moved away from, once per move: marked with the others, after the devices rows.
+        var left: [SeatKey: Int] = [:]
         // Orders, one statement per round; an unchanged row is a duplicate unless another device owns the order.
         var unchanged: [PendingRow] = []
         for round in Self.rounds(orders) {
             var kept = [Bool](repeating: true, count: round.count)
             for row in try run(Self.upsertOrders(round, of: batches)) {
-                kept[try row.decode(Int.self) - 1] = false
+                let (position, flight, seat) = try row.decode((Int, String?, String?).self)
+                if position == 0, let flight, let seat {
+                    left[SeatKey(flight: flight, seat: seat), default: 0] += 1
+                } else {
+                    kept[position - 1] = false
+                }
             }
             for (row, changed) in zip(round, kept) {
                 guard changed else {
@@ -335,8 +353,15 @@ extension PostgresStore {
                     devices.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1, $0.value.2, $0.value.3) },
                     at: now.timeIntervalSince1970))
         }
-        if !dirty.isEmpty {
-            try run(Self.markDirty(dirty.sorted { ($0.flight, $0.seat) < ($1.flight, $1.seat) }))
+        // Receipt marks last, as every transaction takes them (docs/STORE.md, "Lock order").
+        var marks = left
+        for seat in dirty { marks[seat, default: 0] += 1 }
+        if !marks.isEmpty {
+            try run(
+                Self.markDirty(
+                    marks.sorted { ($0.key.flight, $0.key.seat) < ($1.key.flight, $1.key.seat) }.map {
+                        (seat: $0.key, count: $0.value)
+                    }))
         }
         return (outcomes, nil)
     }

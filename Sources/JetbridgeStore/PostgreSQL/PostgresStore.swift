@@ -3,23 +3,36 @@ public import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import SystemSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The scale-out store: a PostgreSQL database that several aggregators may share (docs/STORE.md, "PostgreSQL
 /// engine"), chosen with `store` / `--store postgres://…` (``StoreLocation``); the parity tests hold it to
 /// ``SQLiteStore``'s outcomes, reads, reports and receipts.
 ///
 /// Exactly once comes from the database's own rules, not from locks in the aggregator: primary keys on order and
-/// scan ids, `INSERT … ON CONFLICT` clauses (the highest revision wins, only for the owning device), rows written in
-/// a fixed order (flights, orders and scans by id, devices, receipt marks by key) so that two transactions never
-/// wait on each other in a cycle, and a serialization failure or deadlock (SQLSTATE 40001, 40P01) retried.
+/// scan ids, `INSERT … ON CONFLICT` clauses (the highest revision wins, only for the owning device), rows locked in
+/// one fixed order by every transaction (flights, orders and scans by id, devices, receipt marks by key) so that two
+/// transactions never wait on each other in a cycle, and a serialization failure or deadlock (SQLSTATE 40001, 40P01)
+/// retried.
+///
+/// No aggregator may hold the others: every wait is bounded (``Timeouts``). The server gives up a lock wait after 5 s
+/// and a statement after 30 s, and ends a session that sits in an open transaction for 10 s (an aggregator stopped
+/// or cut off mid-transaction), which frees its locks; TCP keepalives on both ends find a peer that vanished; and
+/// this side waits for each statement's answer at most 35 s (a frozen server answers nothing). No transaction spans
+/// file I/O: the receipt walk claims seats, commits, writes the files, then clears the marks.
 ///
 /// One connection, serialised by a lock. Calls block on postgres-nio futures (run on SwiftNIO's event loops), so they
 /// belong on the store's own thread, never on Swift's cooperative pool.
 ///
-/// A lost connection (the server restarted, stopped or unreachable) fails the call in progress with an error that
-/// says so (``PostgresStoreError/unreachable``); the next call connects again, at most once per backoff interval
-/// (0.1 s doubling to 5 s while attempts fail; calls in between fail at once without waiting on the network). The
-/// outage is logged once when it begins and once when it ends, never per call.
+/// A lost connection (the server restarted, stopped, unreachable or not answering in time) fails the call in progress
+/// with an error that says so (``PostgresStoreError/unreachable``); the next call connects again, at most once per
+/// backoff interval (0.1 s doubling to 5 s while attempts fail; calls in between fail at once without waiting on the
+/// network). The outage is logged once when it begins and once when it ends, never per call.
+
 public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// Attempts of one transaction that fails with a serialization failure or deadlock.
     static let maximumAttempts = 20
@@ -27,14 +40,89 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// The first wait after a failed connection attempt, and the longest.
     static let firstBackoff: Duration = .milliseconds(100)
     static let longestBackoff: Duration = .seconds(5)
-    /// How long one connection attempt may take: an unreachable host must not hold the store thread for long.
-    static let connectTimeout: Int64 = 5
+
+    /// Every bound on a wait, on the server (session settings sent with each connection's start-up) and on this side.
+    /// `serve`'s connections take ``serving``; `report` and `receipts rebuild` take ``reading``, whose whole-table
+    /// reads may take longer than any transaction should.
+    public struct Timeouts: Sendable {
+        /// `lock_timeout`: a statement waiting this long for a row another session holds fails (SQLSTATE 55P03).
+        var lock: Duration
+        /// `idle_in_transaction_session_timeout`: the server ends a session that sits this long in an open
+        /// transaction without sending a statement (SQLSTATE 25P03), which rolls it back and frees its locks. No
+        /// transaction of the store waits for anything but the server between its statements.
+        var idleInTransaction: Duration
+        /// `statement_timeout`: the server cancels a statement that runs this long (SQLSTATE 57014); nil: none.
+        var statement: Duration?
+        /// How long this side waits for the server's answer to one statement before it gives the connection up as
+        /// lost: a frozen server cancels nothing. Above `statement`, so that the server cancels a slow statement
+        /// first. Nil: as long as it takes.
+        var answer: Duration?
+        /// How long ``probe()`` waits for `SELECT 1`.
+        var probe: Duration
+        /// How long one connection attempt may take (TCP connect and start-up): an unreachable host must not hold
+        /// the store thread for long.
+        var connect: Duration
+        /// How long a receipt claim lasts unless renewed: a seat claimed by an aggregator that stopped is rendered by
+        /// another once it ends.
+        var claimLease: Duration
+        /// TCP keepalive, both ends: the first probe after this long idle, then every `keepaliveInterval`, and the
+        /// connection is dropped after `keepaliveCount` unanswered probes (about 25 s for a vanished peer).
+        var keepaliveIdle: Duration = .seconds(10)
+        var keepaliveInterval: Duration = .seconds(5)
+        var keepaliveCount = 3
+
+        init(
+            lock: Duration = .seconds(5), idleInTransaction: Duration = .seconds(10),
+            statement: Duration? = .seconds(30), answer: Duration? = .seconds(35), probe: Duration = .seconds(5),
+            connect: Duration = .seconds(5), claimLease: Duration = .seconds(20)
+        ) {
+            self.lock = lock
+            self.idleInTransaction = idleInTransaction
+            self.statement = statement
+            self.answer = answer
+            self.probe = probe
+            self.connect = connect
+            self.claimLease = claimLease
+        }
+
+        /// `serve` and `store migrate`.
+        public static let serving = Timeouts()
+        /// `report` and `receipts rebuild`: no statement or answer timeout (a report reads whole tables); the lock
+        /// and idle-in-transaction bounds stay.
+        public static let reading = Timeouts(statement: nil, answer: nil)
+
+        /// A duration as PostgreSQL's milliseconds; nil is 0 (no limit).
+        static func milliseconds(_ duration: Duration?) -> String {
+            guard let duration else { return "0" }
+            return "\(max(1, Int(duration / .milliseconds(1))))"
+        }
+
+        /// The start-up parameters that set the server's side.
+        var sessionSettings: [(String, String)] {
+            let milliseconds = Self.milliseconds
+            return [
+                ("lock_timeout", milliseconds(lock)),
+                ("idle_in_transaction_session_timeout", milliseconds(idleInTransaction)),
+                ("statement_timeout", milliseconds(statement)),
+                // Seconds; ignored on a Unix socket.
+                ("tcp_keepalives_idle", "\(keepaliveIdle.components.seconds)"),
+                ("tcp_keepalives_interval", "\(keepaliveInterval.components.seconds)"),
+                ("tcp_keepalives_count", "\(keepaliveCount)"),
+            ]
+        }
+    }
 
     /// Where the store is (shown without its password).
     public let location: PostgresLocation
-    let configuration: PostgresConnection.Configuration
+    let timeouts: Timeouts
     let lock = NSLock()
     let logger: Logger
+    /// Who this store is among the sessions on the database: `host:pid:random`. Its receipt claims carry it, and
+    /// `pg_stat_activity.application_name` shows `jetbridge host:pid`.
+    let session: String
+    /// The waits for the server in progress, a statement's answer or a connection (``busySince``): read without
+    /// `lock`, which the thread that waits holds.
+    let waits = StoreCalls()
     // Guarded by `lock` (hence @unchecked Sendable).
     var connection: PostgresConnection
     /// Set when the connection failed (rather than the server refusing a statement): the next call reconnects.
@@ -43,6 +131,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     var nextAttempt = ContinuousClock.now
     /// When the current outage began, if one is going on.
     var outageSince: Date?
+    /// How long the current call waits for each answer (``Timeouts/answer``, a probe's shorter), or nil for no limit.
+    var answerLimit: Duration?
 
     /// Connects to the database at `url` and brings its schema up to date.
     ///
@@ -50,27 +140,22 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     ///   - url: `postgres://user[:password]@host[:port]/database` (see ``PostgresLocation``).
     ///   - logger: Where the store logs; never the password.
     ///   - environment: Where `PGPASSWORD` is looked up.
+    ///   - timeouts: ``Timeouts/serving`` for `serve`, ``Timeouts/reading`` for reports.
     /// - Throws: ``PostgresStoreError`` naming the URL without its password.
-    public init(
-        url: String, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment
+    public convenience init(
+        url: String, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
+        timeouts: Timeouts = .serving
     ) throws {
-        let location = try PostgresLocation(url, environment: environment)
+        try self.init(location: PostgresLocation(url, environment: environment), logger: logger, timeouts: timeouts)
+    }
+
+    init(location: PostgresLocation, logger: Logger, timeouts: Timeouts) throws {
         self.location = location
         self.logger = logger
-        var configuration: PostgresConnection.Configuration
-        if let directory = location.socketDirectory {
-            configuration = .init(
-                unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user,
-                password: location.password, database: location.database)
-        } else {
-            configuration = .init(
-                host: location.host!, port: location.port, username: location.user, password: location.password,
-                database: location.database, tls: .disable)
-        }
-        configuration.options.connectTimeout = .seconds(Self.connectTimeout)
-        self.configuration = configuration
+        self.timeouts = timeouts
+        session = "\(ThisProcess.hostLabel):\(ThisProcess.pid):\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         do {
-            connection = try Self.connect(configuration, logger: logger)
+            connection = try Self.connect(location, timeouts: timeouts, logger: logger)
         } catch {
             var failure = Self.describe(error, doing: "cannot connect to \(location.redacted)")
             failure.unreachable = failure.sqlState == nil || failure.isConnectionState
@@ -82,35 +167,102 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             try? connection.close().wait()
             throw error
         }
-        logger.debug("store open", metadata: ["store": "\(location.redacted)"])
+        logger.debug("store open", metadata: ["store": "\(location.redacted)", "session": "\(session)"])
     }
 
     // MARK: Statements
 
+    /// Opens one connection with the session settings of `timeouts`. Over TCP the socket is connected here, with
+    /// keepalive on (postgres-nio's own bootstrap sets no socket options), and handed to postgres-nio for the
+    /// start-up; a Unix socket needs none.
     static func connect(
-        _ configuration: PostgresConnection.Configuration, logger: Logger
+        _ location: PostgresLocation, timeouts: Timeouts, logger: Logger
     ) throws -> PostgresConnection {
-        try PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
-            id: Int.random(in: 1...Int(Int32.max)), logger: logger
-        ).wait()
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let connectTimeout = TimeAmount.nanoseconds(Int64(timeouts.connect / .nanoseconds(1)))
+        var configuration: PostgresConnection.Configuration
+        if let directory = location.socketDirectory {
+            configuration = .init(
+                unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user,
+                password: location.password, database: location.database)
+        } else {
+            let channel = try ClientBootstrap(group: eventLoop)
+                .connectTimeout(connectTimeout)
+                .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+                .channelOption(
+                    ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPIDLE)),
+                    value: Int(timeouts.keepaliveIdle.components.seconds))
+                .channelOption(
+                    ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPINTVL)),
+                    value: Int(timeouts.keepaliveInterval.components.seconds))
+                .channelOption(
+                    ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPCNT)), value: timeouts.keepaliveCount)
+                .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
+                .connect(host: location.host!, port: location.port).wait()
+            configuration = .init(
+                establishedChannel: channel, username: location.user, password: location.password,
+                database: location.database)
+        }
+        configuration.options.connectTimeout = connectTimeout
+        configuration.options.additionalStartupParameters =
+            [("application_name", "jetbridge \(ThisProcess.hostLabel):\(ThisProcess.pid)")] + timeouts.sessionSettings
+        let started = PostgresConnection.connect(
+            on: eventLoop, configuration: configuration, id: Int.random(in: 1...Int(Int32.max)), logger: logger)
+        do {
+            return try started.wait()
+        } catch {
+            // A start-up that failed on a channel of ours leaves it to us.
+            if let channel = configuration.establishedChannel { channel.close(promise: nil) }
+            throw error
+        }
     }
 
     @discardableResult
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try answer(connection.query(query, logger: logger))
         } catch {
             var failure = Self.describe(error, doing: "\(location.redacted)")
-            // No answer from the server (the connection closed or failed), or the server going away (57P01 admin
-            // shutdown, 57P02, 57P03 starting up) or a connection exception (08xxx): reconnect before the next call.
-            if failure.sqlState == nil || failure.isConnectionState {
+            // No answer from the server (the connection closed, failed or timed out), or the server going away
+            // (57P01 admin shutdown, 57P02, 57P03 starting up, 25P03 idle in a transaction too long) or a
+            // connection exception (08xxx): reconnect before the next call.
+            if failure.sqlState == nil || failure.isConnectionState || connection.isClosed {
                 broken = true
                 failure.unreachable = true
                 noteOutage(failure)
             }
             throw failure
         }
+    }
+
+    /// The value of `future`, waiting at most ``answerLimit``, as one wait for the server (``busySince``). Past the
+    /// limit the connection is closed (its state is unknown: the statement may still run) and the call fails as
+    /// unreachable; the next call connects again.
+    /// - Throws: What the future failed with, or ``PostgresStoreError`` when the server did not answer in time.
+    func answer<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        try waits.measure { try wait(for: future) }
+    }
+
+    private func wait<T: Sendable>(for future: EventLoopFuture<T>) throws -> T {
+        guard let limit = answerLimit else { return try future.wait() }
+        let deadline = ContinuousClock.now + limit
+        let box = AnswerBox<T>()
+        let answered = DispatchSemaphore(value: 0)
+        future.whenComplete { result in
+            box.result = result
+            answered.signal()
+        }
+        let remaining = max(.zero, deadline - .now)
+        if answered.wait(timeout: .now() + .nanoseconds(Int(remaining / .nanoseconds(1)))) == .success,
+            let result = box.result
+        {
+            return try result.get()
+        }
+        broken = true
+        connection.close().whenComplete { _ in }
+        throw PostgresStoreError(
+            "the store \(location.redacted) did not answer within \(limit.components.seconds) s; the connection is "
+                + "closed and opened again", unreachable: true)
     }
 
     /// Connects again when the connection was lost, at most once per backoff interval; called with the lock held
@@ -124,9 +276,10 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                 "the store \(location.redacted) is unreachable; reconnecting (next attempt in "
                     + "\(Int(((nextAttempt - now) / .milliseconds(1)).rounded())) ms)", unreachable: true)
         }
-        _ = try? connection.close().wait()
+        // Closing is local (the channel's socket): it never waits for the server.
+        connection.close().whenComplete { _ in }
         do {
-            connection = try Self.connect(configuration, logger: logger)
+            connection = try waits.measure { try Self.connect(location, timeouts: timeouts, logger: logger) }
         } catch {
             var failure = Self.describe(error, doing: "the store \(location.redacted) is unreachable")
             failure.unreachable = true
@@ -172,6 +325,11 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
 
     /// Runs `body` in one transaction (`BEGIN` … `COMMIT`, or `ROLLBACK` when it says so or throws), again from the
     /// start after a serialization failure or deadlock.
+    ///
+    /// A lock wait past the lock timeout (55P03) or a statement past the statement timeout (57014) is not retried
+    /// here: what held the lock or the statement is stuck (another aggregator stopped mid-transaction, a server too
+    /// slow), and waiting again would hold this aggregator's batches behind it. The call fails, `serve` answers the
+    /// batches `retry`, and the devices send them again later.
     func transaction<T>(_ body: () throws -> (value: T, commit: Bool)) throws -> T {
         var attempt = 1
         while true {
@@ -181,7 +339,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                 try run(commit ? "COMMIT" : "ROLLBACK")
                 return value
             } catch let error as PostgresStoreError {
-                if !broken { _ = try? connection.query("ROLLBACK", logger: logger).wait() }
+                if !broken { _ = try? run("ROLLBACK") }
                 guard error.sqlState == "40001" || error.sqlState == "40P01", attempt < Self.maximumAttempts else {
                     throw error
                 }
@@ -190,19 +348,26 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                 Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
                 attempt += 1
             } catch {
-                if !broken { _ = try? connection.query("ROLLBACK", logger: logger).wait() }
+                if !broken { _ = try? run("ROLLBACK") }
                 throw error
             }
         }
     }
 
-    /// Runs `body` with the connection to itself, connecting again first if it was lost.
-    func locked<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` as one call with the connection to itself, connecting again first if it was lost; each answer
+    /// must come within `timeout` (``Timeouts/answer`` unless given; nil: no limit).
+    func locked<T>(timeout: Duration?? = .none, _ body: () throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
+        answerLimit = timeout ?? timeouts.answer
         try reconnectIfNeeded()
         return try body()
     }
+
+    /// When the oldest wait for the server still in progress began: a statement's answer or a connection attempt.
+    /// A long transaction whose statements are answered is making progress and is not overdue; a server that
+    /// answers nothing is, whatever the call.
+    public var busySince: ContinuousClock.Instant? { waits.oldest }
 
     /// Nothing to do: PostgreSQL's own autovacuum and checkpointer keep the database in shape.
     public func idleMaintenance() throws {}
@@ -218,14 +383,27 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
+    /// `SELECT 1`, answered within ``Timeouts/probe``; a server that does not answer in time is unreachable (the
+    /// connection is closed and opened again).
     public func probe() -> String? {
         do {
-            _ = try locked { try run("SELECT 1") }
+            _ = try locked(timeout: .some(timeouts.probe)) { try run("SELECT 1") }
             return nil
         } catch {
             return "\(error)"
         }
     }
 
+    /// A session setting as the server reports it (`SHOW name`), for tests.
+    func setting(_ name: String) throws -> String {
+        try locked {
+            try run(PostgresQuery(unsafeSQL: "SHOW \(name)")).first.map { try $0.decode(String.self) } ?? ""
+        }
+    }
 }
 
+/// A future's result handed from the event loop to the waiting thread: written once, before the semaphore is
+/// signalled, and read only after the wait saw the signal.
+private final class AnswerBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

@@ -29,6 +29,8 @@ public final class SQLiteStore: Sendable {
     public let path: String
     let pool: DatabasePool
     let logger: Logger
+    /// The writes in progress (``StoreReader/busySince``).
+    let calls = StoreCalls()
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
@@ -99,14 +101,16 @@ public final class SQLiteStore: Sendable {
     ///   stored and the caller answers `retry` or `rejected`.
     public func apply(_ batches: [IncomingBatch], at now: Date = Date()) throws -> [BatchOutcome] {
         guard !batches.isEmpty else { return [] }
-        return try pool.writeWithoutTransaction { db in
-            try Self.storeRefusingOnePerRound(batches) { refused in
-                var pass: (outcomes: [BatchOutcome], refusal: Refusal?) = ([], nil)
-                try db.inTransaction(.immediate) {
-                    pass = try Self.store(batches, skipping: refused, now: now, in: db)
-                    return pass.refusal == nil ? .commit : .rollback
+        return try calls.measure {
+            try pool.writeWithoutTransaction { db in
+                try Self.storeRefusingOnePerRound(batches) { refused in
+                    var pass: (outcomes: [BatchOutcome], refusal: Refusal?) = ([], nil)
+                    try db.inTransaction(.immediate) {
+                        pass = try Self.store(batches, skipping: refused, now: now, in: db)
+                        return pass.refusal == nil ? .commit : .rollback
+                    }
+                    return pass
                 }
-                return pass
             }
         }
     }
@@ -234,8 +238,10 @@ public final class SQLiteStore: Sendable {
     public func recordRejection(device: String, reason: String, at now: Date = Date()) throws {
         // Stored inert (``InertText``): the reason may quote the device's own text, and it is shown on terminals.
         let shown = InertText.escape(String(reason.prefix(500)))
-        try pool.write { db in
-            try db.execute(sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, shown])
+        try calls.measure {
+            try pool.write { db in
+                try db.execute(sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, shown])
+            }
         }
     }
 
@@ -252,9 +258,12 @@ public final class SQLiteStore: Sendable {
     ///
     /// - Throws: `DatabaseError`.
     public func recordLimited(device: String, reason: String, at now: Date = Date()) throws {
-        try pool.write { db in
-            try db.execute(
-                sql: Self.deviceLimitedSQL, arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500))])
+        try calls.measure {
+            try pool.write { db in
+                try db.execute(
+                    sql: Self.deviceLimitedSQL,
+                    arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500))])
+            }
         }
     }
 
@@ -294,7 +303,7 @@ public final class SQLiteStore: Sendable {
     ///
     /// - Throws: `DatabaseError`.
     public func checkpoint() throws {
-        _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        _ = try calls.measure { try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) } }
     }
 
     /// Closes the database; later calls fail. Closing is optional: every acknowledged batch is already durable.

@@ -1,0 +1,255 @@
+import Foundation
+import JetbridgeAggregator
+import JetbridgeModel
+import JetbridgeTestKit
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import JetbridgeStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Every wait of the PostgreSQL store is bounded (issue 23 items 10 and 12): the server's side by session settings
+/// sent with each connection's start-up, this side by a time limit on each call, and a call overdue is visible at
+/// once (`busySince`, `overdue(after:)`) for readiness. Each test has a database of its own; the frozen server is one
+/// backend process of it, stopped with SIGSTOP.
+@Suite(
+    "PostgreSQL store: timeouts on every connection and call",
+    .enabled(
+        if: TestPostgres.enabled,
+        "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
+)
+struct PostgresTimeoutTests {
+    static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let settings = [
+        "lock_timeout", "idle_in_transaction_session_timeout", "statement_timeout", "tcp_keepalives_idle",
+        "tcp_keepalives_interval", "tcp_keepalives_count",
+    ]
+
+    /// The kernel's view of the TCP connection from local `port`: `ss -o` shows its timer (`keepalive` when
+    /// SO_KEEPALIVE is on and nothing is in flight).
+    static func socketTimer(port: Int) throws -> String {
+        try OwnPostgresCluster.shell(["ss", "-tnoH", "state", "established", "( sport = :\(port) )"])
+    }
+
+    @Test func everyConnectionCarriesTheTimeoutsAndKeepalives() async throws {
+        let (first, again, reading, timers) = try await onOwnThread {
+            () throws -> ([String], [String], [String], [String]) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(url: database.url, logger: Self.logger)
+            defer { try? store.close() }
+            let first = try Self.settings.map { try store.setting($0) }
+            var timers: [String] = []
+            let sessions = try TestPostgres.storeSessions(database)
+            #expect(sessions.count == 1)
+            if let port = sessions.first?.port { timers.append(try Self.socketTimer(port: port)) }
+            // The server ends the session (as a restart or the idle-in-transaction timeout would): the next call
+            // fails as unreachable, the one after connects again with the same settings.
+            for session in sessions {
+                try TestPostgres.admin(database.adminURL, "SELECT pg_terminate_backend(\(session.pid))")
+            }
+            do { _ = try store.dirtyReceiptCount() } catch let error as PostgresStoreError {
+                #expect(error.unreachable, "\(error)")
+            }
+            let again = try Self.settings.map { try store.setting($0) }
+            if let port = try TestPostgres.storeSessions(database).first?.port {
+                timers.append(try Self.socketTimer(port: port))
+            }
+            let reader = try PostgresStore(url: database.url, logger: Self.logger, timeouts: .reading)
+            defer { try? reader.close() }
+            return (first, again, try Self.settings.map { try reader.setting($0) }, timers)
+        }
+        #expect(first == ["5s", "10s", "30s", "10", "5", "3"])
+        #expect(again == first)
+        // Reports and rebuilds read whole tables: no statement timeout; the rest stays.
+        #expect(reading == ["5s", "10s", "0", "10", "5", "3"])
+        #expect(timers.count == 2)
+        for timer in timers { #expect(timer.contains("timer:(keepalive"), "\(timer)") }
+    }
+
+    @Test func aCallToAFrozenServerEndsAtItsTimeoutAndIsOverdueMeanwhile() async throws {
+        try await onOwnThread {
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(
+                url: database.url, logger: Self.logger,
+                timeouts: .init(answer: .seconds(5), probe: .seconds(1)))
+            defer { try? store.close() }
+            _ = try store.apply([batch("cart-1", 1, [order(1, seat: "1A")])], at: date(0))
+            #expect(store.busySince == nil && store.overdue(after: .zero) == nil)
+            var stopped: [Int32] = []
+            defer { for pid in stopped { kill(pid, SIGCONT) } }
+            let backend = try #require(try TestPostgres.storeSessions(database).first?.pid)
+            #expect(kill(backend, SIGSTOP) == 0)
+            stopped.append(backend)
+
+            let outcome = Locked2<Result<Int, any Error>?>(nil)
+            let began = ContinuousClock.now
+            Thread {
+                let result = Result { try store.dirtyReceiptCount() }
+                outcome.mutate { $0 = result }
+            }.start()
+            // Overdue while the call waits (its answer not in yet).
+            var overdue = ""
+            try waitUntilBlocking("the call is overdue", timeout: .seconds(20)) {
+                overdue = store.overdue(after: .seconds(1)) ?? ""
+                return !overdue.isEmpty || outcome.value != nil
+            }
+            #expect(
+                overdue.contains("a store call has been waiting for"),
+                "\(overdue) \(String(describing: outcome.value)) after \(ContinuousClock.now - began)")
+            #expect(overdue.contains(store.name) && !overdue.contains("password"))
+            try waitUntilBlocking("the call gives up", timeout: .seconds(30)) { outcome.value != nil }
+            let took = ContinuousClock.now - began
+            guard case .failure(let error) = outcome.value else {
+                Issue.record("a call to a stopped server answered: \(String(describing: outcome.value))")
+                return
+            }
+            let failure = try #require(error as? PostgresStoreError)
+            #expect(failure.unreachable && failure.message.contains("did not answer within 5 s"), "\(failure)")
+            #expect(took >= .seconds(5))
+            #expect(store.busySince == nil)
+
+            // The next call connects again (a new server process) and is answered.
+            #expect(try store.dirtyReceiptCount() == 1)
+            // A probe waits for its own, shorter limit.
+            let next = try #require(try TestPostgres.storeSessions(database).map(\.pid).first { $0 != backend })
+            #expect(kill(next, SIGSTOP) == 0)
+            stopped.append(next)
+            let probeBegan = ContinuousClock.now
+            let problem = store.probe()
+            #expect(problem?.contains("did not answer within 1 s") == true, "\(problem ?? "nil")")
+            #expect(ContinuousClock.now - probeBegan < .seconds(10))
+            #expect(store.probe() == nil)
+        }
+    }
+
+    /// A long call whose statements are each answered in time is busy, not hung: it is never overdue, however long
+    /// it takes in all (a 40,000-record group in a debug build takes several seconds in eight statements).
+    @Test func aLongCallWhoseStatementsAreAnsweredIsNotOverdue() async throws {
+        let (overdue, waited) = try await onOwnThread { () throws -> (String?, Bool) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(url: database.url, logger: Self.logger)
+            defer { try? store.close() }
+            let done = Locked2<Bool>(false)
+            Thread {
+                // 2.4 s in all, 0.3 s per statement.
+                _ = try? store.locked { for _ in 0..<8 { try store.run("SELECT pg_sleep(0.3)") } }
+                done.mutate { $0 = true }
+            }.start()
+            var overdue: String?
+            var waited = false
+            while !done.value {
+                if store.busySince != nil { waited = true }
+                overdue = overdue ?? store.overdue(after: .seconds(1))
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return (overdue, waited)
+        }
+        #expect(waited)
+        #expect(overdue == nil, "\(overdue ?? "")")
+    }
+
+    /// A receipt writer stopped after claiming its seats (SIGSTOP, a partition, a long pause) holds them for its
+    /// lease only: until then another writer skips them, after that it takes them over and renders them. When the
+    /// first one resumes, its files may have replaced the newer ones, so it marks those seats again rather than
+    /// clearing them.
+    @Test func seatsClaimedByAStoppedReceiptWriterAreTakenOverWhenTheClaimExpires() async throws {
+        let (outer, skipped, inner, markedAgain, last, remaining) = try await onOwnThread {
+            () throws -> ([String], [String], [String], Int, [String], Int) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let timeouts = PostgresStore.Timeouts(claimLease: .seconds(1))
+            let first = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? first.close() }
+            let second = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? second.close() }
+            _ = try first.apply([batch("cart-1", 1, (0..<3).map { order($0, seat: "\($0 + 1)A") })], at: date(0))
+            let admin = try TestPostgres.connect(database.url)
+            defer { try? admin.close().wait() }
+            func walk(_ store: PostgresStore) throws -> [String] {
+                try store.refreshReceipts(
+                    after: nil, limit: 10, failed: { _, _, _ in }, write: { _, _, _ in }, durable: {}
+                ).map(\.seat.rawValue)
+            }
+            var skipped: [String] = []
+            var inner: [String] = []
+            let outer = try first.refreshReceipts(
+                after: nil, limit: 10, failed: { _, _, _ in },
+                write: { _, seat, _ in
+                    // The first writer "stops" while writing its first seat.
+                    guard seat.rawValue == "1A" else { return }
+                    skipped = try walk(second)
+                    try waitUntilBlocking("the claims expire on the server's clock", timeout: .seconds(20)) {
+                        try admin.query(
+                            "SELECT count(*) FROM dirty_receipts WHERE claimed_until < clock_timestamp()",
+                            logger: Self.logger
+                        ).wait().first?.decode(Int.self) == 3
+                    }
+                    inner = try walk(second)
+                }, durable: {}
+            ).map(\.seat.rawValue)
+            let markedAgain = try first.dirtyReceiptCount()
+            return (outer, skipped, inner, markedAgain, try walk(second), try first.dirtyReceiptCount())
+        }
+        #expect(outer == ["1A", "2A", "3A"])
+        #expect(skipped == [], "a live claim was not respected")
+        #expect(inner == ["1A", "2A", "3A"], "an expired claim was not taken over")
+        #expect(markedAgain == 3, "the writer whose claims were taken over cleared them")
+        #expect(last == ["1A", "2A", "3A"])
+        #expect(remaining == 0)
+    }
+
+    /// A writer slower than the lease (a slow shared file system) renews its claims as it goes: nobody takes over
+    /// seats it is still writing.
+    @Test func aLiveWriterSlowerThanTheLeaseKeepsItsClaims() async throws {
+        let (outer, skipped, remaining) = try await onOwnThread { () throws -> ([String], [String], Int) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let timeouts = PostgresStore.Timeouts(claimLease: .seconds(2))
+            let first = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? first.close() }
+            let second = try PostgresStore(url: database.url, logger: Self.logger, timeouts: timeouts)
+            defer { try? second.close() }
+            _ = try first.apply([batch("cart-1", 1, (0..<4).map { order($0, seat: "\($0 + 1)A") })], at: date(0))
+            var skipped: [String] = []
+            let outer = try first.refreshReceipts(
+                after: nil, limit: 10, failed: { _, _, _ in },
+                write: { _, seat, _ in
+                    // Each file takes 0.8 s to write: the last starts past the first lease.
+                    Thread.sleep(forTimeInterval: 0.8)
+                    guard seat.rawValue == "4A" else { return }
+                    skipped = try second.refreshReceipts(
+                        after: nil, limit: 10, failed: { _, _, _ in }, write: { _, _, _ in }, durable: {}
+                    ).map(\.seat.rawValue)
+                }, durable: {}
+            ).map(\.seat.rawValue)
+            return (outer, skipped, try first.dirtyReceiptCount())
+        }
+        #expect(outer == ["1A", "2A", "3A", "4A"])
+        #expect(skipped == [], "a claim its writer kept renewing was taken over")
+        #expect(remaining == 0)
+    }
+
+    /// Calls overlapping on several threads: the oldest one in progress is what `busySince` reports.
+    @Test func busySinceIsTheOldestCallInProgress() throws {
+        let calls = StoreCalls()
+        #expect(calls.oldest == nil)
+        let outerStart = ContinuousClock.now
+        calls.measure {
+            let outer = calls.oldest
+            #expect(outer != nil && outer! >= outerStart)
+            calls.measure { #expect(calls.oldest == outer) }
+            #expect(calls.oldest == outer)
+        }
+        #expect(calls.oldest == nil)
+        struct Thrown: Error {}
+        #expect(throws: Thrown.self) { try calls.measure { throw Thrown() } }
+        #expect(calls.oldest == nil)
+    }
+}
