@@ -2,6 +2,7 @@ import FileQueue
 public import Foundation
 public import JetbridgeModel
 import Logging
+import SystemSupport
 
 /// What `order` stored: enough to print a confirmation and find the order again.
 public struct RecordedOrder: Codable, Sendable, Hashable {

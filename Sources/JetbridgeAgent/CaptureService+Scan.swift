@@ -2,6 +2,7 @@ import FileQueue
 import Foundation
 public import JetbridgeModel
 import Logging
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc

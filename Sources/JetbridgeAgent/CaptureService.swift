@@ -3,6 +3,7 @@ public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 public import Logging
+import SystemSupport
 
 /// Records sales and bag scans into the device's queue, durably, for any number of processes at once.
 ///

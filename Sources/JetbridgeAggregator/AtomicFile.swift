@@ -7,7 +7,7 @@ import SystemSupport
 
 extension AggregatorError {
     /// The aggregator's error for a failed system call: what failed, where, and the system's reason; `code` unless
-    /// the disk is full (``FailureClass``: `.temporary`) or the call refused a symbolic link (``refusedLink(_:)``).
+    /// the disk is full (``FailureClass``: `.tryAgain`) or the call refused a symbolic link (``refusedLink(_:)``).
     init(_ code: Code, _ error: SystemError) {
         if error.isRefusedLink {
             self = .refusedLink(error.path ?? "")
@@ -31,7 +31,7 @@ extension AggregatorError {
 }
 
 /// The rule for a file that holds a secret (the server's key, a PostgreSQL password): no permission for group or
-/// others, as ssh requires of a private key.
+/// others, as ssh requires of a private key (SystemSupport's `KeyPairFiles.exposedMode(of:)`, the agent's rule too).
 enum SecretFile {
     /// Why the file at `path` breaks the rule (its mode and the `chmod 600` that fixes it), or nil when it does not or
     /// cannot be examined (the caller's read then says why). Follows a link to the file, as reading it does.
@@ -39,9 +39,8 @@ enum SecretFile {
     ///   - path: The file.
     ///   - what: What it holds, for the message ("the ground's secret key").
     static func exposure(_ path: String, holding what: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
-        return "\(path) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); \(what) "
+        guard let mode = KeyPairFiles.exposedMode(of: path) else { return nil }
+        return "\(path) is accessible to group or others (mode \(String(mode, radix: 8))); \(what) "
             + "must be private: run `chmod 600 \(path)`"
     }
 }
@@ -64,8 +63,8 @@ enum AtomicFile {
     ///     follow it, but a link where the aggregator keeps a file was put there by someone, which the operator should
     ///     know).
     ///   - mode: Permissions of the new file.
-    /// - Throws: ``AggregatorError`` naming the file: `.cannotCreate` (73) for a link, `.temporary` (75) on a full
-    ///   disk (``FailureClass``), else `.other`.
+    /// - Throws: ``AggregatorError`` naming the file: `.cannotCreate` (73) for a link, `.tryAgain` (75) on a full
+    ///   disk (``FailureClass``), else `.failure`.
     static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
         do {
             try FileManager.default.createDirectory(
@@ -76,7 +75,7 @@ enum AtomicFile {
             throw AggregatorError.refusedLink(url.path)
         } catch {
             let context = "cannot write \(url.path)"
-            throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.other, "\(context): \(error)")
+            throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.failure, "\(context): \(error)")
         }
     }
 }

@@ -3,11 +3,6 @@ import JetbridgeModel
 
 /// Printing for people and scripts: results on standard output, problems on standard error.
 enum Output {
-    /// Writes `Error: message` to standard error, as argument-parser does for usage errors.
-    static func error(_ message: String) {
-        standardError("Error: \(message)\n")
-    }
-
     static func standardError(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeCLI
 import JetbridgeModel
 import SystemSupport
 
@@ -31,7 +32,7 @@ struct ScanCommand: ParsableCommand {
         case origin, destination
     }
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Option(help: ArgumentHelp("Where the bag is: origin (departing) or destination (arriving).", valueName: "point"))
     var at: Point
@@ -58,7 +59,7 @@ struct ScanCommand: ParsableCommand {
     }
 
     func run() throws {
-        let service = try root.options.service()
+        let service = try options.service()
         let point: ScanPoint = at == .origin ? .origin : .destination
         let summary: ScanSummary
         if let tag {
@@ -87,7 +88,7 @@ struct ScanCommand: ParsableCommand {
             if summary.rejected > 0 { text += "; \(Output.count(summary.rejected, "line")) rejected" }
             print(text)
         }
-        if summary.rejected > 0 { throw ExitCode(AgentError.Code.dataError.exitCode) }
+        if summary.rejected > 0 { throw ExitCode(.dataError) }
     }
 
     private func openInput() throws(AgentError) -> (Int32, String) {

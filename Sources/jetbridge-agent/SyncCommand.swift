@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import SystemSupport
 import JetbridgeAgent
 import JetbridgeProtocol
 import Logging
@@ -32,7 +34,7 @@ struct SyncCommand: AsyncParsableCommand {
             69 the ground speaks another protocol version, 75 stopped or timed out with records unacknowledged.
             """)
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Option(
         name: .customLong("to"),
@@ -90,7 +92,7 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try root.options.resolve()
+        let configuration = try options.resolve()
         let logger = Logger(label: "jetbridge-agent.sync")
         let grounds = try configuration.aggregators(to: dataEndpoints, acks: ackEndpoints, serverKeys: serverKeys)
         var aggregators = grounds.map { SyncOptions.Aggregator(dataEndpoint: $0.data, ackEndpoint: $0.acks) }

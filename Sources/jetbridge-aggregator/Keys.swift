@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
+import SystemSupport
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,7 +12,7 @@ struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a new server key pair under <home>/keys/ and print its public key.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
 
         @Flag(help: "Replace an existing key pair (every device then needs the new public key).")
         var force = false
@@ -33,7 +35,7 @@ struct Devices: ParsableCommand {
             abstract: "Admit a device with its CURVE public key.",
             discussion: "Z85 keys may start with '-': write `devices allow cart-1 -- KEY` to be safe.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
 
         @Argument(help: "The device id, e.g. cart-1.")
         var device: String
@@ -63,7 +65,7 @@ struct Devices: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a device from the allow list: at the reload, its new connections are refused and nothing more is stored from one already open.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
 
         @Argument(help: "The device id.")
         var device: String
@@ -72,7 +74,7 @@ struct Devices: ParsableCommand {
             let home = global.aggregatorHome
             var list = try DeviceAllowlist.load(from: home.devicesFile)
             guard list.revoke(device: device) else {
-                throw AggregatorError(.badConfiguration, "device '\(device)' is not on the allow list")
+                throw AggregatorError(.dataError, "device '\(device)' is not on the allow list")
             }
             try home.secure()
             try list.save(to: home.devicesFile)
@@ -83,7 +85,7 @@ struct Devices: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the allowed devices and their keys.")
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
 
         func run() throws {
             let list = try DeviceAllowlist.load(from: global.aggregatorHome.devicesFile)

@@ -1,8 +1,10 @@
 public import ArgumentParser
 import Foundation
+import JetbridgeCLI
 public import JetbridgeAggregator
 import JetbridgeModel
 import Logging
+import SystemSupport
 
 extension ReportKind: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
@@ -29,7 +31,7 @@ struct Report: ParsableCommand {
             store), 75 the store is busy, 1 other failures.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
     @OptionGroup var storeOption: StoreOption
 
     @Argument(help: "flights, items, luggage or devices.")
@@ -66,7 +68,7 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
-        let logger = bootstrapLogging(.warning)
+        let logger = Logger(label: AggregatorTool.name)
         let store = try AggregatorTools.openStore(
             home: global.aggregatorHome, configuration: storeOption.applied(to: global.configuration()), logger: logger)
         defer { try? store.close() }
@@ -101,11 +103,11 @@ struct Receipts: ParsableCommand {
                 unreachable, 75 the store is busy, 1 other failures.
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
         @OptionGroup var storeOption: StoreOption
 
         func run() throws {
-            let logger = bootstrapLogging(.warning)
+            let logger = Logger(label: AggregatorTool.name)
             let configuration = storeOption.applied(to: try global.configuration())
             let store = try AggregatorTools.openStore(
                 home: global.aggregatorHome, configuration: configuration, logger: logger)
@@ -119,7 +121,7 @@ struct Receipts: ParsableCommand {
                         Data("no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)\n".utf8))
                 }
                 throw AggregatorError(
-                    .badConfiguration,
+                    .dataError,
                     "\(count(summary.failed.count, "seat")) with orders \(summary.failed.count == 1 ? "has" : "have") no receipt (listed above); the other receipts are written")
             }
         }

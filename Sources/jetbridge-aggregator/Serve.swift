@@ -1,17 +1,19 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
 import JetbridgeProtocol
 import Logging
 import ServiceLifecycle
 import UnixSignals
+import SystemSupport
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Bind the data and ack endpoints and store batches until SIGTERM or SIGINT.",
         discussion: "SIGHUP reloads the allow list (it is also reloaded within a second of changing).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
     @OptionGroup var storeOption: StoreOption
 
     @Option(

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
 import JetbridgeModel
-import JetbridgeOperations
+import JetbridgeLogging
+import SystemSupport
 
 /// `status`: one screen about the `serve` running on this home, from the status file it keeps current.
 struct Status: ParsableCommand {
@@ -14,7 +16,7 @@ struct Status: ParsableCommand {
             has not written its status yet.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
 
     @Flag(help: "Print the status as JSON (the fields of <home>/status.json, plus \"running\": true).")
     var json = false
@@ -24,12 +26,12 @@ struct Status: ParsableCommand {
         guard let pid = HomeLock.holder(of: home) else {
             throw AggregatorError(
                 .unavailable,
-                "no jetbridge-aggregator serve is running on the home \(home.directory.path) (nothing holds \(home.directory.appendingPathComponent(HomeLock.fileName).path)); start one with `jetbridge-aggregator serve`"
+                "no jetbridge-aggregator serve is running on the home \(home.directory.path) (nothing holds \(home.directory.appendingPathComponent(HomeLock.fileName).path)); start one with `\(home.command("serve"))`"
             )
         }
         guard let status = try ServeStatus.read(home: home) else {
             throw AggregatorError(
-                .temporary,
+                .tryAgain,
                 "jetbridge-aggregator serve (pid \(pid)) is running on \(home.directory.path) but has not written its status yet; try again in a few seconds"
             )
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
 import Logging
 
@@ -46,11 +47,11 @@ struct StoreCommand: ParsableCommand {
                 store (or its -wal, -shm, -journal), 75 the store is busy, 1 other failures.
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
         @OptionGroup var storeOption: StoreOption
 
         func run() throws {
-            let logger = bootstrapLogging(.warning)
+            let logger = Logger(label: AggregatorTool.name)
             let configuration = storeOption.applied(to: try global.configuration())
             print(try AggregatorTools.migrateStore(home: global.aggregatorHome, configuration: configuration, logger: logger))
         }

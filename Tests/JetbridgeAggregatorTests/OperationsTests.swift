@@ -1,6 +1,5 @@
 import Foundation
 import JetbridgeAggregator
-import JetbridgeOperations
 import JetbridgeProtocol
 import JetbridgeTestKit
 import MessagePack

@@ -1,6 +1,6 @@
 import Foundation
 import JetbridgeModel
-import JetbridgeOperations
+import JetbridgeLogging
 import Logging
 import Testing
 
@@ -53,7 +53,7 @@ struct LogHandlerTests {
         #expect(line.contains(#"seat \u{1B}[2J\rX"#), "\(line)")
         #expect(line.contains(#"name=Pea\u{202E}nuts\u{200B}\tok"#), "\(line)")
         #expect(line.contains(" info jetbridge-agent: name="), "\(line)")
-        #expect(line.contains(" [JetbridgeOperationsTests] seat "), "\(line)")
+        #expect(line.contains(" [JetbridgeLoggingTests] seat "), "\(line)")
     }
 
     /// Logs escape what every other output of device text escapes (InertText): the Arabic letter mark, the soft
@@ -85,9 +85,9 @@ struct LogHandlerTests {
 
     @Test func badLevelsAndFormatsFromFlagsOrEnvironmentAreUsageErrors() throws {
         func settings(_ level: String?, _ format: String?, _ environment: [String: String]) throws
-            -> LoggingOptions.Settings
+            -> LogSettings
         {
-            try LoggingOptions.settings(level: level, format: format, environment: environment)
+            try LogSettings.resolve(level: level, format: format, environment: environment)
         }
         #expect(try settings(nil, nil, [:]) == .init(level: nil, format: nil))
         #expect(

@@ -1,5 +1,4 @@
 import Foundation
-import JetbridgeModel
 public import Logging
 import SystemSupport
 
@@ -8,15 +7,6 @@ import SystemSupport
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-/// How log lines look (`--log-format`, `JETBRIDGE_LOG_FORMAT`).
-public enum LogFormat: String, CaseIterable, Sendable {
-    /// `2026-11-24T14:47:10.123Z info jetbridge-aggregator: key=value [JetbridgeAggregator] message`, as swift-log's
-    /// StreamLogHandler lays it out, control characters escaped.
-    case text
-    /// One JSON object per line: `time`, `level`, `label`, `message`, `metadata`.
-    case json
-}
 
 /// Where log lines go: one `write(2)` per line under a lock, so lines of several threads never interleave.
 public final class LogSink: Sendable {
@@ -29,7 +19,9 @@ public final class LogSink: Sendable {
     }
 
     /// Standard error.
-    public static let standardError = LogSink { line in writeAll(2, line) }
+    public static let standardError = LogSink { line in
+        Array(line.utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(2, $0) }
+    }
 
     func emit(_ line: String) {
         lock.lock()
@@ -38,12 +30,7 @@ public final class LogSink: Sendable {
     }
 }
 
-/// Writes all of `text` to `fd`; a failed write drops the rest (logging never stops the process).
-private func writeAll(_ fd: Int32, _ text: String) {
-    Array(text.utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(fd, $0) }
-}
-
-/// The log handler of both tools: text or JSON lines, with every control, bidi and zero-width character in messages
+/// The log handler of every tool: text or JSON lines, with every control, bidi and zero-width character in messages
 /// and metadata escaped, because devices send free text and a raw ESC or CR in a log would reach the operator's
 /// terminal or split a line for the log shipper.
 public struct JetbridgeLogHandler: LogHandler {
@@ -80,23 +67,43 @@ public struct JetbridgeLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let own = event.metadata { merged.merge(own) { $1 } }
         if let error = event.error, merged["error"] == nil { merged["error"] = "\(error)" }
-        let time = Self.timestamp()
+        sink.emit(
+            LogLine.render(
+                format, level: event.level, label: label, source: event.source,
+                message: event.message.description, metadata: merged))
+    }
+}
+
+/// One log line in either format, as the handler writes it; also for lines the command line writes itself (its final
+/// error, a warning banner), so that with `--log-format json` every line on standard error is one JSON object.
+public enum LogLine {
+    /// The line, newline included.
+    /// - Parameters:
+    ///   - format: Text or JSON.
+    ///   - level: The event's level.
+    ///   - label: The logger's label (`jetbridge-agent.sync`).
+    ///   - source: The module that logged it (text lines show it as `[JetbridgeAgent]`).
+    ///   - message: The message.
+    ///   - metadata: The metadata.
+    public static func render(
+        _ format: LogFormat, level: Logger.Level, label: String, source: String, message: String,
+        metadata: Logger.Metadata
+    ) -> String {
+        let time = timestamp()
         switch format {
         case .text:
-            let pairs = merged.sorted { $0.key < $1.key }.map {
+            let pairs = metadata.sorted { $0.key < $1.key }.map {
                 LogEscaping.text($0.key) + "=" + MetadataLayout.text.render($0.value)
             }
             let fields = pairs.isEmpty ? "" : " " + pairs.joined(separator: " ")
             // StreamLogHandler's layout (so existing readers keep working), with escaping and UTC milliseconds.
-            sink.emit(
-                "\(time) \(event.level) \(LogEscaping.text(label)):\(fields) [\(event.source)] "
-                    + "\(LogEscaping.text(event.message.description))\n")
+            return "\(time) \(level) \(LogEscaping.text(label)):\(fields) [\(source)] \(LogEscaping.text(message))\n"
         case .json:
-            var line = "{\"time\":\"\(time)\",\"level\":\"\(event.level)\",\"label\":"
+            var line = "{\"time\":\"\(time)\",\"level\":\"\(level)\",\"label\":"
             line += LogEscaping.jsonString(label)
-            line += ",\"message\":" + LogEscaping.jsonString(event.message.description)
-            line += ",\"metadata\":" + MetadataLayout.json.render(.dictionary(merged)) + "}\n"
-            sink.emit(line)
+            line += ",\"message\":" + LogEscaping.jsonString(message)
+            line += ",\"metadata\":" + MetadataLayout.json.render(.dictionary(metadata)) + "}\n"
+            return line
         }
     }
 
@@ -139,40 +146,5 @@ private struct MetadataLayout: Sendable {
                 + values.sorted { $0.key < $1.key }.map { escape($0.key) + keySeparator + render($0.value) }
                 .joined(separator: separator) + dictionaryClose
         }
-    }
-}
-
-/// Escapes for log output.
-public enum LogEscaping {
-    /// Whether `scalar` must never reach a log raw: what ``InertText`` does not call inert (C0 and C1 controls, DEL,
-    /// format characters such as bidi controls and zero-width characters, line and paragraph separators), the same
-    /// set every other output of device text escapes.
-    public static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
-        !InertText.isInert(scalar)
-    }
-
-    /// `text` with `\n`, `\r`, `\t` and `\u{XXXX}` in place of what ``mustEscape(_:)`` names.
-    public static func text(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: mustEscape) else { return text }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard mustEscape(scalar) else {
-                out.append(scalar)
-                continue
-            }
-            switch scalar {
-            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
-            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
-            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-            default: out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
-            }
-        }
-        return String(out)
-    }
-
-    /// A JSON string literal (quotes included) with `"`, `\` and everything ``mustEscape(_:)`` names escaped
-    /// (``InertText/jsonLiteral(_:)``).
-    public static func jsonString(_ text: String) -> String {
-        InertText.jsonLiteral(text)
     }
 }
