@@ -72,9 +72,11 @@ public enum CommandLineMain {
         LoggingSystem.bootstrap { label in JetbridgeLogHandler(label: label, level: level, format: format) }
     }
 
-    /// Writes one line to standard error.
+    /// Writes the command's last line to standard error, on a line of its own: a status line still on screen (a
+    /// progress bar) is cleared for good first (SystemSupport's `StandardError`).
     static func writeError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardError.clearStatus()
+        StandardError.write(lines: line + "\n")
     }
 
     /// `arguments` with the global options written before the subcommand (`--home DIR serve`) moved behind it:

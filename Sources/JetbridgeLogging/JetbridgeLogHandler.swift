@@ -18,10 +18,9 @@ public final class LogSink: Sendable {
         self.write = write
     }
 
-    /// Standard error.
-    public static let standardError = LogSink { line in
-        Array(line.utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(2, $0) }
-    }
+    /// Standard error, through SystemSupport's `StandardError`: a status line on screen (sync's progress bar) is
+    /// cleared before the line and drawn again after it, so a log line never continues it.
+    public static let standardError = LogSink { line in StandardError.write(lines: line) }
 
     func emit(_ line: String) {
         lock.lock()
