@@ -59,7 +59,7 @@ extension CaptureService {
             try? ledger.remove(id: order.id)
             throw AgentError(queue: error)
         }
-        logger.debug("order recorded", metadata: ["id": "\(order.id)", "sequence": "\(sequence)"])
+        logger.debug("order recorded", metadata: ["id": "\(order.id)", "sequence": .stringConvertible(sequence)])
         return try RecordedOrder(order, sequence: sequence)
     }
 
@@ -110,7 +110,7 @@ extension CaptureService {
             }
             logger.debug(
                 "order amended",
-                metadata: ["id": "\(id)", "revision": "\(amended.revision)", "sequence": "\(sequence)"])
+                metadata: ["id": "\(id)", "revision": .stringConvertible(amended.revision), "sequence": .stringConvertible(sequence)])
             return try RecordedOrder(amended, sequence: sequence)
         }
     }

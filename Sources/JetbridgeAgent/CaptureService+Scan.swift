@@ -160,7 +160,7 @@ extension CaptureService {
         }
         try finish()
         logger.debug(
-            "scans recorded", metadata: ["scanned": "\(summary.scanned)", "rejected": "\(summary.rejected)"])
+            "scans recorded", metadata: ["scanned": .stringConvertible(summary.scanned), "rejected": .stringConvertible(summary.rejected)])
         return summary
     }
 

@@ -33,10 +33,12 @@ public enum CommandLineMain {
         defaultLogLevel: @Sendable (any ParsableCommand) -> Logger.Level = { _ in .warning }
     ) async -> Never {
         let arguments = movingGlobalOptions(Array(CommandLine.arguments.dropFirst()), names: globalOptions)
+        // Until parsing has resolved --log-format, what the command line and the environment say, for the lines
+        // written before (a suggestion, argument-parser's own errors).
+        let early = peekLogFormat(arguments, environment: ProcessInfo.processInfo.environment)
         let names = root.configuration.subcommands.map { $0._commandName }
         if let message = suggestion(for: arguments, among: names) {
-            writeError("Error: " + message)
-            exit(.usage)
+            finish(message, prefix: "Error: ", status: .usage, label: Tool.name, format: early)
         }
         do {
             var command = try root.parseAsRoot(arguments)
@@ -47,12 +49,48 @@ public enum CommandLineMain {
                 try command.run()
             }
         } catch let error as any ExitStatusError {
-            writeError(Tool.errorPrefix + error.message)
-            exit(error.exitStatus)
+            finish(error.message, prefix: Tool.errorPrefix, status: error.exitStatus, label: Tool.name)
         } catch {
-            root.exit(withError: error)
+            // argument-parser's own: usage errors (64), `ExitCode`, and --help and --version (0, on standard output).
+            let code = root.exitCode(for: error)
+            let format = resolvedLogSettings.withLock { $0?.format } ?? early
+            guard format == .json, code != .success else { root.exit(withError: error) }
+            let message = root.message(for: error)
+            if !message.isEmpty {
+                StandardError.clearStatus()
+                LogOutput.write(
+                    message, level: .error, label: Tool.name,
+                    metadata: ["exitCode": .stringConvertible(Int(code.rawValue))], format: .json)
+            }
+            root.exit(withError: code)
         }
         exit(.success)
+    }
+
+    /// Ends the command with its last line on standard error and `status`: `prefix` and the message in text, one
+    /// JSON object (level `error`, `metadata.exitCode`) with `--log-format json`. A status line still on screen (a
+    /// progress bar) is cleared for good first.
+    static func finish(
+        _ message: String, prefix: String, status: ExitStatus, label: String, format: LogFormat? = nil
+    ) -> Never {
+        StandardError.clearStatus()
+        LogOutput.write(
+            message, text: prefix + message, level: .error, label: label,
+            metadata: ["exitCode": .stringConvertible(Int(status.exitCode))], format: format)
+        exit(status)
+    }
+
+    /// The log format the command line or the environment asks for, before parsing: `--log-format X` or
+    /// `--log-format=X`, else `$JETBRIDGE_LOG_FORMAT`; text when neither says json.
+    static func peekLogFormat(_ arguments: [String], environment: [String: String]) -> LogFormat {
+        var value: String?
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--" { break }
+            if argument == "--log-format", index + 1 < arguments.count { value = arguments[index + 1] }
+            if argument.hasPrefix("--log-format=") { value = String(argument.dropFirst("--log-format=".count)) }
+        }
+        let settings = try? LogSettings.resolve(level: nil, format: value, environment: environment)
+        return settings?.format ?? .text
     }
 
     /// Ends the process with `status`.
@@ -67,16 +105,7 @@ public enum CommandLineMain {
             resolvedLogSettings.withLock { $0 }
             ?? (try? LogSettings.resolve(level: nil, format: nil, environment: ProcessInfo.processInfo.environment))
             ?? LogSettings()
-        let level = settings.level ?? defaultLevel
-        let format = settings.format ?? .text
-        LoggingSystem.bootstrap { label in JetbridgeLogHandler(label: label, level: level, format: format) }
-    }
-
-    /// Writes the command's last line to standard error, on a line of its own: a status line still on screen (a
-    /// progress bar) is cleared for good first (SystemSupport's `StandardError`).
-    static func writeError(_ line: String) {
-        StandardError.clearStatus()
-        StandardError.write(lines: line + "\n")
+        LogOutput.bootstrap(level: settings.level ?? defaultLevel, format: settings.format ?? .text)
     }
 
     /// `arguments` with the global options written before the subcommand (`--home DIR serve`) moved behind it:

@@ -123,7 +123,12 @@ public enum LogLine {
 
 /// How a metadata value is written: in text lines `[a, b]` and `[key: value]`, in JSON lines `[a,b]` and
 /// `{"key":value}`; dictionaries sorted by key, so a line does not depend on hashing order.
+///
+/// In JSON lines a number logged as a number (`.stringConvertible(count)`: an integer, a finite floating-point
+/// value) is a JSON number and a `Bool` is `true`/`false`; everything else, text logged as text (`"\(count)"`
+/// included), is a string. Text lines show both alike.
 private struct MetadataLayout: Sendable {
+    let json: Bool
     let escape: @Sendable (String) -> String
     let separator: String
     let keySeparator: String
@@ -131,19 +136,32 @@ private struct MetadataLayout: Sendable {
     let dictionaryClose: String
 
     static let text = MetadataLayout(
-        escape: LogEscaping.text, separator: ", ", keySeparator: ": ", dictionaryOpen: "[", dictionaryClose: "]")
+        json: false, escape: LogEscaping.text, separator: ", ", keySeparator: ": ", dictionaryOpen: "[",
+        dictionaryClose: "]")
     static let json = MetadataLayout(
-        escape: LogEscaping.jsonString, separator: ",", keySeparator: ":", dictionaryOpen: "{", dictionaryClose: "}")
+        json: true, escape: LogEscaping.jsonString, separator: ",", keySeparator: ":", dictionaryOpen: "{",
+        dictionaryClose: "}")
 
     func render(_ value: Logger.MetadataValue) -> String {
         switch value {
         case .string(let string): escape(string)
-        case .stringConvertible(let value): escape(value.description)
+        case .stringConvertible(let value): (json ? Self.jsonLiteral(value) : nil) ?? escape(value.description)
         case .array(let values): "[" + values.map(render).joined(separator: separator) + "]"
         case .dictionary(let values):
             dictionaryOpen
                 + values.sorted { $0.key < $1.key }.map { escape($0.key) + keySeparator + render($0.value) }
                 .joined(separator: separator) + dictionaryClose
+        }
+    }
+
+    /// `value` as a JSON number or boolean, or nil when it is neither (then it is written as a string).
+    private static func jsonLiteral(_ value: any CustomStringConvertible & Sendable) -> String? {
+        switch value {
+        case let value as any BinaryInteger: "\(value)"
+        case let value as Double where value.isFinite: "\(value)"
+        case let value as Float where value.isFinite: "\(value)"
+        case let value as Bool: value ? "true" : "false"
+        default: nil
         }
     }
 }

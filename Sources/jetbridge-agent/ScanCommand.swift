@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
+import JetbridgeLogging
+import Logging
 import JetbridgeModel
 import SystemSupport
 
@@ -68,17 +70,24 @@ struct ScanCommand: ParsableCommand {
             let (fd, name) = try openInput()
             defer { if fd != 0 { close(fd) } }
             if fd == 0, isatty(0) != 0 {
-                Output.standardError("reading tags from standard input, one per line; end with Ctrl-D\n")
+                LogOutput.write(
+                    "reading tags from standard input, one per line; end with Ctrl-D", level: .notice,
+                    label: AgentTool.name)
             }
             var reported = 0
             summary = try service.recordScans(fd: fd, name: name, at: point, flight: flight) { rejected in
                 reported += 1
                 if reported <= Self.maxReportedLines {
-                    Output.standardError("line \(rejected.line): \(rejected.reason)\n")
+                    LogOutput.write(
+                        "line \(rejected.line): \(rejected.reason)", level: .warning, label: AgentTool.name,
+                        metadata: ["line": .stringConvertible(rejected.line)])
                 }
             }
             if reported > Self.maxReportedLines {
-                Output.standardError("… and \(NumberText.grouped(reported - Self.maxReportedLines)) more rejected lines\n")
+                LogOutput.write(
+                    "… and \(NumberText.grouped(reported - Self.maxReportedLines)) more rejected lines",
+                    level: .warning, label: AgentTool.name,
+                    metadata: ["moreRejectedLines": .stringConvertible(reported - Self.maxReportedLines)])
             }
         }
         if json {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeCLI
+import JetbridgeLogging
 import SystemSupport
 import JetbridgeAgent
 import JetbridgeProtocol
@@ -98,13 +99,14 @@ struct SyncCommand: AsyncParsableCommand {
         var aggregators = grounds.map { SyncOptions.Aggregator(dataEndpoint: $0.data, ackEndpoint: $0.acks) }
         let security: SyncOptions.Security
         if insecure {
-            Output.standardError(
-                """
-                WARNING: --insecure: records go to the ground UNENCRYPTED and UNAUTHENTICATED.
-                WARNING: anyone on the network can read them, and the ground cannot tell who sent them.
-                WARNING: use this for development only.
-
-                """)
+            LogOutput.write(
+                "--insecure: records go to the ground unencrypted and unauthenticated: anyone on the network can "
+                    + "read them, and the ground cannot tell who sent them; use this for development only",
+                text: """
+                    WARNING: --insecure: records go to the ground UNENCRYPTED and UNAUTHENTICATED.
+                    WARNING: anyone on the network can read them, and the ground cannot tell who sent them.
+                    WARNING: use this for development only.
+                    """, level: .warning, label: logger.label)
             security = .insecure
         } else {
             let keys = try DeviceKeys.load(from: configuration.home)
@@ -126,7 +128,16 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let options = SyncOptions(
             aggregators: aggregators, security: security, untilDrained: untilDrained, timeout: timeout)
-        let reporter = ProgressReporter(terminal: isatty(2) != 0)
+        // With --log-format json, plain progress lines, each a JSON object like every other line on standard error;
+        // no bar, which is no JSON.
+        let jsonLogs = LogOutput.format == .json
+        var progressLine: (@Sendable (String) -> Void)?
+        if jsonLogs {
+            progressLine = { line in
+                LogOutput.write(String(line.dropLast()), level: Logger.Level.info, label: "jetbridge-agent.sync")
+            }
+        }
+        let reporter = ProgressReporter(terminal: isatty(2) != 0 && !jsonLogs, write: progressLine)
         // The ServiceGroup lives here, in @main, as service-lifecycle intends: it turns SIGTERM and SIGINT into a
         // graceful stop (no more sends, a short wait for acks, the queue acknowledged over what was confirmed).
         let service = SyncService(

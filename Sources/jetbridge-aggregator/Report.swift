@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import JetbridgeCLI
+import JetbridgeLogging
 public import JetbridgeAggregator
 import JetbridgeModel
 import Logging
@@ -117,8 +118,9 @@ struct Receipts: ParsableCommand {
             print(Self.describe(summary))
             guard summary.failed.isEmpty else {
                 for failure in summary.failed {
-                    FileHandle.standardError.write(
-                        Data("no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)\n".utf8))
+                    LogOutput.write(
+                        "no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)", level: .error,
+                        label: logger.label)
                 }
                 throw AggregatorError(
                     .dataError,

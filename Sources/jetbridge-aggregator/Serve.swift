@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JetbridgeCLI
+import JetbridgeLogging
 import JetbridgeAggregator
 import JetbridgeProtocol
 import Logging
@@ -60,15 +61,15 @@ struct Serve: AsyncParsableCommand {
         if let metrics { configuration.metrics = metrics }
         let logger = Logger(label: "jetbridge-aggregator")
         if configuration.insecure {
-            FileHandle.standardError.write(
-                Data(
-                    """
+            LogOutput.write(
+                "INSECURE MODE: CURVE is off: batches travel unencrypted and any device id in a header is believed; "
+                    + "never use this outside development",
+                text: """
                     ************************************************************************
                     WARNING: INSECURE MODE. CURVE is OFF: batches travel unencrypted and any
                     device id in a header is believed. Never use this outside development.
                     ************************************************************************
-
-                    """.utf8))
+                    """, level: .warning, label: logger.label)
         }
         // SIGTERM/SIGINT stop the server gracefully from before it starts: the ServiceGroup listens for them only
         // once it runs, after the start-up line a supervisor (or a test) may answer with a stop at once; with the

@@ -41,6 +41,34 @@ struct LogHandlerTests {
         #expect(time.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(time)")
     }
 
+    /// Issue 28: metadata numbers were JSON strings (`"allowedDevices":"0"`). A value logged as a number is a JSON
+    /// number (a Bool a JSON boolean); text stays text, also when it reads as a number (a device id `"123"`); text
+    /// lines show both alike.
+    @Test func numbersLoggedAsNumbersAreJSONNumbers() throws {
+        let lines = Lines()
+        let json = Logger(label: "jetbridge-aggregator") {
+            JetbridgeLogHandler(label: $0, level: .info, format: .json, sink: lines.sink)
+        }
+        let text = Logger(label: "jetbridge-aggregator") {
+            JetbridgeLogHandler(label: $0, level: .info, format: .text, sink: lines.sink)
+        }
+        let metadata: Logger.Metadata = [
+            "count": .stringConvertible(3), "big": .stringConvertible(UInt64.max), "rate": .stringConvertible(2.5),
+            "infinite": .stringConvertible(Double.infinity), "on": .stringConvertible(true), "device": "123",
+            "nested": ["inner": .stringConvertible(-7)],
+        ]
+        json.info("numbers", metadata: metadata)
+        text.info("numbers", metadata: metadata)
+        let all = lines.all
+        try #require(all.count == 2)
+        #expect(all[0].contains(#""big":18446744073709551615,"count":3,"device":"123","infinite":"inf","#), "\(all[0])")
+        #expect(all[0].contains(#""nested":{"inner":-7},"on":true,"rate":2.5"#), "\(all[0])")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(all[0].utf8)) as? [String: Any])
+        let values = try #require(object["metadata"] as? [String: Any])
+        #expect(values["count"] as? Int == 3 && values["device"] as? String == "123")
+        #expect(all[1].contains("big=18446744073709551615 count=3 device=123 infinite=inf nested=[inner: -7] on=true rate=2.5"), "\(all[1])")
+    }
+
     @Test func textEscapesControlBidiAndZeroWidthCharacters() throws {
         let lines = Lines()
         let logger = Logger(label: "jetbridge-agent") {
