@@ -214,13 +214,13 @@ struct OperationsTests {
         let warning = try #require(warnings.first)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(warning.utf8)) as? [String: Any])
         #expect(object["level"] as? String == "warning")
-        let metadata = try #require(object["metadata"] as? [String: String])
-        #expect(metadata["key"] == stranger.publicKeyZ85)
-        #expect(metadata["address"] == "127.0.0.1")
-        #expect(metadata["result"] == "refused-key")
+        let metadata = try #require(object["metadata"] as? [String: Any])
+        #expect(metadata["key"] as? String == stranger.publicKeyZ85)
+        #expect(metadata["address"] as? String == "127.0.0.1")
+        #expect(metadata["result"] as? String == "refused-key")
         // All ten reached the handler: the final statistics count them.
         let final = try #require(lines.first { $0.contains(#""message":"final statistics""#) })
-        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":"([0-9]+)"/)?.output.1)
+        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":([0-9]+)/)?.output.1)
         #expect(Int(refused)! >= 10)
     }
 

@@ -212,7 +212,7 @@ public final class AggregatorServer: Service, Sendable {
                 "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
                 "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
                 "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
-                "allowedDevices": "\(allowlist.devices.count)",
+                "allowedDevices": .stringConvertible(allowlist.devices.count),
                 "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
             ])
         metricsServer?.start { [self] method, path in answer(method, path) }

@@ -235,7 +235,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
             logger.notice(
                 "store reachable again",
                 metadata: [
-                    "store": "\(location.redacted)", "outageSeconds": "\(Int(Date().timeIntervalSince(since).rounded()))",
+                    "store": "\(location.redacted)", "outageSeconds": .stringConvertible(Int(Date().timeIntervalSince(since).rounded())),
                 ])
         }
     }
@@ -278,7 +278,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
                     throw error
                 }
                 logger.debug(
-                    "store transaction retried", metadata: ["sqlstate": "\(error.sqlState ?? "")", "attempt": "\(attempt)"])
+                    "store transaction retried", metadata: ["sqlstate": "\(error.sqlState ?? "")", "attempt": .stringConvertible(attempt)])
                 Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
                 attempt += 1
             } catch {
@@ -318,7 +318,7 @@ public final class PostgresStore: StoreEngine, @unchecked Sendable {
                 for (offset, statements) in Self.migrations.enumerated() where !applied.contains(offset + 1) {
                     for statement in statements { try run(PostgresQuery(unsafeSQL: statement)) }
                     try run("INSERT INTO schema_migrations (version) VALUES (\(offset + 1))")
-                    logger.info("store migrated", metadata: ["store": "\(location.redacted)", "version": "\(offset + 1)"])
+                    logger.info("store migrated", metadata: ["store": "\(location.redacted)", "version": .stringConvertible(offset + 1)])
                 }
                 return ((), true)
             }
