@@ -48,17 +48,21 @@ extension AgentError {
     }
 
     /// Maps a queue failure: a full disk or the size cap means "try again later", nothing was stored.
-    init(queue error: FileQueueError) {
+    /// - Parameters:
+    ///   - error: The queue's error.
+    ///   - home: The home, so that the advice names it (`jetbridge-agent --home … sync`); nil: no `--home`.
+    init(queue error: FileQueueError, home: AgentHome? = nil) {
+        let sync = home?.command("sync") ?? "jetbridge-agent sync"
         switch error.code {
         case .noSpace:
             self.init(
                 .tryAgain,
-                "the queue's disk is full, so nothing was stored (\(error)); free space or run `jetbridge-agent sync`, then try again"
+                "the queue's disk is full, so nothing was stored (\(error)); free space or run `\(sync)`, then try again"
             )
         case .sizeCapReached:
             self.init(
                 .tryAgain,
-                "the queue has reached its size cap (queueMaxBytes), so nothing was stored (\(error)); run `jetbridge-agent sync` to drain it, then try again"
+                "the queue has reached its size cap (queueMaxBytes), so nothing was stored (\(error)); run `\(sync)` to drain it, then try again"
             )
         default:
             self.init(.failure, "queue error: \(error)")

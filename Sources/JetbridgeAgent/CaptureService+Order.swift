@@ -57,7 +57,7 @@ extension CaptureService {
             sequence = try queue.append(encoded)
         } catch {
             try? ledger.remove(id: order.id)
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
         logger.debug("order recorded", metadata: ["id": "\(order.id)", "sequence": .stringConvertible(sequence)])
         return try RecordedOrder(order, sequence: sequence)
@@ -106,7 +106,7 @@ extension CaptureService {
                 sequence = try queue.append(encoded)
             } catch {
                 if let previous = try? encode(existing) { try? ledger.write(existing, encoded: previous) }
-                throw AgentError(queue: error)
+                throw AgentError(queue: error, home: configuration.home)
             }
             logger.debug(
                 "order amended",

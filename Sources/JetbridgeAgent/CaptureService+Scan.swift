@@ -60,7 +60,7 @@ extension CaptureService {
         do {
             sequence = try queue.append(encoded)
         } catch {
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
         return ScanSummary(
             point: point, flight: flightID.rawValue, scanned: 1, rejected: 0, firstSequence: sequence,
@@ -103,7 +103,7 @@ extension CaptureService {
             summary.firstSequence = outcome.firstSequence
             summary.lastSequence = outcome.lastSequence
             if let failure = outcome.failure {
-                var error = AgentError(queue: failure.error)
+                var error = AgentError(queue: failure.error, home: configuration.home)
                 error.message =
                     "\(outcome.stored) scans were stored; nothing from line \(failure.firstLine) on was: "
                     + error.message

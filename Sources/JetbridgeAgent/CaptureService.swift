@@ -43,7 +43,7 @@ public struct CaptureService: Sendable {
                 directory: configuration.queueDirectory,
                 configuration: FileQueue.Configuration(maxTotalBytes: configuration.queueMaxBytes))
         } catch {
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
     }
 

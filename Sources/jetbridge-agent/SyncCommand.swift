@@ -168,7 +168,7 @@ struct SyncCommand: AsyncParsableCommand {
             if outcome.exitCode != 0 {
                 throw AgentError(
                     .tryAgain,
-                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `jetbridge-agent sync` again"
+                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `\(configuration.home.command("sync"))` again"
                 )
             }
         }

@@ -30,6 +30,19 @@ struct Devices: ParsableCommand {
         abstract: "Manage the allow list of device public keys (<home>/devices.json).",
         subcommands: [Allow.self, Revoke.self, List.self])
 
+    /// The allow list lives in the ground's home: `devices` on a home that does not exist is refused (66), the same way
+    /// for `allow`, `revoke` and `list`. Such a home is almost always a command pasted without the ground's --home:
+    /// `allow` would put devices.json where `serve` never looks, and `list` would show an empty list that is not the
+    /// ground's.
+    static func requireHome(_ home: AggregatorHome) throws {
+        guard FileManager.default.fileExists(atPath: home.directory.path) else {
+            throw AggregatorError(
+                .noInput,
+                "there is no aggregator home at \(home.directory.path); pass the ground's home with --home DIR (the one `serve` uses), or create it with `jetbridge-aggregator --home \(home.directory.path) keys generate` first"
+            )
+        }
+    }
+
     struct Allow: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Admit a device with its CURVE public key.",
@@ -47,14 +60,7 @@ struct Devices: ParsableCommand {
             let home = global.aggregatorHome
             var list = try DeviceAllowlist.load(from: home.devicesFile)
             try list.allow(device: device, publicKey: publicKey)
-            // A home that does not exist yet is almost always a command pasted without the ground's --home: creating
-            // one here would put devices.json where `serve` never looks.
-            guard FileManager.default.fileExists(atPath: home.directory.path) else {
-                throw AggregatorError(
-                    .noInput,
-                    "there is no aggregator home at \(home.directory.path); pass the ground's home with --home DIR (the one `serve` uses), or create it with `jetbridge-aggregator --home \(home.directory.path) keys generate` first"
-                )
-            }
+            try Devices.requireHome(home)
             try home.create()
             try list.save(to: home.devicesFile)
             print("allowed \(device)")
@@ -72,6 +78,7 @@ struct Devices: ParsableCommand {
 
         func run() throws {
             let home = global.aggregatorHome
+            try Devices.requireHome(home)
             var list = try DeviceAllowlist.load(from: home.devicesFile)
             guard list.revoke(device: device) else {
                 throw AggregatorError(.dataError, "device '\(device)' is not on the allow list")
@@ -88,6 +95,7 @@ struct Devices: ParsableCommand {
         @OptionGroup var global: GroundOptions
 
         func run() throws {
+            try Devices.requireHome(global.aggregatorHome)
             let list = try DeviceAllowlist.load(from: global.aggregatorHome.devicesFile)
             for device in list.devices.keys.sorted() {
                 print("\(device)\t\(list.devices[device]!)")

@@ -57,7 +57,8 @@ struct Report: ParsableCommand {
     var output: String?
 
     func validate() throws {
-        if let flight, (try? FlightID(flight)) == nil {
+        // A flight typed by a person is read as the agent reads one: any case, surrounding spaces ignored.
+        if let flight, (try? FlightID(parsing: flight)) == nil {
             throw ValidationError("'\(flight)' is not a flight id like ZA101/2026-11-21")
         }
         if flight != nil, kind == .devices {
@@ -74,7 +75,7 @@ struct Report: ParsableCommand {
             home: global.aggregatorHome, configuration: storeOption.applied(to: global.configuration()), logger: logger)
         defer { try? store.close() }
         let text = try AggregatorTools.report(
-            kind, flight: try flight.map { try FlightID($0) }, status: Set(status), format: format, store: store)
+            kind, flight: try flight.map { try FlightID(parsing: $0) }, status: Set(status), format: format, store: store)
         if let output {
             try AggregatorTools.write(text, to: URL(fileURLWithPath: output))
         } else {

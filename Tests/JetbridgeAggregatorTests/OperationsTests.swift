@@ -135,6 +135,9 @@ struct OperationsTests {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let home = ["--home", fixture.directory.appendingPathComponent("h").path]
+        // `devices list` needs a home that exists (66 otherwise, issue 28).
+        try FileManager.default.createDirectory(
+            at: fixture.directory.appendingPathComponent("h"), withIntermediateDirectories: true)
         for name in ["jetbridge-agent", "jetbridge-aggregator"] {
             let command = name == "jetbridge-agent" ? ["status"] : ["devices", "list"]
             let badEnvironment = try Self.tool(
