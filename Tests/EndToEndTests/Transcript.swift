@@ -75,7 +75,7 @@ struct Transcript {
 
     /// `text` with what changes from run to run replaced by a placeholder, the same way in the document and in what a
     /// run printed: record and order ids, times, CURVE keys (40 characters of Z85), durations and rates, process ids,
-    /// and the owner and date columns of `ls -l`.
+    /// queue sizes in bytes, and the owner and date columns of `ls -l`; carriage returns at line ends go.
     static func normalize(_ text: String) -> String {
         var text = text
         for (pattern, placeholder) in rules {
@@ -95,6 +95,13 @@ struct Transcript {
         (#"\b\d+(?:\.\d+)? s\b"#, "<seconds> s"),
         (#"\b[\d,]+(?:\.\d+)? records/s\b"#, "<rate> records/s"),
         (#"\bpid \d+"#, "pid <pid>"),
+        // Queue segments hold timestamps whose encoded size varies (MessagePack's 32- or 64-bit form).
+        (#"\b[\d,]+ bytes\b"#, "<size> bytes"),
+        // CSV ends its lines in CR LF (RFC 4180); a document shows none.
+        (#"\r(?=\n|\z)"#, ""),
+        (#"^total \d+$"#, "total <blocks>"),
+        // A key starting with '-' comes after `--` (DeviceKeys.allowCommand); about one key in 85.
+        (#"devices allow -- "#, "devices allow "),
         (#"(?<=^[-dl][-rwxsStT]{9})\.? +\d+ +\S+ +\S+ +\d+ +\w{3} +\d+ +[\d:]+ "#, " <owner> <date> "),
     ].map { (try! NSRegularExpression(pattern: $0.0, options: [.anchorsMatchLines]), $0.1) }
 }
