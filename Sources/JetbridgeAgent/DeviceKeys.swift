@@ -75,13 +75,17 @@ public enum DeviceKeys {
                 )
             case .missing(let path, let other):
                 throw AgentError(
-                    .dataError, "\(path) is missing while \(other) exists; restore it, or make a new pair with \(regenerate)")
+                    .dataError,
+                    "\(path) is missing while \(other) exists; restore it, or make a new pair with \(regenerate)")
             case .directory(let path):
-                throw AgentError(.dataError, "\(path) is a directory, not a key file; remove it, or make a new pair with \(regenerate)")
+                throw AgentError(
+                    .dataError,
+                    "\(path) is a directory, not a key file; remove it, or make a new pair with \(regenerate)")
             case .unreadable(let path, let reason, let owner):
                 throw AgentError(
                     .dataError,
-                    "cannot read \(path): \(reason); run as the user that owns it (uid \(owner)), or fix its permissions")
+                    "cannot read \(path): \(reason); run as the user that owns it (uid \(owner)), or fix its permissions"
+                )
             case .notText(let path):
                 throw AgentError(.dataError, "\(path) is not a key file (not text; expected 40 characters of Z85)")
             case .exposed(let path, let mode):

@@ -38,7 +38,8 @@ public enum LogOutput {
             StandardError.write(lines: (text ?? message) + "\n")
         case .json:
             StandardError.write(
-                lines: LogLine.render(.json, level: level, label: label, source: label, message: message, metadata: metadata))
+                lines: LogLine.render(
+                    .json, level: level, label: label, source: label, message: message, metadata: metadata))
         }
     }
 }

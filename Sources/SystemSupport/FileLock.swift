@@ -70,7 +70,12 @@ package final class FileLock: Sendable {
 
     /// Lets the lock go (idempotent; a recorded pid is cleared first); the process keeps running.
     package func release() {
-        guard let fd = descriptor.withLock({ fd -> Int32? in defer { fd = nil }; return fd }) else { return }
+        guard
+            let fd = descriptor.withLock({ fd -> Int32? in
+                defer { fd = nil }
+                return fd
+            })
+        else { return }
         _ = ftruncate(fd, 0)
         _ = flock(fd, LOCK_UN)
         close(fd)

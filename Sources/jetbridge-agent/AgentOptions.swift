@@ -1,8 +1,8 @@
 import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
-import SystemSupport
 import Logging
+import SystemSupport
 
 /// The agent, as the command-line scaffold knows it.
 enum AgentTool: HomeTool {

@@ -6,7 +6,9 @@ import Testing
 struct DocumentationTests {
     static let packageRoot = ReadmeTranscriptTests.packageRoot
 
-    static let agentCommands: [[String]] = [[], ["order"], ["scan"], ["status"], ["sync"], ["keys"], ["keys", "generate"]]
+    static let agentCommands: [[String]] = [
+        [], ["order"], ["scan"], ["status"], ["sync"], ["keys"], ["keys", "generate"],
+    ]
     static let aggregatorCommands: [[String]] = [
         [], ["serve"], ["status"], ["report"], ["receipts"], ["receipts", "rebuild"], ["store"], ["store", "migrate"],
         ["keys"], ["keys", "generate"], ["devices"], ["devices", "allow"], ["devices", "revoke"], ["devices", "list"],
@@ -42,7 +44,8 @@ struct DocumentationTests {
     @Test func theThrowawayServersFilterMatchesThePostgreSQLSuites() throws {
         let script = try String(
             contentsOf: Self.packageRoot.appendingPathComponent("Tests/postgres/start-throwaway.sh"), encoding: .utf8)
-        let match = try #require(script.firstMatch(of: /swift test[^\n]*--filter '?([^'\s]+)'?/), "no filter in the header")
+        let match = try #require(
+            script.firstMatch(of: /swift test[^\n]*--filter '?([^'\s]+)'?/), "no filter in the header")
         let filter = try Regex(String(match.output.1))
         let tests = Self.packageRoot.appendingPathComponent("Tests")
         let files = try #require(FileManager.default.enumerator(atPath: tests.path)).compactMap { $0 as? String }
@@ -55,7 +58,8 @@ struct DocumentationTests {
                 !file.hasSuffix("PostgresSupport.swift"), !file.hasSuffix("SharedStoreSupport.swift")
             else { continue }
             let suites = text.matches(of: /\n(?:final class|struct) ([A-Za-z]+Tests)\b/).map { String($0.output.1) }
-            #expect(suites.contains { $0.contains(filter) }, "--filter \(match.output.1) runs nothing of \(file) \(suites)")
+            #expect(
+                suites.contains { $0.contains(filter) }, "--filter \(match.output.1) runs nothing of \(file) \(suites)")
             checked += 1
         }
         #expect(checked >= 3)

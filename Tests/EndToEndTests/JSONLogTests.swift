@@ -22,13 +22,18 @@ struct JSONLogTests {
         runs.append(("unknown option", try sandbox.agent(json + ["order", "--seat", "17B", "--bogus"])))
         runs.append(("mistyped command", try sandbox.agent(json + ["stauts"])))
         runs.append(
-            ("rejected lines", try sandbox.agent(json + ["scan", "--at", "origin"], stdin: Data("{}\nnot json\n".utf8)))
+            (
+                "rejected lines",
+                try sandbox.agent(json + ["scan", "--at", "origin"], stdin: Data("{}\nnot json\n".utf8))
+            )
         )
         runs.append(
             (
                 "insecure sync that times out",
                 try sandbox.agent(
-                    json + ["sync", "--insecure", "--to", nobody + "-data", "--acks", nobody + "-acks", "--timeout", "1"])
+                    json + [
+                        "sync", "--insecure", "--to", nobody + "-data", "--acks", nobody + "-acks", "--timeout", "1",
+                    ])
             ))
         runs.append(("serve without keys", try sandbox.aggregator(["--home", ground] + json + ["serve"])))
         runs.append(("report without store", try sandbox.aggregator(["--home", ground, "report", "flights"] + json)))
@@ -36,7 +41,8 @@ struct JSONLogTests {
         runs.append(
             (
                 "queue tool error",
-                try sandbox.queueTool(["ack", "--through", "1", "nowhere"], environment: ["JETBRIDGE_LOG_FORMAT": "json"])
+                try sandbox.queueTool(
+                    ["ack", "--through", "1", "nowhere"], environment: ["JETBRIDGE_LOG_FORMAT": "json"])
             ))
 
         // An insecure serve: the boxed banner, then its log lines, until SIGTERM.

@@ -60,7 +60,8 @@ struct ReadmeTranscriptTests {
         // One shell, as a reader's terminal: `cd`, variables and background jobs carry over.
         var script = "set +e\ncd \(sandbox.path)\n"
         for (index, step) in steps.enumerated() {
-            script += "{\n" + step.command.map(substitute).joined(separator: "\n") + "\n} >\(outputs.path)/\(index) 2>&1\n"
+            script +=
+                "{\n" + step.command.map(substitute).joined(separator: "\n") + "\n} >\(outputs.path)/\(index) 2>&1\n"
             script += "echo \"\(index) $?\" >>\(outputs.path)/statuses\n"
         }
         // Whatever the walkthrough left running.
@@ -69,7 +70,9 @@ struct ReadmeTranscriptTests {
         environment["PATH"] = bin.path + ":/usr/local/bin:/usr/bin:/bin"
         environment["JETBRIDGE_SRC"] = Self.packageRoot.path
         environment["COLUMNS"] = "80"
-        for variable in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] { environment[variable] = nil }
+        for variable in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] {
+            environment[variable] = nil
+        }
         let run = try AgentSandbox.run(
             URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: sandbox.url, environment: environment)
 
@@ -88,7 +91,8 @@ struct ReadmeTranscriptTests {
             var printed = try String(contentsOf: outputs.appendingPathComponent("\(index)"), encoding: .utf8)
                 .replacingOccurrences(of: demo, with: Self.shownDirectory)
             for (shown, actual) in ports { printed = printed.replacingOccurrences(of: ":" + actual, with: ":" + shown) }
-            transcript += "$ " + step.command.joined(separator: "\n") + "\n" + printed
+            transcript +=
+                "$ " + step.command.joined(separator: "\n") + "\n" + printed
                 + (statuses[index] == 0 ? "" : "(exit \(statuses[index]))\n")
             let actual = Transcript.normalize(printed).split(separator: "\n", omittingEmptySubsequences: false)
                 .map(String.init)
@@ -96,7 +100,9 @@ struct ReadmeTranscriptTests {
                 .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             #expect(statuses[index] == step.status, "\(step) exited \(statuses[index]):\n\(printed)")
             if actual != expected {
-                let mismatch = zip(expected, actual).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(expected.count, actual.count)
+                let mismatch =
+                    zip(expected, actual).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                    ?? min(expected.count, actual.count)
                 Issue.record(
                     """
                     \(step) prints something else than README.md shows (first difference at its output line \

@@ -20,7 +20,8 @@ struct Transcript {
 
     /// The fenced code blocks between the first `start` and the next `end` after it, each as its lines and the line
     /// number of its first line.
-    static func blocks(in document: String, from start: String, to end: String) throws -> [(lines: [String], line: Int)] {
+    static func blocks(in document: String, from start: String, to end: String) throws -> [(lines: [String], line: Int)]
+    {
         let lines = document.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let first = lines.firstIndex(where: { $0.hasPrefix(start) }) else {
             throw TranscriptError(description: "no line starting '\(start)'")

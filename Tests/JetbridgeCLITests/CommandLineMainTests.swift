@@ -54,8 +54,8 @@ struct CommandLineMainTests {
         var checked = 0
         for tool in ["jetbridge-agent", "jetbridge-aggregator", "jetbridge-queue", "JetbridgeCLI"] {
             let directory = root.appendingPathComponent(tool)
-            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".swift")
-            {
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            where name.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
                 for pattern in [/\bexit\(\s*\d/, /ExitCode\(\s*\d/, /Foundation\.exit\(\s*[^s]/, /terminate\(\s*\d/] {
                     #expect(text.firstMatch(of: pattern) == nil, "\(tool)/\(name) spells an exit number")
@@ -64,5 +64,23 @@ struct CommandLineMainTests {
             }
         }
         #expect(checked >= 10)
+    }
+
+    /// Only the executables and the scaffold import an argument parser; the libraries, the server's among them, do
+    /// not (issue 24, item 6).
+    @Test func noLibraryImportsAnArgumentParser() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        let allowed: Set<String> = ["JetbridgeCLI", "jetbridge-agent", "jetbridge-aggregator", "jetbridge-queue"]
+        let files = try #require(FileManager.default.enumerator(atPath: root.path)).compactMap { $0 as? String }
+        var checked = 0
+        for file in files where file.hasSuffix(".swift") {
+            let target = String(file.prefix { $0 != "/" })
+            guard !allowed.contains(target) else { continue }
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            #expect(text.firstMatch(of: /import ArgumentParser/) == nil, "\(file) imports ArgumentParser")
+            checked += 1
+        }
+        #expect(checked > 50)
     }
 }
