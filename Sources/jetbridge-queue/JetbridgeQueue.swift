@@ -19,7 +19,9 @@ struct JetbridgeQueue: AsyncParsableCommand {
             fsck, status and dump never change the queue; append and ack open it (which repairs it). ack discards \
             records: it is for tests and recovery by hand, never for a device whose records the ground has not stored.
 
-            Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
+            Exit codes follow sysexits (docs/EXIT-CODES.md): 0 done, 64 usage, 65 damage found (fsck) or an ack \
+            past the last record, 66 no queue to ack, 1 other failures. The error line is JSON when \
+            $JETBRIDGE_LOG_FORMAT is json.
             """,
         version: JetbridgeVersion.line(for: QueueTool.name),
         subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]
