@@ -27,7 +27,7 @@ final class MetricsServer: Sendable {
 
     /// Binds `endpoint`.
     /// - Parameter endpoint: `HOST:PORT`, e.g. `127.0.0.1:9560`, `0.0.0.0:9560`, `[::1]:9560`.
-    /// - Throws: ``AggregatorError`` `.dataError` for a malformed endpoint, `.unavailable` when it cannot be
+    /// - Throws: ``AggregatorError`` `.badConfiguration` for a malformed endpoint, `.unavailable` when it cannot be
     ///   bound (in use, no such address).
     init(endpoint: String) throws {
         let (host, port) = try Self.parse(endpoint)
@@ -69,10 +69,10 @@ final class MetricsServer: Sendable {
     }
 
     /// Splits `HOST:PORT` (`[v6]:PORT` for IPv6).
-    /// - Throws: ``AggregatorError`` `.dataError` naming the value.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` naming the value.
     static func parse(_ endpoint: String) throws -> (host: String, port: Int) {
         let bad = AggregatorError(
-            .dataError,
+            .badConfiguration,
             "the metrics endpoint '\(endpoint)' is not HOST:PORT (e.g. 127.0.0.1:9560, 0.0.0.0:9560, [::1]:9560)")
         guard let colon = endpoint.lastIndex(of: ":"), let port = Int(endpoint[endpoint.index(after: colon)...]),
             (0...65_535).contains(port)

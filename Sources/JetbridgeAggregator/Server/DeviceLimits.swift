@@ -36,7 +36,7 @@ public struct DeviceLimits: Hashable, Sendable {
             for (name, value) in [("recordsPerFlight", recordsPerFlight), ("recordsPerSecond", recordsPerSecond)] {
                 if let value, value < 1 {
                     throw AggregatorError(
-                        .dataError, "limits of '\(device.prefix(60))': \(name) \(value) must be at least 1")
+                        .badConfiguration, "limits of '\(device.prefix(60))': \(name) \(value) must be at least 1")
                 }
             }
         }

@@ -109,7 +109,7 @@ final class NetworkLoop: @unchecked Sendable {
                 }
             }
         } catch {
-            control.fail(AggregatorError(.failure, "the network thread stopped: \(error)"))
+            control.fail(AggregatorError(.other, "the network thread stopped: \(error)"))
             queue.close()
             // Keep draining the store thread's acks until it is done, so it never blocks on a full inproc pipe.
             while !storeDone {

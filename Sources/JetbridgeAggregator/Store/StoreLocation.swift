@@ -23,7 +23,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///   - setting: The `store` key or `--store` value.
     ///   - home: Resolves a relative SQLite path.
     ///   - environment: Where `PGPASSWORD` is looked up.
-    /// - Throws: ``AggregatorError`` `.dataError` for a PostgreSQL URL that does not parse (shown without its
+    /// - Throws: ``AggregatorError`` `.badConfiguration` for a PostgreSQL URL that does not parse (shown without its
     ///   password).
     public init(
         _ setting: String, home: AggregatorHome, environment: [String: String] = ProcessInfo.processInfo.environment
@@ -35,7 +35,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
         do {
             self = .postgres(url: setting, location: try PostgresLocation(setting, environment: environment))
         } catch let error as PostgresStoreError {
-            throw AggregatorError(.dataError, "store: \(error.message)")
+            throw AggregatorError(.badConfiguration, "store: \(error.message)")
         }
     }
 
@@ -65,7 +65,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///     exist yet. PostgreSQL's schema is brought up to date in every case (migrations are idempotent).
     ///   - logger: Where the store logs.
     /// - Throws: ``AggregatorError``: `.unavailable` when there is no store yet or the server cannot be reached,
-    ///   `.tryAgain` for a busy SQLite store or a full disk, `.dataError` for a refused login.
+    ///   `.temporary` for a busy SQLite store or a full disk, `.badConfiguration` for a refused login.
     public func open(create: Bool, logger: Logger) throws -> any StoreEngine {
         switch self {
         case .sqlite(let url):
@@ -98,7 +98,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                 if let temporary = AggregatorError(temporary: error, context: context) { throw temporary }
                 // 28P01/28000: a refused login is a configuration problem, not an outage.
                 let code: AggregatorError.Code =
-                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .dataError
+                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .badConfiguration
                     : .unavailable
                 // The message names the store (without its password) and what failed.
                 throw AggregatorError(code, error.message)
@@ -133,13 +133,13 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     /// Refuses a store whose directory group or others may write: anyone who can write there can put a link at the
     /// store's name between ``refuseLinks(at:)`` and SQLite's open. The home is made 0700 by
     /// ``AggregatorHome/secure()`` before; a store elsewhere must be in a directory as private.
-    /// - Throws: ``AggregatorError`` `.dataError` (65) naming the directory and its mode.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` (65) naming the directory and its mode.
     static func refuseOpenDirectory(of url: URL) throws {
         let directory = url.deletingLastPathComponent().path
         var info = stat()
         guard stat(directory, &info) == 0, info.st_mode & 0o022 != 0 else { return }
         throw AggregatorError(
-            .dataError,
+            .badConfiguration,
             "the store's directory \(directory) is writable by group or others (mode "
                 + "\(String(info.st_mode & 0o7777, radix: 8))): another user could put a link at the store's name "
                 + "there and have SQLite write into the file it names; keep the store in a directory only this user "
