@@ -3,8 +3,9 @@ import PackageDescription
 
 // Layers, bottom up (see DESIGN.md): SystemSupport (syscalls, atomic writes, a lock, threads; `package` API, no
 // product) under everything that touches the system; MessagePack, ZeroMQ (over CZeroMQ), FileQueue (over CCRC32C)
-// stand alone otherwise; JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; the agent and
-// aggregator libraries sit on top; executables are thin argument-parser front ends.
+// stand alone otherwise; JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; JetbridgeLogging is
+// the log handler; the agent and aggregator libraries sit on top; executables are thin argument-parser front ends on
+// one scaffold, JetbridgeCLI (the only target besides them that imports ArgumentParser).
 //
 // Linux only: the code uses Glibc calls (fdatasync, /proc, flock semantics) and CI builds and tests on Linux alone,
 // so no other platform is claimed.
@@ -73,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-queue",
             dependencies: [
-                "FileQueue", "JetbridgeOperations", "SystemSupport",
+                "FileQueue", "JetbridgeCLI", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -96,20 +97,34 @@ let package = Package(
             path: "Benchmarks/RecordDecodeBenchmark"
         ),
 
-        // MARK: Operations
-        // What every tool shares for operators: `--version` (release, wire protocol, queue format) and the log
-        // handler with `--log-level`/`--log-format`.
+        // MARK: Logging and the command line
+        // The log handler of every tool (text or JSON lines, device text escaped) and the log settings; no argument
+        // parser, so a server library could log through it too.
         .target(
-            name: "JetbridgeOperations",
+            name: "JetbridgeLogging",
+            dependencies: ["JetbridgeModel", "SystemSupport", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "JetbridgeLoggingTests",
+            dependencies: ["JetbridgeLogging", "JetbridgeModel", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The scaffold the three executables share: global options, `main` (option moving, "did you mean", the log
+        // bootstrap, the final error and the exit status), `--version`. Only executables depend on it: the libraries
+        // import no argument parser.
+        .target(
+            name: "JetbridgeCLI",
             dependencies: [
-                "FileQueue", "JetbridgeModel", "JetbridgeProtocol", "SystemSupport",
+                "FileQueue", "JetbridgeLogging", "JetbridgeModel", "JetbridgeProtocol", "SystemSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
-            name: "JetbridgeOperationsTests",
-            dependencies: ["JetbridgeOperations", "JetbridgeModel", .product(name: "Logging", package: "swift-log")]
+            name: "JetbridgeCLITests",
+            dependencies: [
+                "JetbridgeCLI", "JetbridgeLogging", "SystemSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
 
         // MARK: Agent and aggregator
@@ -138,8 +153,7 @@ let package = Package(
         .target(
             name: "JetbridgeAggregator",
             dependencies: [
-                "JetbridgeModel", "JetbridgeProtocol", "JetbridgeStore", "ZeroMQ", "JetbridgeOperations",
-                "SystemSupport",
+                "JetbridgeModel", "JetbridgeProtocol", "JetbridgeStore", "ZeroMQ", "SystemSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -156,7 +170,7 @@ let package = Package(
             name: "JetbridgeAggregatorTests",
             dependencies: [
                 "JetbridgeAggregator", "JetbridgeStore", "JetbridgeModel", "JetbridgeProtocol", "MessagePack", "ZeroMQ",
-                "JetbridgeOperations", "SystemSupport", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
+                "SystemSupport", "jetbridge-aggregator", "jetbridge-agent", "jetbridge-queue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -181,7 +195,8 @@ let package = Package(
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [
-                "JetbridgeAgent", "JetbridgeOperations", "SystemSupport",
+                "JetbridgeAgent", "JetbridgeCLI", "JetbridgeLogging", "JetbridgeModel", "JetbridgeProtocol",
+                "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 // sync's ServiceGroup (SIGTERM/SIGINT) lives in @main, as the aggregator's does.
@@ -193,7 +208,7 @@ let package = Package(
             name: "jetbridge-aggregator",
             dependencies: [
                 // SystemSupport: fatal signals end the process (FatalSignals); serve raises its open-files limit.
-                "JetbridgeAggregator", "JetbridgeOperations", "SystemSupport",
+                "JetbridgeAggregator", "JetbridgeCLI", "JetbridgeLogging", "JetbridgeProtocol", "SystemSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -203,9 +218,11 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["jetbridge-agent", "jetbridge-aggregator", "MessagePack", "JetbridgeModel", "FileQueue"]
+            dependencies: [
+                "jetbridge-agent", "jetbridge-aggregator", "jetbridge-queue", "MessagePack", "JetbridgeModel", "FileQueue",
+            ]
         ),
-        .testTarget(name: "JetbridgeAgentTests", dependencies: ["JetbridgeAgent", "JetbridgeModel"]),
+        .testTarget(name: "JetbridgeAgentTests", dependencies: ["JetbridgeAgent", "JetbridgeModel", "SystemSupport"]),
         .executableTarget(
             name: "capture-benchmark",
             dependencies: ["BenchmarkSupport", "FileQueue", "MessagePack", "JetbridgeModel"],

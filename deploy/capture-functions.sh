@@ -16,6 +16,24 @@ agent() { # agent DEVICE ARGS...: the device's agent, with its own home
 uuid() { tr a-f A-F < /proc/sys/kernel/random/uuid; }
 acknowledged() { agent "$1" status --json | tr -d '\n ' | sed -E 's/.*"acknowledgedThrough":([0-9]+).*/\1/'; }
 
+missing_build_packages() { # missing_build_packages [INCLUDE_DIR]: the Debian packages of the headers the build needs
+    # that INCLUDE_DIR (/usr/include) lacks, each checked on its own: libzmq3-dev (zmq.h), libsqlite3-dev (sqlite3.h)
+    local include=${1:-/usr/include} missing=()
+    [ -e "$include/zmq.h" ] || missing+=(libzmq3-dev)
+    [ -e "$include/sqlite3.h" ] || missing+=(libsqlite3-dev)
+    echo "${missing[*]}"
+}
+
+install_build_packages() { # install_build_packages: installs what missing_build_packages names (apt-get, sudo unless root)
+    local packages sudo_cmd=""
+    packages=$(missing_build_packages)
+    [ -n "$packages" ] || return 0
+    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+    echo "== installing the headers the build needs (Debian packages $packages)"
+    # shellcheck disable=SC2086 # one word per package
+    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq $packages >/dev/null
+}
+
 build_products() { # build_products PRODUCT...: debug builds; sets bin
     local product
     for product in "$@"; do

@@ -11,12 +11,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 source deploy/capture-functions.sh
 
-if ! [ -e /usr/include/zmq.h ]; then
-    echo "== installing libzmq and SQLite headers (Debian packages libzmq3-dev, libsqlite3-dev)"
-    sudo_cmd=""
-    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq libzmq3-dev libsqlite3-dev >/dev/null
-fi
+install_build_packages
 
 echo "== building (debug; the first build takes a few minutes)"
 build_products jetbridge-agent jetbridge-aggregator jetbridge-queue

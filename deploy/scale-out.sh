@@ -18,10 +18,7 @@ source deploy/capture-functions.sh
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-if ! [ -e /usr/include/zmq.h ]; then
-    echo "== installing libzmq and SQLite headers (Debian packages libzmq3-dev, libsqlite3-dev)"
-    $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq libzmq3-dev libsqlite3-dev >/dev/null
-fi
+install_build_packages
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 if ! [ -x "$PG_BIN/initdb" ]; then
     echo "== installing PostgreSQL (Debian package postgresql; only its binaries are used, in a throwaway cluster)"

@@ -2,6 +2,7 @@ public import Foundation
 public import JetbridgeModel
 import JetbridgeProtocol
 import ZeroMQ
+import SystemSupport
 
 /// Everything the agent's commands need to know, resolved from flags, the configuration file and defaults.
 ///
@@ -153,19 +154,13 @@ public struct AgentConfiguration: Sendable, Hashable {
         hostName: String = ProcessInfo.processInfo.hostName
     ) throws(AgentError) -> AgentConfiguration {
         let fileURL: URL?
-        if let configFile {
-            let url = resolvePath(configFile, against: currentDirectory)
-            guard FileManager.default.fileExists(atPath: url.path) else {
-                throw AgentError(
-                    .noInput,
-                    "configuration file \(url.path) (from --config) does not exist; check the path, or leave out --config to use \(home.configurationFile.path) or the built-in defaults"
-                )
-            }
-            fileURL = url
-        } else if FileManager.default.fileExists(atPath: home.configurationFile.path) {
-            fileURL = home.configurationFile
-        } else {
-            fileURL = nil
+        do {
+            fileURL = try HomeDirectory.configuration(
+                flag: configFile.map { resolvePath($0, against: currentDirectory).path },
+                homeFile: home.configurationFile.path
+            ).path.map { URL(fileURLWithPath: $0) }
+        } catch {
+            throw AgentError(.noInput, error.description)
         }
         let contents = try fileURL.map { url throws(AgentError) in try ConfigurationFile.load(from: url) }
         let path = fileURL?.path ?? "defaults"

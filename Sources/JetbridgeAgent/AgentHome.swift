@@ -22,9 +22,16 @@ public struct AgentHome: Sendable, Hashable {
     public static let defaultPath = ".jetbridge/agent"
 
     public let url: URL
+    /// Whether this is the default home (neither `--home` nor `$JETBRIDGE_HOME` named it): the commands that
+    /// messages suggest then need no `--home` (``command(_:)``).
+    public let isDefault: Bool
 
-    public init(url: URL) {
+    /// - Parameters:
+    ///   - url: The home directory; it need not exist yet.
+    ///   - isDefault: Whether it is the default home, found without `--home`.
+    public init(url: URL, isDefault: Bool = false) {
         self.url = url.standardizedFileURL
+        self.isDefault = isDefault
     }
 
     /// Picks the home: the flag, else the environment variable, else `.jetbridge/agent`.
@@ -35,7 +42,15 @@ public struct AgentHome: Sendable, Hashable {
     ///   - currentDirectory: What relative paths are relative to.
     public static func resolve(flag: String?, environment: [String: String], currentDirectory: URL) -> AgentHome {
         let path = HomeDirectory.path(flag: flag, environment: environment, defaultPath: defaultPath)
-        return AgentHome(url: resolvePath(path, against: currentDirectory))
+        return AgentHome(
+            url: resolvePath(path, against: currentDirectory),
+            isDefault: HomeDirectory.isDefault(flag: flag, environment: environment))
+    }
+
+    /// The agent command `words` as a message suggests it, with this home: `jetbridge-agent --home /srv/cart-9 keys
+    /// generate`, or without `--home` for the default home (run from the same directory, it finds it again).
+    public func command(_ words: String) -> String {
+        HomeDirectory.command("jetbridge-agent", home: isDefault ? nil : url.path, words)
     }
 
     public var configurationFile: URL { url.appendingPathComponent("agent.json") }

@@ -2,6 +2,7 @@ import FileQueue
 public import Foundation
 public import JetbridgeModel
 import Logging
+import SystemSupport
 
 /// What `order` stored: enough to print a confirmation and find the order again.
 public struct RecordedOrder: Codable, Sendable, Hashable {
@@ -56,9 +57,9 @@ extension CaptureService {
             sequence = try queue.append(encoded)
         } catch {
             try? ledger.remove(id: order.id)
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
-        logger.debug("order recorded", metadata: ["id": "\(order.id)", "sequence": "\(sequence)"])
+        logger.debug("order recorded", metadata: ["id": "\(order.id)", "sequence": .stringConvertible(sequence)])
         return try RecordedOrder(order, sequence: sequence)
     }
 
@@ -105,11 +106,11 @@ extension CaptureService {
                 sequence = try queue.append(encoded)
             } catch {
                 if let previous = try? encode(existing) { try? ledger.write(existing, encoded: previous) }
-                throw AgentError(queue: error)
+                throw AgentError(queue: error, home: configuration.home)
             }
             logger.debug(
                 "order amended",
-                metadata: ["id": "\(id)", "revision": "\(amended.revision)", "sequence": "\(sequence)"])
+                metadata: ["id": "\(id)", "revision": .stringConvertible(amended.revision), "sequence": .stringConvertible(sequence)])
             return try RecordedOrder(amended, sequence: sequence)
         }
     }

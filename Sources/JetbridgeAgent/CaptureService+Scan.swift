@@ -2,6 +2,7 @@ import FileQueue
 import Foundation
 public import JetbridgeModel
 import Logging
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -59,7 +60,7 @@ extension CaptureService {
         do {
             sequence = try queue.append(encoded)
         } catch {
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
         return ScanSummary(
             point: point, flight: flightID.rawValue, scanned: 1, rejected: 0, firstSequence: sequence,
@@ -102,7 +103,7 @@ extension CaptureService {
             summary.firstSequence = outcome.firstSequence
             summary.lastSequence = outcome.lastSequence
             if let failure = outcome.failure {
-                var error = AgentError(queue: failure.error)
+                var error = AgentError(queue: failure.error, home: configuration.home)
                 error.message =
                     "\(outcome.stored) scans were stored; nothing from line \(failure.firstLine) on was: "
                     + error.message
@@ -159,7 +160,7 @@ extension CaptureService {
         }
         try finish()
         logger.debug(
-            "scans recorded", metadata: ["scanned": "\(summary.scanned)", "rejected": "\(summary.rejected)"])
+            "scans recorded", metadata: ["scanned": .stringConvertible(summary.scanned), "rejected": .stringConvertible(summary.rejected)])
         return summary
     }
 

@@ -1,6 +1,7 @@
 import FileQueue
 public import Foundation
 import JetbridgeModel
+import SystemSupport
 
 /// What `status` shows: this device's configuration, its queue, and how sync last went.
 /// Every key is written, an absent value as `null` (``NullWhenAbsent``).

@@ -3,6 +3,7 @@ public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 public import Logging
+import SystemSupport
 
 /// Records sales and bag scans into the device's queue, durably, for any number of processes at once.
 ///
@@ -42,7 +43,7 @@ public struct CaptureService: Sendable {
                 directory: configuration.queueDirectory,
                 configuration: FileQueue.Configuration(maxTotalBytes: configuration.queueMaxBytes))
         } catch {
-            throw AgentError(queue: error)
+            throw AgentError(queue: error, home: configuration.home)
         }
     }
 

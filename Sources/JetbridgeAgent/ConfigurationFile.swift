@@ -1,5 +1,6 @@
 import Foundation
 import JetbridgeModel
+import SystemSupport
 
 /// The contents of `agent.json`, as written: every key optional, unknown keys refused so typos do not pass silently.
 struct ConfigurationFile: Decodable {

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 public import ZeroMQ
 
 #if canImport(Glibc)
@@ -16,10 +17,16 @@ extension AgentHome {
     public var publicKeyFile: URL { keysDirectory.appendingPathComponent("device.pub") }
 }
 
-/// This device's CURVE key pair, kept as two small text files under `<home>/keys/`.
+/// This device's CURVE key pair, kept as two small text files under `<home>/keys/` with the one rule both tools
+/// follow for key files (SystemSupport's `KeyPairFiles`, docs/SECURITY.md): both 0600 in a 0700 directory, written
+/// atomically, secret first; a secret that group or others may reach is refused.
 public enum DeviceKeys {
-    /// Generates a key pair and writes it, the secret first (mode 0600) so a crash never leaves a public key whose
-    /// secret is missing.
+    /// The key pair's files in `home`.
+    static func files(_ home: AgentHome) -> KeyPairFiles {
+        KeyPairFiles(directory: home.keysDirectory.path, secretName: "device.key", publicName: "device.pub")
+    }
+
+    /// Generates a key pair and writes it.
     /// - Parameters:
     ///   - home: The agent's home.
     ///   - force: Replace an existing pair (the ground must then allow the new public key).
@@ -27,11 +34,8 @@ public enum DeviceKeys {
     /// - Throws: ``AgentError``: `cannotCreate` (73) if a pair exists and `force` is false; `failure` for I/O errors.
     @discardableResult
     public static func generate(in home: AgentHome, force: Bool) throws(AgentError) -> String {
-        let fileManager = FileManager.default
-        if !force,
-            fileManager.fileExists(atPath: home.secretKeyFile.path)
-                || fileManager.fileExists(atPath: home.publicKeyFile.path)
-        {
+        let files = files(home)
+        if !force, files.exists {
             throw AgentError(
                 .cannotCreate,
                 "a key pair already exists in \(home.keysDirectory.path); keep it, or pass --force to replace it (the ground must then allow the new public key)"
@@ -44,32 +48,59 @@ public enum DeviceKeys {
             throw AgentError(.failure, "cannot generate a CURVE key pair: \(error)")
         }
         try home.prepare()
-        try Files.makeDirectory(home.keysDirectory)
-        chmod(home.keysDirectory.path, 0o700)
-        try writeKeyFile(keys.secretKeyZ85 + "\n", to: home.secretKeyFile, mode: 0o600)
-        try writeKeyFile(keys.publicKeyZ85 + "\n", to: home.publicKeyFile, mode: 0o600)
+        try Files.io(files.write(secret: keys.secretKeyZ85, public: keys.publicKeyZ85))
         return keys.publicKeyZ85
     }
 
     /// Reads the key pair `keys generate` wrote.
+    ///
+    /// Says what is wrong with each file, and advises `keys generate` only when there is no key pair at all (as the
+    /// ground does for its own).
     /// - Parameter home: The agent's home.
     /// - Returns: The pair.
-    /// - Throws: ``AgentError``: `noInput` when there is none (run `keys generate`), `dataError` when a file is damaged.
+    /// - Throws: ``AgentError``: `noInput` when there is none (run `keys generate`); `dataError` when a file is
+    ///   missing while the other exists, is a directory, cannot be read, is not a key, or when the secret key may be
+    ///   read or written by group or others.
     public static func load(from home: AgentHome) throws(AgentError) -> CurveKeyPair {
-        guard FileManager.default.fileExists(atPath: home.secretKeyFile.path) else {
-            throw AgentError(
-                .noInput,
-                "this device has no key pair (\(home.secretKeyFile.path) does not exist); run `jetbridge-agent keys generate` and allow the printed key on the ground, or use --insecure for development"
-            )
-        }
-        let secret = try readKey(home.secretKeyFile)
-        let publicKey = try readKey(home.publicKeyFile)
+        let text: (secret: String, public: String)
         do {
-            return try CurveKeyPair(publicKeyZ85: publicKey, secretKeyZ85: secret)
+            text = try files(home).read()
+        } catch {
+            let regenerate = "`\(home.command("keys generate --force"))` (then allow the new key on the ground)"
+            switch error {
+            case .noKeyPair:
+                throw AgentError(
+                    .noInput,
+                    "this device has no key pair (\(home.secretKeyFile.path) does not exist); run `\(home.command("keys generate"))` and allow the printed key on the ground, or use --insecure for development"
+                )
+            case .missing(let path, let other):
+                throw AgentError(
+                    .dataError,
+                    "\(path) is missing while \(other) exists; restore it, or make a new pair with \(regenerate)")
+            case .directory(let path):
+                throw AgentError(
+                    .dataError,
+                    "\(path) is a directory, not a key file; remove it, or make a new pair with \(regenerate)")
+            case .unreadable(let path, let reason, let owner):
+                throw AgentError(
+                    .dataError,
+                    "cannot read \(path): \(reason); run as the user that owns it (uid \(owner)), or fix its permissions"
+                )
+            case .notText(let path):
+                throw AgentError(.dataError, "\(path) is not a key file (not text; expected 40 characters of Z85)")
+            case .exposed(let path, let mode):
+                throw AgentError(
+                    .dataError,
+                    "\(path) is accessible to group or others (mode \(String(mode, radix: 8))); this device's secret key must be private: run `chmod 600 \(path)`"
+                )
+            }
+        }
+        do {
+            return try CurveKeyPair(publicKeyZ85: text.public, secretKeyZ85: text.secret)
         } catch {
             throw AgentError(
                 .dataError,
-                "the key files in \(home.keysDirectory.path) do not hold 40-character Z85 keys; regenerate them with `jetbridge-agent keys generate --force`"
+                "the key files in \(home.keysDirectory.path) do not hold 40-character Z85 keys; regenerate them with `\(home.command("keys generate --force"))`"
             )
         }
     }
@@ -98,18 +129,5 @@ public enum DeviceKeys {
                 .dataError, "\(source): the server's public key must be 40 characters of Z85 (a 32-byte CURVE key)")
         }
         return key
-    }
-
-    private static func readKey(_ url: URL) throws(AgentError) -> String {
-        do {
-            return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        } catch {
-            throw AgentError(.noInput, "cannot read \(url.path): \(error.localizedDescription)")
-        }
-    }
-
-    /// Writes `text` with `mode` from the start (never world-readable for a moment), atomically.
-    private static func writeKeyFile(_ text: String, to url: URL, mode: mode_t) throws(AgentError) {
-        try Files.writeAtomically(Data(text.utf8), to: url, mode: mode)
     }
 }

@@ -2,6 +2,7 @@ import FileQueue
 import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
+import SystemSupport
 
 /// This device's record of the latest revision of every order it took, so that `order --amend` can raise the
 /// revision even after the order's records were synced and removed from the queue.
@@ -21,9 +22,21 @@ struct OrderLedger {
     /// Runs `body` holding the ledger lock.
     func withLock<T>(_ body: () throws(AgentError) -> T) throws(AgentError) -> T {
         try Files.makeDirectory(directory)
-        let lock = try FileLock(
-            path: directory.appendingPathComponent("lock").path, timeout: lockTimeout, purpose: "order --amend")
-        defer { lock.unlock() }
+        let path = directory.appendingPathComponent("lock").path
+        let lock: FileLock
+        do {
+            lock = try FileLock(path: path, waitingUpTo: .seconds(lockTimeout))
+        } catch {
+            switch error {
+            case .busy:
+                throw AgentError(
+                    .tryAgain,
+                    "order --amend: the lock \(path) stayed busy for \(Int(lockTimeout)) s (another jetbridge-agent is using it); try again"
+                )
+            case .system(let error): throw AgentError(error)
+            }
+        }
+        defer { lock.release() }
         return try body()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeModel
 import Synchronization
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -13,6 +14,9 @@ import Synchronization
 public final class ProgressReporter: Sendable {
     private let terminal: Bool
     private let interval: Double
+    /// Draws the bar in place (nil: clears it).
+    private let draw: @Sendable (String?) -> Void
+    /// Writes a plain line.
     private let write: @Sendable (String) -> Void
     private let columns: @Sendable () -> Int
     private let state = Mutex(State())
@@ -27,7 +31,8 @@ public final class ProgressReporter: Sendable {
     /// - Parameters:
     ///   - terminal: Draw a bar (standard error is a terminal) rather than log lines.
     ///   - interval: Seconds between plain lines.
-    ///   - write: Where text goes; standard error by default.
+    ///   - write: Where text goes (the bar as `\r\u{1B}[2K` and the bar, a clear as `\r\u{1B}[2K` alone); standard
+    ///     error by default, through SystemSupport's `StandardError`, which keeps log lines off the bar's line.
     ///   - columns: The terminal's width, asked at every redraw; standard error's (``terminalColumns()``) by default.
     public init(
         terminal: Bool, interval: Double = 5,
@@ -35,7 +40,15 @@ public final class ProgressReporter: Sendable {
     ) {
         self.terminal = terminal
         self.interval = interval
-        self.write = write ?? { FileHandle.standardError.write(Data($0.utf8)) }
+        if let write {
+            self.write = write
+            draw = { write(StandardError.clearLine + ($0 ?? "")) }
+        } else {
+            self.write = { StandardError.write(lines: $0) }
+            draw = { line in
+                if let line { StandardError.drawStatus(line) } else { StandardError.clearStatus() }
+            }
+        }
         self.columns = columns ?? { ProgressReporter.terminalColumns() }
         // Log lines start after one interval: a sync that finishes sooner prints only its summary.
         state.withLock { $0.lastDraw = terminal ? -.infinity : 0 }
@@ -55,7 +68,7 @@ public final class ProgressReporter: Sendable {
         if terminal {
             // The width is asked outside the lock: an ioctl per redraw, at most ten a second.
             let rate = state.withLock { Self.rate($0.samples) }
-            write("\r\u{1B}[2K" + Self.fitted(progress, rate: rate, columns: columns()))
+            draw(Self.fitted(progress, rate: rate, columns: columns()))
         } else {
             write(text)
         }
@@ -97,7 +110,7 @@ public final class ProgressReporter: Sendable {
             defer { state.drawn = false }
             return state.drawn
         }
-        if drawn { write("\r\u{1B}[2K") }
+        if drawn { draw(nil) }
     }
 
     static func rate(_ samples: [(Double, Int)]) -> Double {

@@ -1,5 +1,6 @@
 import FileQueue
 import Foundation
+import SystemSupport
 
 /// Records the ground refused, kept on the device in `<home>/rejected/<sequence>.json`.
 ///

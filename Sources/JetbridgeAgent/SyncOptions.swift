@@ -1,6 +1,7 @@
 public import Foundation
 import JetbridgeModel
 public import ZeroMQ
+import SystemSupport
 
 /// How one `sync` run connects and when it ends.
 public struct SyncOptions: Sendable {

@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 /// What `sync` last did, kept in `<home>/sync-state.json` so that `status` can show it.
 ///

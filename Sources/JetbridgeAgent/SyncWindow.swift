@@ -447,8 +447,3 @@ public struct SyncWindow: Sendable {
         return seconds * factor
     }
 }
-
-extension AgentError.Code {
-    /// 69: the peer is unavailable or cannot serve us (the ground speaks another protocol version).
-    public static let unavailable = AgentError.Code(exitCode: 69, name: "unavailable")
-}

@@ -2,6 +2,7 @@ public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeStore
+import SystemSupport
 
 /// The aggregator's settings: built-in defaults that work on one machine, overridden by `aggregator.json`,
 /// overridden by command-line flags.
@@ -84,10 +85,10 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     }
 
     /// Checks the numbers are usable.
-    /// - Throws: ``AggregatorError`` with code `.badConfiguration` naming the key.
+    /// - Throws: ``AggregatorError`` with code `.dataError` naming the key.
     public func validate() throws {
         func require(_ ok: Bool, _ key: CodingKeys, _ rule: String) throws {
-            if !ok { throw AggregatorError(.badConfiguration, "configuration key '\(key.stringValue)' \(rule)") }
+            if !ok { throw AggregatorError(.dataError, "configuration key '\(key.stringValue)' \(rule)") }
         }
         try require(!dataEndpoint.isEmpty, .dataEndpoint, "must not be empty")
         try require(!acksEndpoint.isEmpty, .acksEndpoint, "must not be empty")
@@ -111,7 +112,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         try require(receiptsIntervalSeconds >= 0, .receiptsIntervalSeconds, "must not be negative")
         if let metrics {
             do { _ = try MetricsServer.parse(metrics) } catch let error as AggregatorError {
-                throw AggregatorError(.badConfiguration, "configuration key 'metrics': \(error.message)")
+                throw AggregatorError(.dataError, "configuration key 'metrics': \(error.message)")
             }
         }
     }
@@ -119,7 +120,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     /// Reads a configuration file.
     /// - Parameter url: An `aggregator.json`.
     /// - Returns: The file's settings over the defaults.
-    /// - Throws: ``AggregatorError`` (`.badConfiguration`, naming the file and the key) or (`.unavailable`) when the
+    /// - Throws: ``AggregatorError`` (`.dataError`, naming the file and the key) or (`.unavailable`) when the
     ///   file cannot be read.
     public static func load(from url: URL) throws -> AggregatorConfiguration {
         let data: Data
@@ -130,13 +131,13 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         do {
             return try JSONDecoder().decode(AggregatorConfiguration.self, from: data)
         } catch let error as AggregatorError {
-            throw AggregatorError(.badConfiguration, "\(url.path): \(error.message)")
+            throw AggregatorError(.dataError, "\(url.path): \(error.message)")
         } catch let DecodingError.dataCorrupted(context) {
-            throw AggregatorError(.badConfiguration, "\(url.path): \(Self.describe(context))")
+            throw AggregatorError(.dataError, "\(url.path): \(Self.describe(context))")
         } catch let DecodingError.typeMismatch(_, context) {
-            throw AggregatorError(.badConfiguration, "\(url.path): \(Self.describe(context))")
+            throw AggregatorError(.dataError, "\(url.path): \(Self.describe(context))")
         } catch {
-            throw AggregatorError(.badConfiguration, "\(url.path): not a valid configuration: \(error)")
+            throw AggregatorError(.dataError, "\(url.path): not a valid configuration: \(error)")
         }
     }
 

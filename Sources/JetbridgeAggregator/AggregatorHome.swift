@@ -27,10 +27,16 @@ public struct AggregatorHome: Hashable, Sendable {
     public static var environmentVariable: String { HomeDirectory.environmentVariable }
 
     public let directory: URL
+    /// Whether this is the default home (neither `--home` nor `$JETBRIDGE_HOME` named it): the commands that
+    /// messages suggest then need no `--home` (``command(_:)``).
+    public let isDefault: Bool
 
-    /// - Parameter directory: The home directory; it need not exist yet.
-    public init(directory: URL) {
+    /// - Parameters:
+    ///   - directory: The home directory; it need not exist yet.
+    ///   - isDefault: Whether it is the default home, found without `--home`.
+    public init(directory: URL, isDefault: Bool = false) {
         self.directory = directory.standardizedFileURL
+        self.isDefault = isDefault
     }
 
     /// The home from `--home`, else `$JETBRIDGE_HOME`, else ``defaultPath``.
@@ -40,7 +46,14 @@ public struct AggregatorHome: Hashable, Sendable {
     public init(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.init(
             directory: URL(
-                fileURLWithPath: HomeDirectory.path(flag: flag, environment: environment, defaultPath: Self.defaultPath)))
+                fileURLWithPath: HomeDirectory.path(flag: flag, environment: environment, defaultPath: Self.defaultPath)),
+            isDefault: HomeDirectory.isDefault(flag: flag, environment: environment))
+    }
+
+    /// The aggregator command `words` as a message suggests it, with this home: `jetbridge-aggregator --home /srv/ground
+    /// serve`, or without `--home` for the default home.
+    public func command(_ words: String) -> String {
+        HomeDirectory.command("jetbridge-aggregator", home: isDefault ? nil : directory.path, words)
     }
 
     public var configurationFile: URL { directory.appendingPathComponent("aggregator.json") }
@@ -59,20 +72,15 @@ public struct AggregatorHome: Hashable, Sendable {
     /// - Returns: The configuration; flags are applied by the caller on top.
     /// - Throws: ``AggregatorError``.
     public func configuration(file: String?) throws -> AggregatorConfiguration {
-        if let file {
-            let url = URL(fileURLWithPath: file)
-            guard FileManager.default.fileExists(atPath: url.path) else {
-                throw AggregatorError(
-                    .noInput,
-                    "configuration file \(url.path) (from --config) does not exist; check the path, or leave out --config to use \(configurationFile.path) or the built-in defaults"
-                )
-            }
-            return try AggregatorConfiguration.load(from: url)
+        let source: HomeDirectory.Configuration
+        do {
+            source = try HomeDirectory.configuration(
+                flag: file.map { URL(fileURLWithPath: $0).path }, homeFile: configurationFile.path)
+        } catch {
+            throw AggregatorError(.noInput, error.description)
         }
-        if FileManager.default.fileExists(atPath: configurationFile.path) {
-            return try AggregatorConfiguration.load(from: configurationFile)
-        }
-        return AggregatorConfiguration()
+        return try source.path.map { try AggregatorConfiguration.load(from: URL(fileURLWithPath: $0)) }
+            ?? AggregatorConfiguration()
     }
 
     /// Creates the home directory (owner-only, since it holds keys) if missing, then applies ``secure()``.
@@ -97,8 +105,8 @@ public struct AggregatorHome: Hashable, Sendable {
     /// if group or others may write it, it is refused, since whoever can write it can plant a link where the ground
     /// writes a file, or replace its allow list. A home that does not exist (yet), or is not a directory, is left to
     /// the caller. The home's path itself may be a symbolic link: the operator chose it.
-    /// - Throws: ``AggregatorError``: `.badConfiguration` (65) for another user's home that group or others may
-    ///   write; `.other` when tightening fails.
+    /// - Throws: ``AggregatorError``: `.dataError` (65) for another user's home that group or others may
+    ///   write; `.failure` when tightening fails.
     public func secure() throws {
         var info = stat()
         guard stat(directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o077 != 0 else {
@@ -109,11 +117,11 @@ public struct AggregatorHome: Hashable, Sendable {
             do {
                 try syscall("restrict the permissions of", path: directory.path) { chmod(directory.path, 0o700) }
             } catch {
-                throw AggregatorError(.other, error)
+                throw AggregatorError(.failure, error)
             }
         } else if info.st_mode & 0o022 != 0 {
             throw AggregatorError(
-                .badConfiguration,
+                .dataError,
                 "the home \(directory.path) is writable by group or others (mode \(mode)) and owned by uid "
                     + "\(info.st_uid), not by this user (uid \(geteuid())): whoever can write it can plant links or "
                     + "replace the keys and the allow list there; have its owner run `chmod 700 \(directory.path)` "

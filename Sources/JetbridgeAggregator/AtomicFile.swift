@@ -8,7 +8,7 @@ import JetbridgeStore
 
 extension AggregatorError {
     /// The aggregator's error for a failed system call: what failed, where, and the system's reason; `code` unless
-    /// the disk is full (``FailureClass``: `.temporary`) or the call refused a symbolic link (``refusedLink(_:)``).
+    /// the disk is full (``FailureClass``: `.tryAgain`) or the call refused a symbolic link (``refusedLink(_:)``).
     init(_ code: Code, _ error: SystemError) {
         if error.isRefusedLink {
             self = .refusedLink(error.path ?? "")
@@ -49,8 +49,8 @@ enum AtomicFile {
     ///     follow it, but a link where the aggregator keeps a file was put there by someone, which the operator should
     ///     know).
     ///   - mode: Permissions of the new file.
-    /// - Throws: ``AggregatorError`` naming the file: `.cannotCreate` (73) for a link, `.temporary` (75) on a full
-    ///   disk (``FailureClass``), else `.other`.
+    /// - Throws: ``AggregatorError`` naming the file: `.cannotCreate` (73) for a link, `.tryAgain` (75) on a full
+    ///   disk (``FailureClass``), else `.failure`.
     static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
         do {
             try FileManager.default.createDirectory(
@@ -61,7 +61,7 @@ enum AtomicFile {
             throw AggregatorError.refusedLink(url.path)
         } catch {
             let context = "cannot write \(url.path)"
-            throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.other, "\(context): \(error)")
+            throw AggregatorError(temporary: error, context: context) ?? AggregatorError(.failure, "\(context): \(error)")
         }
     }
 }

@@ -2,8 +2,9 @@ public import Foundation
 
 /// A flight's menu: the items on sale and the currency their prices are in.
 ///
-/// Read from a property list (`config/Inventory.plist`): a dictionary with `currency` (ISO 4217) and `items`, an
-/// array of `{name, unitPrice}`. Item names are unique ignoring case, because lookups ignore case.
+/// Read from a property list (`config/Inventory.plist`, the seed format) or the same keys as JSON
+/// (`config/Inventory.json`): a dictionary with `currency` (ISO 4217) and `items`, an array of `{name, unitPrice}`.
+/// Item names are unique ignoring case, because lookups ignore case.
 public struct Inventory: Codable, Hashable, Sendable {
     public var currency: String
     public var items: [Item]
@@ -46,12 +47,40 @@ public struct Inventory: Codable, Hashable, Sendable {
         try validate()
     }
 
+    /// Decodes and validates a menu from JSON: `{"currency": "USD", "items": [{"name": "Peanuts", "unitPrice": 200}]}`.
+    /// - Throws: ``ValidationError`` (`malformedJSON`, `missingField`, `wrongType`, and the checks of ``validate()``).
+    public init(json data: Data) throws {
+        do {
+            self = try JSONDecoder().decode(Inventory.self, from: data)
+        } catch let error as DecodingError {
+            var reason = ValidationError(error, malformed: .malformedJSON)
+            if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
+                reason = ValidationError(.malformedJSON, "not a JSON object with 'currency' and 'items'")
+            } else if reason.code == .malformedJSON {
+                reason.message = "not valid JSON; expected an object with 'currency' and 'items'"
+            }
+            throw reason
+        }
+        try validate()
+    }
+
+    /// Decodes a menu file's bytes: JSON when the first character that is not white space is `{`, else a property
+    /// list (XML starts with `<`, binary with `bplist`).
+    /// - Throws: What ``init(json:)`` or ``init(plist:)`` throws.
+    public init(contents data: Data) throws {
+        if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+            try self.init(json: data)
+        } else {
+            try self.init(plist: data)
+        }
+    }
+
     /// Reads and validates a menu file.
     ///
-    /// - Parameter url: The property list file, usually `config/Inventory.plist`.
+    /// - Parameter url: The property list or JSON file, usually `config/Inventory.plist`.
     /// - Returns: The validated inventory.
     /// - Throws: ``ValidationError`` carrying the file path: `fileMissing`, `fileUnreadable`, or any error of
-    ///   ``init(plist:)``.
+    ///   ``init(contents:)``.
     public static func load(from url: URL) throws -> Inventory {
         let file = url.path
         guard FileManager.default.fileExists(atPath: file) else {
@@ -67,7 +96,7 @@ public struct Inventory: Codable, Hashable, Sendable {
                 .fileUnreadable, "cannot read the inventory file: \(error.localizedDescription)", file: file)
         }
         do {
-            return try Inventory(plist: data)
+            return try Inventory(contents: data)
         } catch var error as ValidationError {
             error.file = file
             throw error

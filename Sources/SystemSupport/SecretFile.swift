@@ -11,9 +11,8 @@ package enum SecretFile {
     ///   - path: The file.
     ///   - what: What it holds, for the message ("the ground's secret key").
     package static func exposure(_ path: String, holding what: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
-        return "\(path) is accessible to group or others (mode \(String(info.st_mode & 0o777, radix: 8))); \(what) "
+        guard let mode = KeyPairFiles.exposedMode(of: path) else { return nil }
+        return "\(path) is accessible to group or others (mode \(String(mode, radix: 8))); \(what) "
             + "must be private: run `chmod 600 \(path)`"
     }
 }

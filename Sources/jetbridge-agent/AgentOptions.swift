@@ -1,24 +1,21 @@
-import ArgumentParser
 import Foundation
 import JetbridgeAgent
-import JetbridgeOperations
+import JetbridgeCLI
 import Logging
+import SystemSupport
 
-/// Options every subcommand shares; declared on the root command, read through `@ParentCommand`.
-struct AgentOptions: ParsableArguments {
-    @Option(
-        name: .long,
-        help: ArgumentHelp("Configuration file (default: <home>/agent.json if present).", valueName: "file"))
-    var config: String?
+/// The agent, as the command-line scaffold knows it.
+enum AgentTool: HomeTool {
+    static let name = "jetbridge-agent"
+    static let errorPrefix = "Error: "
+    static let defaultHome = AgentHome.defaultPath
+    static let configurationFileName = "agent.json"
+}
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp("Agent home (default: $JETBRIDGE_HOME, else .jetbridge/agent).", valueName: "dir"))
-    var home: String?
+/// `--config`, `--home`, `--log-level`, `--log-format`: every subcommand includes them (`@OptionGroup`).
+typealias AgentOptions = GlobalOptions<AgentTool>
 
-    /// `--log-level`, `--log-format` (and their environment variables); `main` bootstraps logging from them.
-    @OptionGroup var logging: LoggingOptions
-
+extension GlobalOptions where Tool == AgentTool {
     /// The resolved configuration, with a command's own flags applied.
     func resolve(_ overrides: AgentConfiguration.Overrides = .init()) throws(AgentError) -> AgentConfiguration {
         let home = AgentHome.resolve(

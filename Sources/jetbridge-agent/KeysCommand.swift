@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import SystemSupport
 import JetbridgeAgent
 
 /// `keys`: this device's CURVE key pair.
@@ -21,13 +23,13 @@ struct GenerateKeysCommand: ParsableCommand {
             pair unless --force is given.
             """)
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Flag(help: "Replace an existing key pair (the ground must then allow the new public key).")
     var force = false
 
     func run() throws {
-        let configuration = try root.options.resolve()
+        let configuration = try options.resolve()
         let publicKey = try DeviceKeys.generate(in: configuration.home, force: force)
         print(
             """

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import SystemSupport
 import JetbridgeAgent
 import JetbridgeModel
 
@@ -24,7 +26,7 @@ struct OrderCommand: ParsableCommand {
             """
     )
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Option(
         help: ArgumentHelp("The passenger's seat: row 1–99 and a letter A–K (no I), such as 17B.", valueName: "seat"))
@@ -59,7 +61,7 @@ struct OrderCommand: ParsableCommand {
     }
 
     func run() throws {
-        let service = try root.options.service()
+        let service = try options.service()
         let lines = items.map { (name: $0.name, count: $0.count) }
         let order =
             if let amend {

@@ -1,15 +1,12 @@
 import Foundation
 import JetbridgeModel
+import SystemSupport
 
 /// Printing for people and scripts: results on standard output, problems on standard error.
 enum Output {
-    /// Writes `Error: message` to standard error, as argument-parser does for usage errors.
-    static func error(_ message: String) {
-        standardError("Error: \(message)\n")
-    }
-
+    /// Writes whole lines to standard error, on lines of their own (SystemSupport's `StandardError`).
     static func standardError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardError.write(lines: text)
     }
 
     /// Prints a value as JSON: sorted keys (Foundation on Linux does not keep declaration order), ISO 8601 dates.

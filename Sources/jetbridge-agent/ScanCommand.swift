@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAgent
+import JetbridgeCLI
+import JetbridgeLogging
+import Logging
 import JetbridgeModel
 import SystemSupport
 
@@ -31,7 +34,7 @@ struct ScanCommand: ParsableCommand {
         case origin, destination
     }
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Option(help: ArgumentHelp("Where the bag is: origin (departing) or destination (arriving).", valueName: "point"))
     var at: Point
@@ -58,7 +61,7 @@ struct ScanCommand: ParsableCommand {
     }
 
     func run() throws {
-        let service = try root.options.service()
+        let service = try options.service()
         let point: ScanPoint = at == .origin ? .origin : .destination
         let summary: ScanSummary
         if let tag {
@@ -67,17 +70,24 @@ struct ScanCommand: ParsableCommand {
             let (fd, name) = try openInput()
             defer { if fd != 0 { close(fd) } }
             if fd == 0, isatty(0) != 0 {
-                Output.standardError("reading tags from standard input, one per line; end with Ctrl-D\n")
+                LogOutput.write(
+                    "reading tags from standard input, one per line; end with Ctrl-D", level: .notice,
+                    label: AgentTool.name)
             }
             var reported = 0
             summary = try service.recordScans(fd: fd, name: name, at: point, flight: flight) { rejected in
                 reported += 1
                 if reported <= Self.maxReportedLines {
-                    Output.standardError("line \(rejected.line): \(rejected.reason)\n")
+                    LogOutput.write(
+                        "line \(rejected.line): \(rejected.reason)", level: .warning, label: AgentTool.name,
+                        metadata: ["line": .stringConvertible(rejected.line)])
                 }
             }
             if reported > Self.maxReportedLines {
-                Output.standardError("… and \(NumberText.grouped(reported - Self.maxReportedLines)) more rejected lines\n")
+                LogOutput.write(
+                    "… and \(NumberText.grouped(reported - Self.maxReportedLines)) more rejected lines",
+                    level: .warning, label: AgentTool.name,
+                    metadata: ["moreRejectedLines": .stringConvertible(reported - Self.maxReportedLines)])
             }
         }
         if json {
@@ -87,7 +97,7 @@ struct ScanCommand: ParsableCommand {
             if summary.rejected > 0 { text += "; \(Output.count(summary.rejected, "line")) rejected" }
             print(text)
         }
-        if summary.rejected > 0 { throw ExitCode(AgentError.Code.dataError.exitCode) }
+        if summary.rejected > 0 { throw ExitCode(.dataError) }
     }
 
     private func openInput() throws(AgentError) -> (Int32, String) {

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import SystemSupport
 import JetbridgeAgent
 import JetbridgeModel
 
@@ -10,13 +12,13 @@ struct StatusCommand: ParsableCommand {
         abstract: "Show the device, its flight, queued and unacknowledged records, quarantined damage, last sync.",
         discussion: "Reads the queue without changing it; safe to run while capture and sync run.")
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Flag(help: "Print JSON.")
     var json = false
 
     func run() throws {
-        let status = try root.options.service().status()
+        let status = try options.service().status()
         if json {
             try Output.json(status)
             return

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import JetbridgeLogging
+import SystemSupport
 import JetbridgeAgent
 import JetbridgeProtocol
 import Logging
@@ -32,7 +35,7 @@ struct SyncCommand: AsyncParsableCommand {
             69 the ground speaks another protocol version, 75 stopped or timed out with records unacknowledged.
             """)
 
-    @ParentCommand var root: JetbridgeAgentCommand
+    @OptionGroup var options: AgentOptions
 
     @Option(
         name: .customLong("to"),
@@ -90,19 +93,20 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try root.options.resolve()
+        let configuration = try options.resolve()
         let logger = Logger(label: "jetbridge-agent.sync")
         let grounds = try configuration.aggregators(to: dataEndpoints, acks: ackEndpoints, serverKeys: serverKeys)
         var aggregators = grounds.map { SyncOptions.Aggregator(dataEndpoint: $0.data, ackEndpoint: $0.acks) }
         let security: SyncOptions.Security
         if insecure {
-            Output.standardError(
-                """
-                WARNING: --insecure: records go to the ground UNENCRYPTED and UNAUTHENTICATED.
-                WARNING: anyone on the network can read them, and the ground cannot tell who sent them.
-                WARNING: use this for development only.
-
-                """)
+            LogOutput.write(
+                "--insecure: records go to the ground unencrypted and unauthenticated: anyone on the network can "
+                    + "read them, and the ground cannot tell who sent them; use this for development only",
+                text: """
+                    WARNING: --insecure: records go to the ground UNENCRYPTED and UNAUTHENTICATED.
+                    WARNING: anyone on the network can read them, and the ground cannot tell who sent them.
+                    WARNING: use this for development only.
+                    """, level: .warning, label: logger.label)
             security = .insecure
         } else {
             let keys = try DeviceKeys.load(from: configuration.home)
@@ -124,7 +128,16 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let options = SyncOptions(
             aggregators: aggregators, security: security, untilDrained: untilDrained, timeout: timeout)
-        let reporter = ProgressReporter(terminal: isatty(2) != 0)
+        // With --log-format json, plain progress lines, each a JSON object like every other line on standard error;
+        // no bar, which is no JSON.
+        let jsonLogs = LogOutput.format == .json
+        var progressLine: (@Sendable (String) -> Void)?
+        if jsonLogs {
+            progressLine = { line in
+                LogOutput.write(String(line.dropLast()), level: Logger.Level.info, label: "jetbridge-agent.sync")
+            }
+        }
+        let reporter = ProgressReporter(terminal: isatty(2) != 0 && !jsonLogs, write: progressLine)
         // The ServiceGroup lives here, in @main, as service-lifecycle intends: it turns SIGTERM and SIGINT into a
         // graceful stop (no more sends, a short wait for acks, the queue acknowledged over what was confirmed).
         let service = SyncService(
@@ -155,7 +168,7 @@ struct SyncCommand: AsyncParsableCommand {
             if outcome.exitCode != 0 {
                 throw AgentError(
                     .tryAgain,
-                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `jetbridge-agent sync` again"
+                    "sync \(outcome.result)\(outcome.problem.map { "; \($0)" } ?? ""); the records stay queued: run `\(configuration.home.command("sync"))` again"
                 )
             }
         }

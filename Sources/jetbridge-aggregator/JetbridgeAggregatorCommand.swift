@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import JetbridgeAggregator
-import JetbridgeModel
-import JetbridgeOperations
+import JetbridgeCLI
+import JetbridgeProtocol
 import Logging
 import SystemSupport
 import JetbridgeStore
@@ -25,7 +25,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
               jetbridge-aggregator --home ground serve
               jetbridge-aggregator --home ground report flights --format html
               jetbridge-aggregator --home ground receipts rebuild
-              jetbridge-aggregator --home ground store migrate --store postgres://jetbridge@db:5432/jetbridge
+              jetbridge-aggregator store migrate --store postgres://db.example/jetbridge
 
             Exit codes (sysexits; the same as jetbridge-agent's for the same situation, docs/EXIT-CODES.md): \
             0 done, 64 usage, 65 bad input data (also a home another user owns that others may write), 66 missing \
@@ -36,89 +36,38 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
             The home is kept 0700: one that group or others may enter is tightened when this user owns it, refused \
             when another user owns it and others may write it. No file is ever written through a symbolic link.
             """,
-        version: JetbridgeVersion.line(for: "jetbridge-aggregator"),
+        version: JetbridgeVersion.line(for: AggregatorTool.name),
         subcommands: [Serve.self, Status.self, Report.self, Receipts.self, StoreCommand.self, Keys.self, Devices.self])
 
-    /// Runs the command; an ``AggregatorError`` becomes its message on stderr and its sysexits code.
+    /// Parses and runs the command (JetbridgeCLI's `main`): an ``AggregatorError`` ends it with its message on
+    /// standard error and its exit status.
     static func main() async {
         // A crash (or a fatal signal from outside) ends the process after its backtrace, so a supervisor restarts it.
-        FatalSignals.install(program: "jetbridge-aggregator")
+        FatalSignals.install(program: AggregatorTool.name)
         // Everything the ground writes (store, receipts, allow list, reports) is private to its account, like the
         // agent's files (DESIGN: captured data is private): 0600 files, 0700 directories, whatever the caller's umask.
         umask(0o077)
-        let arguments = movingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
-        suggestSubcommand(arguments)
-        do {
-            var command = try parseAsRoot(arguments)
-            // After parsing: --log-level and --log-format are options of the command.
-            LoggingOptions.bootstrap(defaultLevel: command is Serve ? .info : .warning)
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
-            } else {
-                try command.run()
-            }
-        } catch let error as AggregatorError {
-            FileHandle.standardError.write(Data("jetbridge-aggregator: \(error.message)\n".utf8))
-            Foundation.exit(error.exitCode)
-        } catch {
-            exit(withError: error)
-        }
+        await CommandLineMain.run(
+            Self.self, tool: AggregatorTool.self, globalOptions: GroundOptions.names,
+            defaultLogLevel: { $0 is Serve ? .info : .warning })
     }
 }
 
-/// Exits 64 with a "did you mean" when the first word is not a subcommand (`reprot`); argument-parser would only
-/// say "Unexpected argument".
-func suggestSubcommand(_ arguments: [String]) {
-    let names = JetbridgeAggregatorCommand.configuration.subcommands.map { $0._commandName }
-    guard let word = arguments.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else { return }
-    let hint = Spelling.closest(to: word, among: names).map { "; did you mean '\($0)'?" } ?? "."
-    FileHandle.standardError.write(
-        Data("Error: unknown command '\(word)'\(hint) Commands: \(names.joined(separator: ", ")).\n".utf8))
-    exit(64)
+/// The aggregator, as the command-line scaffold knows it.
+enum AggregatorTool: HomeTool {
+    static let name = "jetbridge-aggregator"
+    static let errorPrefix = "jetbridge-aggregator: "
+    static let defaultHome = AggregatorHome.defaultPath
+    static let configurationFileName = "aggregator.json"
 }
 
-/// Moves `--home`/`--config` written before the subcommand (`jetbridge-aggregator --home DIR serve`) behind it:
-/// every leaf command declares them through ``GlobalOptions``, and argument-parser reads a command's options only
-/// after its name.
-func movingGlobalOptions(_ arguments: [String]) -> [String] {
-    var leading: [String] = []
-    var rest = arguments[...]
-    while let first = rest.first, ["--home", "--config", "--log-level", "--log-format"].contains(where: { first == $0 || first.hasPrefix($0 + "=") }) {
-        leading.append(rest.removeFirst())
-        if !first.contains("="), let value = rest.first {
-            leading.append(value)
-            rest.removeFirst()
-        }
-    }
-    // In front of a `--` terminator (`devices allow cart-1 -- -KEY`: Z85 keys may start with '-'), not behind it.
-    var arguments = Array(rest)
-    arguments.insert(contentsOf: leading, at: arguments.firstIndex(of: "--") ?? arguments.endIndex)
-    return arguments
-}
+/// `--config`, `--home`, `--log-level`, `--log-format`: every leaf command includes them (`@OptionGroup`).
+typealias GroundOptions = GlobalOptions<AggregatorTool>
 
-/// Options every command takes.
-struct GlobalOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            "Configuration file (default: <home>/aggregator.json if present, else built-in defaults).",
-            valueName: "file"))
-    var config: String?
-
-    @Option(
-        help: ArgumentHelp("Home directory (default: $JETBRIDGE_HOME, else .jetbridge/aggregator).", valueName: "dir"))
-    var home: String?
-
-    @OptionGroup var logging: LoggingOptions
-
+extension GlobalOptions where Tool == AggregatorTool {
     var aggregatorHome: AggregatorHome { AggregatorHome(flag: home) }
 
     func configuration() throws -> AggregatorConfiguration {
         try aggregatorHome.configuration(file: config)
     }
-}
-
-/// The command's logger; `main` bootstrapped logging from `--log-level`/`--log-format` (`defaultLevel` is the level
-/// it used when neither they nor the environment give one).
-func bootstrapLogging(_ defaultLevel: Logger.Level) -> Logger {
-    Logger(label: "jetbridge-aggregator")
 }

@@ -1,9 +1,12 @@
 public import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import JetbridgeLogging
 public import JetbridgeAggregator
 import JetbridgeModel
 import Logging
 import JetbridgeStore
+import SystemSupport
 
 extension ReportKind: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
@@ -30,7 +33,7 @@ struct Report: ParsableCommand {
             store), 75 the store is busy, 1 other failures.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
     @OptionGroup var storeOption: StoreOption
 
     @Argument(help: "flights, items, luggage or devices.")
@@ -55,7 +58,8 @@ struct Report: ParsableCommand {
     var output: String?
 
     func validate() throws {
-        if let flight, (try? FlightID(flight)) == nil {
+        // A flight typed by a person is read as the agent reads one: any case, surrounding spaces ignored.
+        if let flight, (try? FlightID(parsing: flight)) == nil {
             throw ValidationError("'\(flight)' is not a flight id like ZA101/2026-11-21")
         }
         if flight != nil, kind == .devices {
@@ -67,12 +71,12 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
-        let logger = bootstrapLogging(.warning)
+        let logger = Logger(label: AggregatorTool.name)
         let store = try AggregatorTools.openStore(
             home: global.aggregatorHome, configuration: storeOption.applied(to: global.configuration()), logger: logger)
         defer { try? store.close() }
         let text = try AggregatorTools.report(
-            kind, flight: try flight.map { try FlightID($0) }, status: Set(status), format: format, store: store)
+            kind, flight: try flight.map { try FlightID(parsing: $0) }, status: Set(status), format: format, store: store)
         if let output {
             try AggregatorTools.write(text, to: URL(fileURLWithPath: output))
         } else {
@@ -102,11 +106,11 @@ struct Receipts: ParsableCommand {
                 unreachable, 75 the store is busy, 1 other failures.
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
         @OptionGroup var storeOption: StoreOption
 
         func run() throws {
-            let logger = bootstrapLogging(.warning)
+            let logger = Logger(label: AggregatorTool.name)
             let configuration = storeOption.applied(to: try global.configuration())
             let store = try AggregatorTools.openStore(
                 home: global.aggregatorHome, configuration: configuration, logger: logger)
@@ -116,11 +120,12 @@ struct Receipts: ParsableCommand {
             print(Self.describe(summary))
             guard summary.failed.isEmpty else {
                 for failure in summary.failed {
-                    FileHandle.standardError.write(
-                        Data("no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)\n".utf8))
+                    LogOutput.write(
+                        "no receipt for \(failure.flight) seat \(failure.seat): \(failure.reason)", level: .error,
+                        label: logger.label)
                 }
                 throw AggregatorError(
-                    .badConfiguration,
+                    .dataError,
                     "\(count(summary.failed.count, "seat")) with orders \(summary.failed.count == 1 ? "has" : "have") no receipt (listed above); the other receipts are written")
             }
         }

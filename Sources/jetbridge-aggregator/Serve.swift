@@ -1,18 +1,21 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
+import JetbridgeLogging
 import JetbridgeAggregator
 import JetbridgeProtocol
 import Logging
 import ServiceLifecycle
 import SystemSupport
 import UnixSignals
+import SystemSupport
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Bind the data and ack endpoints and store batches until SIGTERM or SIGINT.",
         discussion: "SIGHUP reloads the allow list (it is also reloaded within a second of changing).")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
     @OptionGroup var storeOption: StoreOption
 
     @Option(
@@ -64,15 +67,15 @@ struct Serve: AsyncParsableCommand {
         logger.debug(
             "open-files limit", metadata: ["before": "\(openFiles.before)", "now": "\(openFiles.after)"])
         if configuration.insecure {
-            FileHandle.standardError.write(
-                Data(
-                    """
+            LogOutput.write(
+                "INSECURE MODE: CURVE is off: batches travel unencrypted and any device id in a header is believed; "
+                    + "never use this outside development",
+                text: """
                     ************************************************************************
                     WARNING: INSECURE MODE. CURVE is OFF: batches travel unencrypted and any
                     device id in a header is believed. Never use this outside development.
                     ************************************************************************
-
-                    """.utf8))
+                    """, level: .warning, label: logger.label)
         }
         // The ServiceGroup listens for SIGTERM/SIGINT from before the server is built: a stop that comes while it
         // binds and opens the store (a supervisor may stop `serve` at once) is a graceful one, exit 0.

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
 import JetbridgeModel
-import JetbridgeOperations
+import JetbridgeLogging
+import SystemSupport
 
 /// `status`: one screen about the `serve` running on this home, from the status file it keeps current.
 struct Status: ParsableCommand {
@@ -14,7 +16,7 @@ struct Status: ParsableCommand {
             has not written its status yet.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: GroundOptions
 
     @Flag(help: "Print the status as JSON (the fields of <home>/status.json, plus \"running\": true).")
     var json = false
@@ -24,12 +26,12 @@ struct Status: ParsableCommand {
         guard let pid = HomeLock.holder(of: home) else {
             throw AggregatorError(
                 .unavailable,
-                "no jetbridge-aggregator serve is running on the home \(home.directory.path) (nothing holds \(home.directory.appendingPathComponent(HomeLock.fileName).path)); start one with `jetbridge-aggregator serve`"
+                "no jetbridge-aggregator serve is running on the home \(home.directory.path) (nothing holds \(home.directory.appendingPathComponent(HomeLock.fileName).path)); start one with `\(home.command("serve"))`"
             )
         }
         guard let status = try ServeStatus.read(home: home) else {
             throw AggregatorError(
-                .temporary,
+                .tryAgain,
                 "jetbridge-aggregator serve (pid \(pid)) is running on \(home.directory.path) but has not written its status yet; try again in a few seconds"
             )
         }
@@ -100,13 +102,36 @@ struct Status: ParsableCommand {
         let counts = status.handshakes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         lines.append("handshakes        " + (counts.isEmpty ? "none" : counts.joined(separator: ", ")))
         if !status.recentRefusedHandshakes.isEmpty {
+            // One row per key (and result and address), newest first, with how many of the recent refusals it had:
+            // a device with a stale key reconnecting all day is one row, not ten.
             lines += table(
-                [["TIME", "RESULT", "KEY", "ADDRESS"]]
-                    + status.recentRefusedHandshakes.reversed().map {
-                        [$0.time.formatted(.iso8601), $0.result, clean($0.publicKey ?? "-"), clean($0.address)]
+                [["LAST", "RESULT", "KEY", "ADDRESS", "COUNT"]]
+                    + refusalGroups(status.recentRefusedHandshakes).map {
+                        [
+                            $0.last.formatted(.iso8601), $0.result, clean($0.publicKey ?? "-"), clean($0.address),
+                            g($0.count),
+                        ]
                     })
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Refused handshakes grouped by result, key and address: the latest time and the count of each, newest first.
+    static func refusalGroups(
+        _ refusals: [ServeStatus.RefusedHandshake]
+    ) -> [(result: String, publicKey: String?, address: String, last: Date, count: Int)] {
+        var groups: [(result: String, publicKey: String?, address: String, last: Date, count: Int)] = []
+        for refusal in refusals {
+            if let index = groups.firstIndex(where: {
+                $0.result == refusal.result && $0.publicKey == refusal.publicKey && $0.address == refusal.address
+            }) {
+                groups[index].count += 1
+                groups[index].last = max(groups[index].last, refusal.time)
+            } else {
+                groups.append((refusal.result, refusal.publicKey, refusal.address, refusal.time, 1))
+            }
+        }
+        return groups.sorted { $0.last > $1.last }
     }
 
     /// `40120` → `40,120`.

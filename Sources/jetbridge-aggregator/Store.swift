@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JetbridgeCLI
 import JetbridgeAggregator
 import Logging
 
@@ -35,7 +36,7 @@ struct StoreCommand: ParsableCommand {
 
                 Examples:
                   jetbridge-aggregator store migrate
-                  jetbridge-aggregator store migrate --store postgres://jetbridge@db.example:5432/jetbridge
+                  jetbridge-aggregator store migrate --store postgres://db.example/jetbridge
 
                 In the URL, the user and the password are percent-encoded, decoded once as libpq does: write % as \
                 %25, @ as %40, : as %3A, / as %2F (better: PGPASSWORD, or ?password_file=PATH, a file only its \
@@ -46,11 +47,11 @@ struct StoreCommand: ParsableCommand {
                 store (or its -wal, -shm, -journal), 75 the store is busy, 1 other failures.
                 """)
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup var global: GroundOptions
         @OptionGroup var storeOption: StoreOption
 
         func run() throws {
-            let logger = bootstrapLogging(.warning)
+            let logger = Logger(label: AggregatorTool.name)
             let configuration = storeOption.applied(to: try global.configuration())
             print(try AggregatorTools.migrateStore(home: global.aggregatorHome, configuration: configuration, logger: logger))
         }

@@ -1,7 +1,8 @@
 import ArgumentParser
 import FileQueue
 import Foundation
-import JetbridgeOperations
+import JetbridgeCLI
+import JetbridgeProtocol
 import SystemSupport
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import SystemSupport
 
 /// Operator tool for a FileQueue directory: check it, show it, and (for crash tests) append and acknowledge.
 @main
-struct JetbridgeQueue: ParsableCommand {
+struct JetbridgeQueue: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jetbridge-queue",
         abstract: "Inspect and check a Jetbridge file queue.",
@@ -18,15 +19,31 @@ struct JetbridgeQueue: ParsableCommand {
             fsck, status and dump never change the queue; append and ack open it (which repairs it). ack discards \
             records: it is for tests and recovery by hand, never for a device whose records the ground has not stored.
 
-            Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
+            Exit codes follow sysexits (docs/EXIT-CODES.md): 0 done, 64 usage, 65 damage found (fsck) or an ack \
+            past the last record, 66 no queue to ack, 1 other failures. The error line is JSON when \
+            $JETBRIDGE_LOG_FORMAT is json.
             """,
-        version: JetbridgeVersion.line(for: "jetbridge-queue"),
+        version: JetbridgeVersion.line(for: QueueTool.name),
         subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]
     )
+
+    /// Parses and runs the command (JetbridgeCLI's `main`).
+    static func main() async {
+        await CommandLineMain.run(Self.self, tool: QueueTool.self)
+    }
 }
 
-/// Exits with the code sysexits gives for damaged input data.
-let exitDataError = ExitCode(65)
+/// The queue tool, as the command-line scaffold knows it.
+enum QueueTool: CommandLineTool {
+    static let name = "jetbridge-queue"
+    static let errorPrefix = "Error: "
+}
+
+/// A failure the queue tool reports: its message on standard error, its exit status.
+struct QueueToolError: ExitStatusError {
+    var message: String
+    var exitStatus: ExitStatus
+}
 
 struct Fsck: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -49,7 +66,7 @@ struct Fsck: ParsableCommand {
                 "\(status.segments) segment\(status.segments == 1 ? "" : "s"), \(status.records) record\(status.records == 1 ? "" : "s"), \(status.quarantined) quarantined, "
                     + (report.isClean ? "clean" : "\(report.problems.filter(\.kind.isDamage).count) damaged"))
         }
-        if !report.isClean { throw exitDataError }
+        if !report.isClean { throw ExitCode(.dataError) }
     }
 }
 
@@ -174,14 +191,12 @@ struct Ack: ParsableCommand {
     func run() throws {
         // Opening would create an empty queue where there is none; acknowledging into one is always a typo.
         guard FileSystem.exists(queue.directory) else {
-            FileHandle.standardError.write(Data("Error: no queue at \(queue.directory)\n".utf8))
-            throw ExitCode(66)
+            throw QueueToolError(message: "no queue at \(queue.directory)", exitStatus: .noInput)
         }
         do {
             try queue.open().acknowledge(through: through)
         } catch let error as FileQueueError where error.code == .invalidAcknowledgement {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
-            throw exitDataError
+            throw QueueToolError(message: error.message, exitStatus: .dataError)
         }
     }
 }

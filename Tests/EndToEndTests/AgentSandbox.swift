@@ -42,6 +42,16 @@ final class AgentSandbox: Sendable {
         try Self.run(Self.executable("jetbridge-agent"), arguments, in: directory, environment: environment)
     }
 
+    /// Runs `jetbridge-aggregator ARGS` in ``directory`` (no home added).
+    func aggregator(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        try Self.run(Self.executable("jetbridge-aggregator"), arguments, in: directory, environment: environment)
+    }
+
+    /// Runs `jetbridge-queue ARGS` in ``directory``.
+    func queueTool(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        try Self.run(Self.executable("jetbridge-queue"), arguments, in: directory, environment: environment)
+    }
+
     /// Writes a file under ``directory``, creating its parents.
     @discardableResult
     func write(_ data: Data, to name: String) throws -> URL {

@@ -15,6 +15,19 @@ struct CommandLineTests {
         }
     }
 
+    /// Issue 28: the agent's subcommands hid `--home`, `--config` and the log flags in their `--help` (the
+    /// aggregator's showed them): a user reading `sync --help` could not learn how to point it at a home. Both tools'
+    /// leaf commands now include the one set of global options (JetbridgeCLI's `GlobalOptions`).
+    @Test(arguments: [["order"], ["scan"], ["status"], ["sync"], ["keys", "generate"]])
+    func subcommandHelpShowsTheGlobalOptions(command: [String]) throws {
+        let sandbox = try AgentSandbox()
+        let run = try sandbox.agentWithoutHome(command + ["--help"])
+        #expect(run.status == 0, "\(run)")
+        for option in ["--home <dir>", "--config <file>", "--log-level <level>", "--log-format <format>"] {
+            #expect(run.stdout.contains(option), "\(command) --help lacks \(option):\n\(run.stdout)")
+        }
+    }
+
     @Test(
         "usage errors exit 64 and store nothing",
         arguments: [

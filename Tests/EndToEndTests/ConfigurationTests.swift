@@ -15,6 +15,18 @@ struct ConfigurationTests {
         </array></dict></plist>
         """
 
+    /// Issue 28: a JSON menu beside the property list, named by `inventory` like one.
+    @Test func aJSONMenuIsUsedLikeThePropertyList() throws {
+        let sandbox = try AgentSandbox()
+        try sandbox.write(#"{"currency": "EUR", "items": [{"name": "Tea", "unitPrice": 250}]}"#, to: "conf/menu.json")
+        let config = try sandbox.write(#"{"device": "cart-7", "inventory": "menu.json"}"#, to: "conf/agent.json")
+        let run = try sandbox.agent(["--config", config.path, "order", "--seat", "4D", "--item", "tea=2"])
+        #expect(run.status == 0 && run.stdout.contains("5.00 EUR (Tea ×2)"), "\(run)")
+        try sandbox.write(#"{"currency": "EUR", "items": [{"name": "Tea", "unitPrice": -1}]}"#, to: "conf/menu.json")
+        let bad = try sandbox.agent(["--config", config.path, "order", "--seat", "4D", "--item", "Tea"])
+        #expect(bad.status == 65 && bad.stderr.contains("menu.json"), "\(bad)")
+    }
+
     @Test("the configuration file sets device, flight, queue and inventory; flags override it")
     func configurationFile() throws {
         let sandbox = try AgentSandbox()

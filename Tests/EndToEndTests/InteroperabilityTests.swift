@@ -64,7 +64,7 @@ struct InteroperabilityTests {
             URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import msgpack"], in: URL(fileURLWithPath: "/"))
         guard check.status == 0 else {
             Issue.record(
-                "Python's msgpack package is missing, so the agent's records cannot be checked against another MessagePack library; install it with `pip install msgpack` (CI does). \(check.stderr)"
+                "Python's msgpack package is missing, so the agent's records cannot be checked against another MessagePack library; install it with `apt-get install python3-msgpack` (Debian 12's Python refuses `pip install` outside a virtual environment, PEP 668; CI installs it). \(check.stderr)"
             )
             return
         }

@@ -1,79 +1,136 @@
 import Foundation
+import JetbridgeTestKit
 import Testing
 
-/// Issue 10: the README's capture steps only worked from the checkout root (`../../config/Inventory.plist`). This runs
-/// every `$ ` command of the README's capture section in a fresh directory, as a reader would paste them, and checks
-/// each exit status against the transcript (`(exit N)`, else 0).
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The README's usage walkthrough runs as written, in order, from a fresh directory, and prints what the README
+/// shows.
+///
+/// Issue 10: the capture steps only worked from the checkout root. Issue 28: the walkthrough broke at its first ground
+/// command (the README built only `jetbridge-agent`), used a `cart-9` it never created, left `--home ground` out of the
+/// reports, and showed a `--help` that was no longer the tool's; the test then checked only the capture section's exit
+/// statuses. Now every `$ ` command of every block between "## Usage" and "## Architecture" runs in one shell, as a
+/// reader's terminal, with only the tools the README's build block builds on `PATH`, and each command's output is
+/// compared line by line with the README's after ``Transcript/normalize(_:)``.
 @Suite("README transcripts run as written")
 struct ReadmeTranscriptTests {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    struct Command {
-        var lines: [String]
-        var expectedStatus: Int32
+    /// The directory the README's commands work in; the test's own directory replaces it.
+    static let shownDirectory = "/tmp/demo"
+
+    /// The products the README's first `swift build` block builds: only these are on `PATH` for the walkthrough.
+    static func builtProducts(_ readme: String) throws -> [String] {
+        let blocks = try Transcript.blocks(in: readme, from: "## Usage", to: "## Architecture")
+        let build = try #require(blocks.first { $0.lines.contains { $0.hasPrefix("swift build") } })
+        return build.lines.joined(separator: " ").matches(of: /--product ([a-z-]+)/).map { String($0.output.1) }
     }
 
-    /// The `$ ` commands of the code blocks between `start` and `end`, with heredoc bodies, and their exit status.
-    static func commands(in readme: String, from start: String, to end: String) throws -> [Command] {
-        let lower = try #require(readme.range(of: start))
-        let upper = try #require(readme.range(of: end, range: lower.upperBound..<readme.endIndex))
-        var commands: [Command] = []
-        var inBlock = false
-        var heredoc: String?
-        for line in readme[lower.upperBound..<upper.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
-        {
-            let text = String(line)
-            if text.hasPrefix("```") {
-                inBlock.toggle()
-                continue
-            }
-            guard inBlock else { continue }
-            if let terminator = heredoc {
-                commands[commands.count - 1].lines.append(text)
-                if text == terminator { heredoc = nil }
-            } else if text.hasPrefix("$ ") {
-                let command = String(text.dropFirst(2))
-                commands.append(Command(lines: [command], expectedStatus: 0))
-                if let marker = command.range(of: "<<'") {
-                    heredoc = String(command[marker.upperBound...].prefix { $0 != "'" })
-                }
-            } else if let last = commands.indices.last, text.hasPrefix("(exit "),
-                let code = Int32(text.dropFirst(6).dropLast())
-            {
-                commands[last].expectedStatus = code
-            }
-        }
-        return commands
-    }
-
-    @Test func captureStepsRunFromAFreshDirectory() throws {
+    @Test func theWalkthroughRunsAsWrittenAndPrintsWhatItShows() throws {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let commands = try Self.commands(
-            in: readme, from: "Every block from here on runs as written", to: "### Sync: from the device to the ground")
-        #expect(commands.count >= 12)
-        let sandbox = try AgentSandbox()
-        let demo = sandbox.directory.appendingPathComponent("demo").path
-        // One shell, as a reader's terminal: `cd` and variables carry over; each command's status is printed.
-        var script = "set +e\n"
-        for (index, command) in commands.enumerated() {
-            script += command.lines.joined(separator: "\n").replacingOccurrences(of: "/tmp/demo", with: demo) + "\n"
-            script += "echo \"__status \(index) $?\" >&2\n"
+        let steps = try Transcript.steps(in: readme, from: "## Usage", to: "## Architecture")
+        #expect(steps.count >= 40, "\(steps.count) commands")
+
+        let sandbox = try TemporaryDirectory(prefix: "jetbridge-readme")
+        let outputs = sandbox.url.appendingPathComponent("outputs")
+        let bin = sandbox.url.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        // Only what the README builds: a tool it forgets to build is "command not found", as for its reader.
+        for product in try Self.builtProducts(readme) {
+            try FileManager.default.createSymbolicLink(
+                at: bin.appendingPathComponent(product), withDestinationURL: try BuiltExecutable.url(product))
         }
-        let bin = try AgentSandbox.executable("jetbridge-agent").deletingLastPathComponent().path
+        let demo = sandbox.url.appendingPathComponent("demo").path
+        // The README's ports (255xx) become free ones, so that runs in parallel never meet.
+        var ports: [String: String] = [:]
+        for port in Set(readme.matches(of: /\b255\d\d\b/).map { String($0.output) }) {
+            ports[port] = String(try Self.freePort())
+        }
+        func substitute(_ line: String) -> String {
+            var line = line.replacingOccurrences(of: Self.shownDirectory, with: demo)
+            for (shown, actual) in ports { line = line.replacingOccurrences(of: ":" + shown, with: ":" + actual) }
+            return line
+        }
+
+        // One shell, as a reader's terminal: `cd`, variables and background jobs carry over.
+        var script = "set +e\ncd \(sandbox.path)\n"
+        for (index, step) in steps.enumerated() {
+            script +=
+                "{\n" + step.command.map(substitute).joined(separator: "\n") + "\n} >\(outputs.path)/\(index) 2>&1\n"
+            script += "echo \"\(index) $?\" >>\(outputs.path)/statuses\n"
+        }
+        // Whatever the walkthrough left running.
+        script += "kill $(jobs -p) 2>/dev/null; wait\n"
         var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = bin + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        environment["PATH"] = bin.path + ":/usr/local/bin:/usr/bin:/bin"
         environment["JETBRIDGE_SRC"] = Self.packageRoot.path
-        environment["JETBRIDGE_HOME"] = nil
+        environment["COLUMNS"] = "80"
+        for variable in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] {
+            environment[variable] = nil
+        }
         let run = try AgentSandbox.run(
-            URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: sandbox.directory, environment: environment)
-        let statuses = run.stderr.split(separator: "\n").filter { $0.hasPrefix("__status ") }.map {
-            Int32($0.split(separator: " ")[2])!
+            URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: sandbox.url, environment: environment)
+
+        let statuses = try String(contentsOf: outputs.appendingPathComponent("statuses"), encoding: .utf8)
+            .split(separator: "\n").map { Int32($0.split(separator: " ")[1])! }
+        try #require(statuses.count == steps.count, "the script stopped early: \(run)")
+        // JETBRIDGE_README_TRANSCRIPT=FILE writes what each command printed, as the README would show it: to bring a
+        // transcript up to date after a change of output.
+        var transcript = ""
+        defer {
+            if let file = ProcessInfo.processInfo.environment["JETBRIDGE_README_TRANSCRIPT"] {
+                try? transcript.write(toFile: file, atomically: true, encoding: .utf8)
+            }
         }
-        #expect(statuses.count == commands.count, "\(run)")
-        for (command, status) in zip(commands, statuses) {
-            #expect(status == command.expectedStatus, "\(command.lines[0]) exited \(status)\n\(run)")
+        for (index, step) in steps.enumerated() {
+            var printed = try String(contentsOf: outputs.appendingPathComponent("\(index)"), encoding: .utf8)
+                .replacingOccurrences(of: demo, with: Self.shownDirectory)
+            for (shown, actual) in ports { printed = printed.replacingOccurrences(of: ":" + actual, with: ":" + shown) }
+            transcript +=
+                "$ " + step.command.joined(separator: "\n") + "\n" + printed
+                + (statuses[index] == 0 ? "" : "(exit \(statuses[index]))\n")
+            let actual = Transcript.normalize(printed).split(separator: "\n", omittingEmptySubsequences: false)
+                .map(String.init)
+            let expected = Transcript.normalize(step.output.map { $0 + "\n" }.joined())
+                .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(statuses[index] == step.status, "\(step) exited \(statuses[index]):\n\(printed)")
+            if actual != expected {
+                let mismatch =
+                    zip(expected, actual).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                    ?? min(expected.count, actual.count)
+                Issue.record(
+                    """
+                    \(step) prints something else than README.md shows (first difference at its output line \
+                    \(mismatch + 1)):
+                    README:  \(mismatch < expected.count ? expected[mismatch] : "(nothing)")
+                    printed: \(mismatch < actual.count ? actual[mismatch] : "(nothing)")
+                    --- all it printed:
+                    \(printed)
+                    """)
+            }
         }
-        #expect(run.stdout.contains("inventory       \(demo)/.jetbridge/agent/Inventory.plist"), "\(run.stdout)")
+    }
+
+    /// A TCP port that was free a moment ago.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TranscriptError(description: "no free port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -1,6 +1,7 @@
 import FileQueue
 import Foundation
 import JetbridgeProtocol
+import SystemSupport
 import Testing
 
 @testable import JetbridgeAgent

@@ -3,6 +3,7 @@ import JetbridgeModel
 import JetbridgeTestKit
 import Testing
 
+import SystemSupport
 @testable import JetbridgeAgent
 
 @Suite("AgentConfiguration")

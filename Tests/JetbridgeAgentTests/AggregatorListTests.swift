@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import SystemSupport
 @testable import JetbridgeAgent
 
 /// `ground` as a list of aggregators in `agent.json`, and the sync flags laid over it (docs/AGENT.md, "Several

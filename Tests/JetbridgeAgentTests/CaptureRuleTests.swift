@@ -5,6 +5,7 @@ import JetbridgeTestKit
 import Logging
 import Testing
 
+import SystemSupport
 @testable import JetbridgeAgent
 
 /// Issue 16, items 2, 4 and 5 at capture: the agent refuses what the ground would refuse, with the same rule, and

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeTestKit
 import Logging
 import Synchronization
+import SystemSupport
 import Testing
 import ZeroMQ
 

@@ -5,6 +5,7 @@ import JetbridgeProtocol
 import Logging
 import MessagePack
 import Synchronization
+import SystemSupport
 import Testing
 import ZeroMQ
 

@@ -2,6 +2,7 @@ import FileQueue
 import Foundation
 import JetbridgeProtocol
 import JetbridgeTestKit
+import SystemSupport
 import Testing
 
 @testable import JetbridgeAgent
@@ -232,7 +233,7 @@ struct SyncWindowTests {
     /// forward, never past a batch the ground has not stored or a record not set aside, and ends at the last record.
     @Test("random ack orders with duplicates and late acks", arguments: 0..<40)
     func randomOrders(seed: UInt64) throws {
-        var random = SplitMix(state: seed &+ 1000)
+        var random = JetbridgeTestKit.SplitMix(state: seed &+ 1000)
         let count = UInt64(20 + Int(random.next() % 200))
         var window = SyncWindow(
             acknowledgedThrough: 0,

@@ -9,6 +9,7 @@ import Synchronization
 import Testing
 import ZeroMQ
 
+import SystemSupport
 @testable import JetbridgeAgent
 
 /// A ground written in the test with the ZeroMQ library: PULL + ROUTER with CURVE and a ZAP handler, decoding with

@@ -5,6 +5,7 @@ import JetbridgeProtocol
 import MessagePack
 import Testing
 import ZeroMQ
+import SystemSupport
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,7 +1,6 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeStore
-import JetbridgeOperations
 import JetbridgeProtocol
 import JetbridgeTestKit
 import MessagePack
@@ -137,6 +136,9 @@ struct OperationsTests {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let home = ["--home", fixture.directory.appendingPathComponent("h").path]
+        // `devices list` needs a home that exists (66 otherwise, issue 28).
+        try FileManager.default.createDirectory(
+            at: fixture.directory.appendingPathComponent("h"), withIntermediateDirectories: true)
         for name in ["jetbridge-agent", "jetbridge-aggregator"] {
             let command = name == "jetbridge-agent" ? ["status"] : ["devices", "list"]
             let badEnvironment = try Self.tool(
@@ -216,14 +218,57 @@ struct OperationsTests {
         let warning = try #require(warnings.first)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(warning.utf8)) as? [String: Any])
         #expect(object["level"] as? String == "warning")
-        let metadata = try #require(object["metadata"] as? [String: String])
-        #expect(metadata["key"] == stranger.publicKeyZ85)
-        #expect(metadata["address"] == "127.0.0.1")
-        #expect(metadata["result"] == "refused-key")
+        let metadata = try #require(object["metadata"] as? [String: Any])
+        #expect(metadata["key"] as? String == stranger.publicKeyZ85)
+        #expect(metadata["address"] as? String == "127.0.0.1")
+        #expect(metadata["result"] as? String == "refused-key")
         // All ten reached the handler: the final statistics count them.
         let final = try #require(lines.first { $0.contains(#""message":"final statistics""#) })
-        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":"([0-9]+)"/)?.output.1)
+        let refused = try #require(final.firstMatch(of: /"refusedHandshakes":([0-9]+)/)?.output.1)
         #expect(Int(refused)! >= 10)
+    }
+
+    /// Issue 28: `status` listed one key that kept reconnecting ten times, one row per refusal. Refusals are grouped
+    /// by key (and result and address) with a count and the latest time.
+    @Test func statusGroupsRefusedHandshakesByKeyWithACount() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let serverKey = try Z85.decode(
+            try String(contentsOf: AggregatorHome(directory: fixture.directory).serverPublicKeyFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let (process, _, log) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let started = try await Self.waitForLog(log, "aggregator serving", process: process)
+        let data = try #require(started.firstMatch(of: /data=(tcp:\/\/[0-9.]+:[0-9]+)/)?.output.1)
+        let strangers = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
+        let context = try ZeroMQContext()
+        for (stranger, times) in [(strangers[0], 7), (strangers[1], 2)] {
+            for _ in 0..<times {
+                let push = try context.socket(.push)
+                try push.set(.linger, .zero)
+                try push.makeCurveClient(keys: stranger, serverPublicKey: serverKey)
+                let events = try push.monitor(events: .handshakeFailed)
+                try push.connect(String(data))
+                _ = await firstEvent(events) { _ in true }
+                try push.close(linger: .zero)
+            }
+        }
+        await context.terminate()
+        var text = ""
+        try await waitUntil("status shows the nine refusals") {
+            text = try CLI.run(home + ["status"], in: fixture.directory).stdout
+            return text.contains("refused-key 9")
+        }
+        let rows = text.split(separator: "\n").filter { $0.contains("refused-key") && !$0.contains("handshakes") }
+        #expect(rows.count == 2, "\(text)")
+        #expect(text.contains("COUNT"), "\(text)")
+        for (stranger, times) in [(strangers[0], 7), (strangers[1], 2)] {
+            let row = rows.first { $0.contains(stranger.publicKeyZ85) }
+            #expect(row?.hasSuffix("  \(times)") == true, "\(text)")
+        }
+        process.terminate()
+        process.waitUntilExit()
     }
 
     @Test func aClientWithAWrongServerKeyIsWarnedAboutOnceAsAFailedHandshake() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeTestKit
 import Testing
 
+import SystemSupport
 @testable import JetbridgeAggregator
 @testable import JetbridgeStore
 
@@ -79,7 +80,7 @@ struct PostgresLocationPasswordTests {
         let error = try #require(throws: AggregatorError.self) {
             try StoreLocation(url, home: AggregatorHome(directory: directory.url), environment: [:])
         }
-        #expect(error.code == .badConfiguration && error.exitCode == 65)
+        #expect(error.code == .dataError && error.exitCode == 65)
         #expect(
             error.message.contains("\(file.path) is accessible to group or others (mode \(String(mode, radix: 8)))"),
             "\(error)")

@@ -153,6 +153,24 @@ struct ReportTests {
         #expect(ReportRenderer().render(.devices(DeviceReport(devices: [])), as: .table).hasSuffix("(no devices)\n"))
     }
 
+    /// Issue 28: one long reason made the devices table ~200 characters wide. The table cuts it (the other formats
+    /// keep it whole).
+    @Test func theDevicesTableCutsALongLastRejectAndTheOtherFormatsKeepIt() throws {
+        let reason = "record 3: " + String(repeating: "a reason that goes on ", count: 10) + "END"
+        let report = DeviceReport(devices: [
+            DeviceStatistics(
+                device: "cart-1", lastSync: date(0), batches: 1, records: 2, new: 1, duplicates: 1, rejects: 1,
+                lastRejectAt: date(1), lastRejectReason: reason)
+        ])
+        let table = ReportRenderer().render(.devices(report), as: .table)
+        let widest = table.split(separator: "\n").map(\.count).max() ?? 0
+        #expect(widest <= 130, "\(table)")
+        #expect(table.contains("record 3: a reason") && table.contains("…") && !table.contains("END"), "\(table)")
+        for format in [ReportFormat.json, .csv, .html] {
+            #expect(ReportRenderer().render(.devices(report), as: format).contains("goes on END"), "\(format)")
+        }
+    }
+
     @Test func otherJSONReportsKeepTheirKeyOrder() throws {
         let report = DeviceReport(devices: [
             DeviceStatistics(

@@ -3,6 +3,7 @@ import JetbridgeAggregator
 import JetbridgeStore
 import Testing
 import ZeroMQ
+import SystemSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -29,6 +30,20 @@ struct ServerKeyFileTests {
         return home
     }
 
+    /// One mode rule for both tools' key files: the public key is 0600 like the secret (the home is private), whatever
+    /// the umask; it was written 0644 (0600 only when the command's umask happened to mask it).
+    @Test func bothKeyFilesAreOwnerOnly() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try home(fixture)
+        for file in [home.serverSecretKeyFile, home.serverPublicKeyFile] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file.path): \(String(mode ?? 0, radix: 8))")
+        }
+        let keys = try FileManager.default.attributesOfItem(atPath: home.keysDirectory.path)[.posixPermissions] as? Int
+        #expect(keys == 0o700)
+    }
+
     @Test(arguments: [0o640, 0o604, 0o644, 0o660, 0o606])
     func aSecretKeyOthersCanReachIsRefused(mode: Int) throws {
         let fixture = try Fixture()
@@ -36,7 +51,7 @@ struct ServerKeyFileTests {
         let home = try home(fixture)
         chmod(home.serverSecretKeyFile.path, mode_t(mode))
         let error = try #require(serve(fixture))
-        #expect(error.code == .badConfiguration)
+        #expect(error.code == .dataError)
         #expect(error.exitCode == 65)
         #expect(error.message.contains("accessible to group or others (mode \(String(mode, radix: 8)))"))
         #expect(error.message.contains("chmod 600 \(home.serverSecretKeyFile.path)"))
@@ -52,7 +67,7 @@ struct ServerKeyFileTests {
         try FileManager.default.removeItem(at: home.serverSecretKeyFile)
         try FileManager.default.createDirectory(at: home.serverSecretKeyFile, withIntermediateDirectories: false)
         let error = try #require(serve(fixture))
-        #expect(error.code == .badConfiguration)
+        #expect(error.code == .dataError)
         #expect(error.message.contains("\(home.serverSecretKeyFile.path) is a directory, not a key file"))
         #expect(!error.message.contains("run `jetbridge-aggregator"))
     }
@@ -63,7 +78,7 @@ struct ServerKeyFileTests {
         let home = try home(fixture)
         try FileManager.default.removeItem(at: home.serverSecretKeyFile)
         let error = try #require(serve(fixture))
-        #expect(error.code == .badConfiguration)
+        #expect(error.code == .dataError)
         #expect(error.message.contains("\(home.serverSecretKeyFile.path) is missing while"))
         #expect(error.message.contains("restore it from a backup"))
     }

@@ -7,6 +7,7 @@ import MessagePack
 import Synchronization
 import Testing
 import ZeroMQ
+import SystemSupport
 
 /// `serve` in this process with real sockets on loopback, CURVE on, and devices written with the ZeroMQ library.
 @Suite("Server: batches over ZeroMQ, acks after commit")

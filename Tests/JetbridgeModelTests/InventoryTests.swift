@@ -17,6 +17,27 @@ import Testing
         #expect(try Inventory(plist: encoder.encode(Inventory.example)) == .example)
     }
 
+    /// Issue 28: a JSON menu beside the property list (every other file of the tools is JSON); the same keys, the
+    /// same checks, chosen by the file's content.
+    @Test func readsAJSONMenu() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("menu.json")
+        try Data(#"{"currency": "USD", "items": [{"name": "Peanuts", "unitPrice": 200}, {"name": "Chips", "unitPrice": 300}, {"name": "Popcorn", "unitPrice": 400}]}"#.utf8).write(to: file)
+        #expect(try Inventory.load(from: file) == .example)
+        #expect(try Inventory.load(from: packageRoot.appendingPathComponent("config/Inventory.json")) == .example)
+        // Its errors say where, as the property list's do.
+        try Data(#"{"currency": "USD", "items": [{"name": "Tea", "unitPrice": -1}]}"#.utf8).write(to: file)
+        let negative = expectValidation(.negativePrice) { _ = try Inventory.load(from: file) }
+        #expect(negative?.file == file.path)
+        try Data(#"{"currency": "USD", "items": [{"name": "Tea"}]}"#.utf8).write(to: file)
+        let missing = expectValidation(.missingField) { _ = try Inventory.load(from: file) }
+        #expect(missing?.description.contains("unitPrice") == true, "\(String(describing: missing))")
+        try Data(#"{"currency": "USD", "items": [}"#.utf8).write(to: file)
+        let broken = expectValidation(.malformedJSON) { _ = try Inventory.load(from: file) }
+        #expect(broken?.description.contains("JSON") == true, "\(String(describing: broken))")
+    }
+
     @Test func missingFileNamesTheFile() throws {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

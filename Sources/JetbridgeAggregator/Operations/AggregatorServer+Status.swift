@@ -1,5 +1,4 @@
 import Foundation
-import JetbridgeOperations
 import JetbridgeProtocol
 import Logging
 import JetbridgeStore

@@ -2,6 +2,7 @@ public import Foundation
 public import JetbridgeModel
 public import Logging
 public import JetbridgeStore
+import SystemSupport
 
 /// The aggregator's one-shot commands (`report`, `receipts rebuild`), kept out of the executable so it stays thin.
 public enum AggregatorTools: Sendable {
@@ -9,7 +10,7 @@ public enum AggregatorTools: Sendable {
     /// connection sees committed snapshots and never blocks the writer) or the PostgreSQL database the `store`
     /// setting names (from any host; its schema is brought up to date first).
     /// - Throws: ``AggregatorError`` `.unavailable` when there is no SQLite store yet or PostgreSQL cannot be
-    ///   reached, `.badConfiguration` for a store URL that does not parse.
+    ///   reached, `.dataError` for a store URL that does not parse.
     public static func openStore(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws
         -> any StoreWriter
     {
@@ -87,16 +88,16 @@ public enum AggregatorTools: Sendable {
         try AtomicFile.write(Data(text.utf8), to: url, mode: 0o644)
     }
 
-    /// The operator's error for a failed read or receipt write: `.temporary` for a full disk or a busy store
+    /// The operator's error for a failed read or receipt write: `.tryAgain` for a full disk or a busy store
     /// (``FailureClass``), else by what failed.
     private static func readError(_ error: any Error, path: String) -> AggregatorError {
         if let temporary = AggregatorError(temporary: error, context: path) { return temporary }
         if let error = error as? PostgresStoreError {
-            return AggregatorError(error.unreachable ? .unavailable : .other, error.message)
+            return AggregatorError(error.unreachable ? .unavailable : .failure, error.message)
         }
         if let error = error as? StoreError {
-            return AggregatorError(error.code == .fileSystem ? .other : .badConfiguration, "\(error)")
+            return AggregatorError(error.code == .fileSystem ? .failure : .dataError, "\(error)")
         }
-        return AggregatorError(.other, "\(path): \(error)")
+        return AggregatorError(.failure, "\(path): \(error)")
     }
 }

@@ -44,7 +44,7 @@ final class HTTPConnections: @unchecked Sendable {
             case .summary(let count):
                 logger.warning(
                     "\(what) still at its connection cap",
-                    metadata: ["cap": "\(cap)", "timesSinceLastLine": "\(count)"])
+                    metadata: ["cap": .stringConvertible(cap), "timesSinceLastLine": .stringConvertible(count)])
             case .quiet:
                 break
             }

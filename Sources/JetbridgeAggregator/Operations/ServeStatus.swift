@@ -1,4 +1,5 @@
 public import Foundation
+import SystemSupport
 
 /// What a running `serve` says about itself in `<home>/status.json`, replaced atomically every
 /// ``writeInterval`` and removed when it stops; `jetbridge-aggregator status` reads it, and the home's lock
@@ -72,13 +73,13 @@ public struct ServeStatus: Codable, Hashable, Sendable {
 
     /// Reads the status a `serve` on `home` wrote.
     /// - Returns: nil when there is no file.
-    /// - Throws: ``AggregatorError`` `.other` when the file cannot be decoded.
+    /// - Throws: ``AggregatorError`` `.failure` when the file cannot be decoded.
     public static func read(home: AggregatorHome) throws -> ServeStatus? {
         guard let data = FileManager.default.contents(atPath: url(in: home).path) else { return nil }
         do {
             return try decoder.decode(ServeStatus.self, from: data)
         } catch {
-            throw AggregatorError(.other, "cannot read \(url(in: home).path): \(error)")
+            throw AggregatorError(.failure, "cannot read \(url(in: home).path): \(error)")
         }
     }
 

@@ -126,9 +126,9 @@ final class ReceiptWorker: @unchecked Sendable {
                             defer { firstGroup = false }
                             return firstGroup || !isStopping
                         })
-                    if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(written)"]) }
+                    if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": .stringConvertible(written)]) }
                     if let failed = failures.succeeded() {
-                        logger.notice("receipts refreshed again", metadata: ["failedRefreshes": "\(failed)"])
+                        logger.notice("receipts refreshed again", metadata: ["failedRefreshes": .stringConvertible(failed)])
                     }
                 } catch {
                     // The marks stay in the store; retried after the interval without waiting for another commit.
@@ -144,7 +144,7 @@ final class ReceiptWorker: @unchecked Sendable {
                     case .summary(let count):
                         logger.error(
                             "receipts still cannot be refreshed; retrying",
-                            metadata: ["error": "\(failure)", "refreshesSinceLastLine": "\(count)"])
+                            metadata: ["error": "\(failure)", "refreshesSinceLastLine": .stringConvertible(count)])
                     case .quiet: break
                     }
                 }

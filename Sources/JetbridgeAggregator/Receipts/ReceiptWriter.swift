@@ -85,7 +85,7 @@ public struct ReceiptWriter: Sendable {
             refreshed += chunk.count - failed
             after = last
         }
-        if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": "\(refreshed)"]) }
+        if refreshed > 0 { logger.debug("receipts refreshed", metadata: ["seats": .stringConvertible(refreshed)]) }
         return refreshed
     }
 

@@ -135,7 +135,11 @@ public struct ReportRenderer: Sendable {
         var table = full
         table.columns = shown.map { full.columns[$0] }
         table.rows = full.rows.map { row in shown.map { row[$0] } }
-        let cells = table.rows.map { $0.map { InertText.escape($0.display) } }
+        let cells = table.rows.map { row in
+            row.indices.map { index in
+                Self.cut(InertText.escape(row[index].display), to: table.columns[index].tableWidth)
+            }
+        }
         let widths = table.columns.indices.map { index in
             max(table.columns[index].heading.count, cells.map { $0[index].count }.max() ?? 0)
         }
@@ -155,6 +159,12 @@ public struct ReportRenderer: Sendable {
         for row in cells { out += line(row) }
         if cells.isEmpty { out += "(no \(table.title.lowercased()))\n" }
         return out
+    }
+
+    /// `text` in at most `width` characters: cut, with `…` as the last one, when longer.
+    static func cut(_ text: String, to width: Int?) -> String {
+        guard let width, text.count > width else { return text }
+        return text.prefix(width - 1) + "…"
     }
 
     // MARK: CSV

@@ -13,6 +13,9 @@ struct ReportTable {
         /// Left out of the table and the HTML page when no row has anything in it (CSV always has it, so its header
         /// stays the same).
         var optional = false
+        /// The most characters a cell shows in the text table, the rest cut and marked `…` (free text such as a
+        /// reject reason would make every row that wide); CSV, JSON and HTML show it whole.
+        var tableWidth: Int?
     }
 
     enum Cell {
@@ -104,6 +107,9 @@ extension ReportTable {
     }
 
     private static let errorColumn = Column(key: "error", heading: "Error", numeric: false, optional: true)
+
+    /// The width of a reason in the devices table: the table stays under about 120 columns.
+    static let reasonWidth = 40
 
     /// Bags in the luggage report's words: departed and not arrived is `in transit` while no bag of the flight has
     /// arrived, `missing` once one has (JSON keeps DESIGN.md's `missing`, departed and not arrived).
@@ -228,7 +234,8 @@ extension ReportTable {
                 Self.column("device", "Device"), Self.column("lastSync", "Last sync"),
                 Self.column("batches", "Batches", numeric: true), Self.column("records", "Records", numeric: true),
                 Self.column("new", "New", numeric: true), Self.column("duplicates", "Duplicates", numeric: true),
-                Self.column("rejects", "Rejects", numeric: true), Self.column("lastRejectReason", "Last reject"),
+                Self.column("rejects", "Rejects", numeric: true),
+                Column(key: "lastRejectReason", heading: "Last reject", numeric: false, tableWidth: Self.reasonWidth),
                 Self.column("limited", "Limited", numeric: true),
             ],
             rows: report.devices.map {

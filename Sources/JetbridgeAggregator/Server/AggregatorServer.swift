@@ -285,7 +285,7 @@ public final class AggregatorServer: Service, Sendable {
                     "data": "\(dataEndpoint)", "acks": "\(acksEndpoint)",
                     "mode": "\(insecure ? "INSECURE (no CURVE, device ids taken on trust)" : "CURVE")",
                     "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
-                    "allowedDevices": "\(allowedDevices)",
+                    "allowedDevices": .stringConvertible(allowedDevices),
                     "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
                 ])
             if insecure { StoreLoop.warnInsecure(logger) }

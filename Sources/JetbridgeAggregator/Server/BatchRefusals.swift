@@ -39,7 +39,7 @@ struct BatchRefusals: Sendable {
         let device = rejection.header?.device
         var metadata: Logger.Metadata = [
             "device": "\(InertText.escape(device ?? "?"))", "status": "\(rejection.status.rawValue)",
-            "index": "\(rejection.index)", "reason": "\(rejection.reason)",
+            "index": .stringConvertible(rejection.index), "reason": "\(rejection.reason)",
         ]
         if let logKey { metadata["key"] = "\(logKey)" }
         if log { logger.warning(warning, metadata: metadata) }

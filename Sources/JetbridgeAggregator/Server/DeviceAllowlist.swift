@@ -1,6 +1,7 @@
 public import Foundation
 import JetbridgeModel
 import ZeroMQ
+import SystemSupport
 
 /// The devices the aggregator admits: device id → CURVE public key (Z85), kept in `<home>/devices.json` as
 /// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change; optionally with

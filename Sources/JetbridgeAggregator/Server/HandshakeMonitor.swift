@@ -109,7 +109,7 @@ final class HandshakeMonitor: Sendable {
         logger.warning(
             "a handshake on the \(socket) socket failed: \(cause) (at most one warning per socket and cause every \(Int(interval.components.seconds)) s; 'suppressed' counts the failures since the last)",
             metadata: [
-                "result": "failed", "socket": "\(socket)", "endpoint": "\(endpoint)", "suppressed": "\(suppressed)",
+                "result": "failed", "socket": "\(socket)", "endpoint": "\(endpoint)", "suppressed": .stringConvertible(suppressed),
             ])
     }
 
@@ -132,7 +132,7 @@ final class HandshakeMonitor: Sendable {
         var metadata: Logger.Metadata = [
             "result": "\(decision.result.rawValue)", "address": "\(decision.address)",
             "mechanism": "\(decision.mechanism)",
-            "suppressed": "\(suppressed)",
+            "suppressed": .stringConvertible(suppressed),
         ]
         if let key = decision.publicKeyZ85 { metadata["key"] = "\(key)" }
         let what =

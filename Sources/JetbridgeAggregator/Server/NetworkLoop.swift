@@ -243,7 +243,7 @@ final class NetworkLoop: @unchecked Sendable {
                     guard routes.shouldWarn(about: key) else { continue }
                     logger.warning(
                         "ignored a hello: its routing id is not a secret (it needs \(AckRoutes.minimumSecretLength) or more random bytes, not starting with 0; see docs/PROTOCOL.md)",
-                        metadata: ["device": "\(hello.device)", "routingIDBytes": "\(route.count)"])
+                        metadata: ["device": "\(hello.device)", "routingIDBytes": .stringConvertible(route.count)])
                     continue
                 }
             }
@@ -317,7 +317,7 @@ final class NetworkLoop: @unchecked Sendable {
                 "batch limited",
                 metadata: [
                     "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
-                    "reason": "\(verdict.reason)", "retryAfter": "\(verdict.retryAfter)",
+                    "reason": "\(verdict.reason)", "retryAfter": .stringConvertible(verdict.retryAfter),
                 ])
         }
     }
@@ -353,7 +353,7 @@ final class NetworkLoop: @unchecked Sendable {
             ledger.allowlistReloaded()
             logger.info(
                 "allow list reloaded; applies to new connections and to every message from now on",
-                metadata: ["devices": "\(list.devices.count)", "file": "\(devicesFile.path)"])
+                metadata: ["devices": .stringConvertible(list.devices.count), "file": "\(devicesFile.path)"])
             return list
         } catch {
             logger.error("allow list not reloaded; keeping the previous one", metadata: ["error": "\(error)"])

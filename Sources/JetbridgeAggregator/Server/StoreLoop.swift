@@ -64,7 +64,7 @@ struct StoreLoop: Sendable {
                     try store.idleMaintenance()
                     uncheckpointed = false
                     if let failures = checkpointFailures.succeeded() {
-                        logger.notice("checkpoint succeeded again", metadata: ["failures": "\(failures)"])
+                        logger.notice("checkpoint succeeded again", metadata: ["failures": .stringConvertible(failures)])
                     }
                 } catch {
                     let failure = describeStoreFailure(error, path: storePath)
@@ -75,7 +75,7 @@ struct StoreLoop: Sendable {
                     case .summary(let count):
                         logger.warning(
                             "checkpoint still failing",
-                            metadata: ["error": "\(failure)", "timesSinceLastLine": "\(count)"])
+                            metadata: ["error": "\(failure)", "timesSinceLastLine": .stringConvertible(count)])
                     case .quiet: break
                     }
                 }
@@ -140,7 +140,7 @@ struct StoreLoop: Sendable {
             ledger.committed(in: elapsed)
             storeProblem.withLock { $0 = nil }
             if let failed = failures.succeeded() {
-                logger.notice("store transactions succeed again", metadata: ["failedTransactions": "\(failed)"])
+                logger.notice("store transactions succeed again", metadata: ["failedTransactions": .stringConvertible(failed)])
             }
             var new = 0
             for (batch, outcome) in zip(batches, outcomes) {
@@ -156,8 +156,8 @@ struct StoreLoop: Sendable {
             logger.debug(
                 "transaction committed",
                 metadata: [
-                    "batches": "\(batches.count)", "records": "\(records)", "new": "\(new)",
-                    "ms": "\(Int(elapsed.seconds * 1000))",
+                    "batches": .stringConvertible(batches.count), "records": .stringConvertible(records), "new": .stringConvertible(new),
+                    "ms": .stringConvertible(Int(elapsed.seconds * 1000)),
                 ])
             receipts.signal()
         } catch {
@@ -175,11 +175,11 @@ struct StoreLoop: Sendable {
             case .log:
                 logger.error(
                     "transaction failed; its batches were answered retry",
-                    metadata: ["batches": "\(batches.count)", "records": "\(records)", "error": "\(failure)"])
+                    metadata: ["batches": .stringConvertible(batches.count), "records": .stringConvertible(records), "error": "\(failure)"])
             case .summary(let count):
                 logger.error(
                     "transactions still failing; their batches were answered retry",
-                    metadata: ["error": "\(failure)", "transactionsSinceLastLine": "\(count)"])
+                    metadata: ["error": "\(failure)", "transactionsSinceLastLine": .stringConvertible(count)])
             case .quiet: break
             }
         }
@@ -207,16 +207,16 @@ struct StoreLoop: Sendable {
     {
         let now = ledger.statistics
         var metadata: Logger.Metadata = [
-            "batches": "\(now.storedBatches)", "records": "\(now.storedRecords)", "new": "\(now.newRecords)",
-            "duplicates": "\(now.duplicateRecords)", "rejected": "\(now.rejectedBatches)",
-            "retried": "\(now.retriedBatches)", "limited": "\(now.limitedBatches)",
-            "transactions": "\(now.transactions)",
-            "unroutableAcks": "\(now.unroutableAcks)",
-            "refusedHandshakes": "\(handshakes.snapshot.counts.filter { $0.key != "accepted" }.values.reduce(0, +))",
+            "batches": .stringConvertible(now.storedBatches), "records": .stringConvertible(now.storedRecords), "new": .stringConvertible(now.newRecords),
+            "duplicates": .stringConvertible(now.duplicateRecords), "rejected": .stringConvertible(now.rejectedBatches),
+            "retried": .stringConvertible(now.retriedBatches), "limited": .stringConvertible(now.limitedBatches),
+            "transactions": .stringConvertible(now.transactions),
+            "unroutableAcks": .stringConvertible(now.unroutableAcks),
+            "refusedHandshakes": .stringConvertible(handshakes.snapshot.counts.filter { $0.key != "accepted" }.values.reduce(0, +)),
         ]
         if seconds > 0 {
-            metadata["batchesPerSecond"] = "\(Int(Double(now.storedBatches - previous.storedBatches) / seconds))"
-            metadata["recordsPerSecond"] = "\(Int(Double(now.storedRecords - previous.storedRecords) / seconds))"
+            metadata["batchesPerSecond"] = .stringConvertible(Int(Double(now.storedBatches - previous.storedBatches) / seconds))
+            metadata["recordsPerSecond"] = .stringConvertible(Int(Double(now.storedRecords - previous.storedRecords) / seconds))
         }
         logger.info(final ? "final statistics" : "statistics", metadata: metadata)
     }

@@ -228,7 +228,7 @@ extension PostgresStore {
                         receipt claims expired before their files were written (this aggregator was stopped or \
                         slow); another aggregator rendered those seats, which are marked again
                         """,
-                        metadata: ["seats": "\(again.count)"])
+                        metadata: ["seats": .stringConvertible(again.count)])
                     try run(Self.markDirty(again.map { (seat: $0, count: 1) }))
                 }
                 return ((), true)

@@ -142,7 +142,7 @@ extension PostgresStore {
                 for (offset, statements) in Self.migrations.enumerated() where !applied.contains(offset + 1) {
                     for statement in statements { try run(PostgresQuery(unsafeSQL: statement)) }
                     try run("INSERT INTO schema_migrations (version) VALUES (\(offset + 1))")
-                    logger.info("store migrated", metadata: ["store": "\(location.redacted)", "version": "\(offset + 1)"])
+                    logger.info("store migrated", metadata: ["store": "\(location.redacted)", "version": .stringConvertible(offset + 1)])
                 }
                 return ((), true)
             }

@@ -296,7 +296,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             logger.notice(
                 "store reachable again",
                 metadata: [
-                    "store": "\(location.redacted)", "outageSeconds": "\(Int(Date().timeIntervalSince(since).rounded()))",
+                    "store": "\(location.redacted)", "outageSeconds": .stringConvertible(Int(Date().timeIntervalSince(since).rounded())),
                 ])
         }
     }
@@ -344,7 +344,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                     throw error
                 }
                 logger.debug(
-                    "store transaction retried", metadata: ["sqlstate": "\(error.sqlState ?? "")", "attempt": "\(attempt)"])
+                    "store transaction retried", metadata: ["sqlstate": "\(error.sqlState ?? "")", "attempt": .stringConvertible(attempt)])
                 Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
                 attempt += 1
             } catch {

@@ -1,5 +1,4 @@
 import Foundation
-import JetbridgeModel
 public import Logging
 import SystemSupport
 
@@ -8,15 +7,6 @@ import SystemSupport
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-/// How log lines look (`--log-format`, `JETBRIDGE_LOG_FORMAT`).
-public enum LogFormat: String, CaseIterable, Sendable {
-    /// `2026-11-24T14:47:10.123Z info jetbridge-aggregator: key=value [JetbridgeAggregator] message`, as swift-log's
-    /// StreamLogHandler lays it out, control characters escaped.
-    case text
-    /// One JSON object per line: `time`, `level`, `label`, `message`, `metadata`.
-    case json
-}
 
 /// Where log lines go: one `write(2)` per line under a lock, so lines of several threads never interleave.
 public final class LogSink: Sendable {
@@ -28,8 +18,9 @@ public final class LogSink: Sendable {
         self.write = write
     }
 
-    /// Standard error.
-    public static let standardError = LogSink { line in writeAll(2, line) }
+    /// Standard error, through SystemSupport's `StandardError`: a status line on screen (sync's progress bar) is
+    /// cleared before the line and drawn again after it, so a log line never continues it.
+    public static let standardError = LogSink { line in StandardError.write(lines: line) }
 
     func emit(_ line: String) {
         lock.lock()
@@ -38,12 +29,7 @@ public final class LogSink: Sendable {
     }
 }
 
-/// Writes all of `text` to `fd`; a failed write drops the rest (logging never stops the process).
-private func writeAll(_ fd: Int32, _ text: String) {
-    Array(text.utf8).withUnsafeBytes { _ = try? FileSystem.writeFully(fd, $0) }
-}
-
-/// The log handler of both tools: text or JSON lines, with every control, bidi and zero-width character in messages
+/// The log handler of every tool: text or JSON lines, with every control, bidi and zero-width character in messages
 /// and metadata escaped, because devices send free text and a raw ESC or CR in a log would reach the operator's
 /// terminal or split a line for the log shipper.
 public struct JetbridgeLogHandler: LogHandler {
@@ -80,23 +66,43 @@ public struct JetbridgeLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let own = event.metadata { merged.merge(own) { $1 } }
         if let error = event.error, merged["error"] == nil { merged["error"] = "\(error)" }
-        let time = Self.timestamp()
+        sink.emit(
+            LogLine.render(
+                format, level: event.level, label: label, source: event.source,
+                message: event.message.description, metadata: merged))
+    }
+}
+
+/// One log line in either format, as the handler writes it; also for lines the command line writes itself (its final
+/// error, a warning banner), so that with `--log-format json` every line on standard error is one JSON object.
+public enum LogLine {
+    /// The line, newline included.
+    /// - Parameters:
+    ///   - format: Text or JSON.
+    ///   - level: The event's level.
+    ///   - label: The logger's label (`jetbridge-agent.sync`).
+    ///   - source: The module that logged it (text lines show it as `[JetbridgeAgent]`).
+    ///   - message: The message.
+    ///   - metadata: The metadata.
+    public static func render(
+        _ format: LogFormat, level: Logger.Level, label: String, source: String, message: String,
+        metadata: Logger.Metadata
+    ) -> String {
+        let time = timestamp()
         switch format {
         case .text:
-            let pairs = merged.sorted { $0.key < $1.key }.map {
+            let pairs = metadata.sorted { $0.key < $1.key }.map {
                 LogEscaping.text($0.key) + "=" + MetadataLayout.text.render($0.value)
             }
             let fields = pairs.isEmpty ? "" : " " + pairs.joined(separator: " ")
             // StreamLogHandler's layout (so existing readers keep working), with escaping and UTC milliseconds.
-            sink.emit(
-                "\(time) \(event.level) \(LogEscaping.text(label)):\(fields) [\(event.source)] "
-                    + "\(LogEscaping.text(event.message.description))\n")
+            return "\(time) \(level) \(LogEscaping.text(label)):\(fields) [\(source)] \(LogEscaping.text(message))\n"
         case .json:
-            var line = "{\"time\":\"\(time)\",\"level\":\"\(event.level)\",\"label\":"
+            var line = "{\"time\":\"\(time)\",\"level\":\"\(level)\",\"label\":"
             line += LogEscaping.jsonString(label)
-            line += ",\"message\":" + LogEscaping.jsonString(event.message.description)
-            line += ",\"metadata\":" + MetadataLayout.json.render(.dictionary(merged)) + "}\n"
-            sink.emit(line)
+            line += ",\"message\":" + LogEscaping.jsonString(message)
+            line += ",\"metadata\":" + MetadataLayout.json.render(.dictionary(metadata)) + "}\n"
+            return line
         }
     }
 
@@ -117,7 +123,12 @@ public struct JetbridgeLogHandler: LogHandler {
 
 /// How a metadata value is written: in text lines `[a, b]` and `[key: value]`, in JSON lines `[a,b]` and
 /// `{"key":value}`; dictionaries sorted by key, so a line does not depend on hashing order.
+///
+/// In JSON lines a number logged as a number (`.stringConvertible(count)`: an integer, a finite floating-point
+/// value) is a JSON number and a `Bool` is `true`/`false`; everything else, text logged as text (`"\(count)"`
+/// included), is a string. Text lines show both alike.
 private struct MetadataLayout: Sendable {
+    let json: Bool
     let escape: @Sendable (String) -> String
     let separator: String
     let keySeparator: String
@@ -125,14 +136,16 @@ private struct MetadataLayout: Sendable {
     let dictionaryClose: String
 
     static let text = MetadataLayout(
-        escape: LogEscaping.text, separator: ", ", keySeparator: ": ", dictionaryOpen: "[", dictionaryClose: "]")
+        json: false, escape: LogEscaping.text, separator: ", ", keySeparator: ": ", dictionaryOpen: "[",
+        dictionaryClose: "]")
     static let json = MetadataLayout(
-        escape: LogEscaping.jsonString, separator: ",", keySeparator: ":", dictionaryOpen: "{", dictionaryClose: "}")
+        json: true, escape: LogEscaping.jsonString, separator: ",", keySeparator: ":", dictionaryOpen: "{",
+        dictionaryClose: "}")
 
     func render(_ value: Logger.MetadataValue) -> String {
         switch value {
         case .string(let string): escape(string)
-        case .stringConvertible(let value): escape(value.description)
+        case .stringConvertible(let value): (json ? Self.jsonLiteral(value) : nil) ?? escape(value.description)
         case .array(let values): "[" + values.map(render).joined(separator: separator) + "]"
         case .dictionary(let values):
             dictionaryOpen
@@ -140,39 +153,15 @@ private struct MetadataLayout: Sendable {
                 .joined(separator: separator) + dictionaryClose
         }
     }
-}
 
-/// Escapes for log output.
-public enum LogEscaping {
-    /// Whether `scalar` must never reach a log raw: what ``InertText`` does not call inert (C0 and C1 controls, DEL,
-    /// format characters such as bidi controls and zero-width characters, line and paragraph separators), the same
-    /// set every other output of device text escapes.
-    public static func mustEscape(_ scalar: Unicode.Scalar) -> Bool {
-        !InertText.isInert(scalar)
-    }
-
-    /// `text` with `\n`, `\r`, `\t` and `\u{XXXX}` in place of what ``mustEscape(_:)`` names.
-    public static func text(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: mustEscape) else { return text }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard mustEscape(scalar) else {
-                out.append(scalar)
-                continue
-            }
-            switch scalar {
-            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
-            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
-            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-            default: out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
-            }
+    /// `value` as a JSON number or boolean, or nil when it is neither (then it is written as a string).
+    private static func jsonLiteral(_ value: any CustomStringConvertible & Sendable) -> String? {
+        switch value {
+        case let value as any BinaryInteger: "\(value)"
+        case let value as Double where value.isFinite: "\(value)"
+        case let value as Float where value.isFinite: "\(value)"
+        case let value as Bool: value ? "true" : "false"
+        default: nil
         }
-        return String(out)
-    }
-
-    /// A JSON string literal (quotes included) with `"`, `\` and everything ``mustEscape(_:)`` names escaped
-    /// (``InertText/jsonLiteral(_:)``).
-    public static func jsonString(_ text: String) -> String {
-        InertText.jsonLiteral(text)
     }
 }

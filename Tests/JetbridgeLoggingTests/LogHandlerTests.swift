@@ -1,6 +1,6 @@
 import Foundation
 import JetbridgeModel
-import JetbridgeOperations
+import JetbridgeLogging
 import Logging
 import Testing
 
@@ -41,6 +41,34 @@ struct LogHandlerTests {
         #expect(time.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(time)")
     }
 
+    /// Issue 28: metadata numbers were JSON strings (`"allowedDevices":"0"`). A value logged as a number is a JSON
+    /// number (a Bool a JSON boolean); text stays text, also when it reads as a number (a device id `"123"`); text
+    /// lines show both alike.
+    @Test func numbersLoggedAsNumbersAreJSONNumbers() throws {
+        let lines = Lines()
+        let json = Logger(label: "jetbridge-aggregator") {
+            JetbridgeLogHandler(label: $0, level: .info, format: .json, sink: lines.sink)
+        }
+        let text = Logger(label: "jetbridge-aggregator") {
+            JetbridgeLogHandler(label: $0, level: .info, format: .text, sink: lines.sink)
+        }
+        let metadata: Logger.Metadata = [
+            "count": .stringConvertible(3), "big": .stringConvertible(UInt64.max), "rate": .stringConvertible(2.5),
+            "infinite": .stringConvertible(Double.infinity), "on": .stringConvertible(true), "device": "123",
+            "nested": ["inner": .stringConvertible(-7)],
+        ]
+        json.info("numbers", metadata: metadata)
+        text.info("numbers", metadata: metadata)
+        let all = lines.all
+        try #require(all.count == 2)
+        #expect(all[0].contains(#""big":18446744073709551615,"count":3,"device":"123","infinite":"inf","#), "\(all[0])")
+        #expect(all[0].contains(#""nested":{"inner":-7},"on":true,"rate":2.5"#), "\(all[0])")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(all[0].utf8)) as? [String: Any])
+        let values = try #require(object["metadata"] as? [String: Any])
+        #expect(values["count"] as? Int == 3 && values["device"] as? String == "123")
+        #expect(all[1].contains("big=18446744073709551615 count=3 device=123 infinite=inf nested=[inner: -7] on=true rate=2.5"), "\(all[1])")
+    }
+
     @Test func textEscapesControlBidiAndZeroWidthCharacters() throws {
         let lines = Lines()
         let logger = Logger(label: "jetbridge-agent") {
@@ -53,7 +81,7 @@ struct LogHandlerTests {
         #expect(line.contains(#"seat \u{1B}[2J\rX"#), "\(line)")
         #expect(line.contains(#"name=Pea\u{202E}nuts\u{200B}\tok"#), "\(line)")
         #expect(line.contains(" info jetbridge-agent: name="), "\(line)")
-        #expect(line.contains(" [JetbridgeOperationsTests] seat "), "\(line)")
+        #expect(line.contains(" [JetbridgeLoggingTests] seat "), "\(line)")
     }
 
     /// Logs escape what every other output of device text escapes (InertText): the Arabic letter mark, the soft
@@ -85,9 +113,9 @@ struct LogHandlerTests {
 
     @Test func badLevelsAndFormatsFromFlagsOrEnvironmentAreUsageErrors() throws {
         func settings(_ level: String?, _ format: String?, _ environment: [String: String]) throws
-            -> LoggingOptions.Settings
+            -> LogSettings
         {
-            try LoggingOptions.settings(level: level, format: format, environment: environment)
+            try LogSettings.resolve(level: level, format: format, environment: environment)
         }
         #expect(try settings(nil, nil, [:]) == .init(level: nil, format: nil))
         #expect(

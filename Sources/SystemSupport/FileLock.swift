@@ -1,0 +1,104 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// An exclusive `flock(2)` on a lock file, held until ``release()`` or the end of the process: the kernel drops it
+/// however the holder ends (`kill -9` too), so a lock file left behind never blocks anyone.
+///
+/// The one lock-file type of the project: `serve`'s lock on its home (taken at once; the file holds the holder's pid,
+/// which a refused taker and `status` read) and the agent's amend lock (waited for). The file is opened as every file
+/// is (SystemSupport's ``FileSystem/openFile(_:_:mode:operation:)``: a symbolic link there is refused, never followed).
+package final class FileLock: Sendable {
+    /// Why the lock was not taken.
+    package enum Failure: Error, Sendable {
+        /// Another process holds it (and still did at the deadline); `holder` is the pid its file names, if any.
+        case busy(holder: Int32?)
+        /// The lock file could not be opened or locked.
+        case system(SystemError)
+    }
+
+    /// The lock file.
+    package let path: String
+    private let descriptor: Locked<Int32?>
+
+    /// Takes the lock, creating the file (mode 0600) if needed.
+    /// - Parameters:
+    ///   - path: The lock file.
+    ///   - timeout: How long to wait for another holder (pausing 1 ms, doubling to 50 ms); zero: do not wait.
+    ///   - recordingPID: Write this process's pid into the file once it holds the lock.
+    /// - Throws: ``Failure``.
+    package init(path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false) throws(Failure) {
+        self.path = path
+        let fd: Int32
+        do {
+            fd = try FileSystem.openFile(path, O_RDWR | O_CREAT, mode: 0o600, operation: "open the lock file")
+        } catch {
+            throw .system(error)
+        }
+        let deadline = ContinuousClock.now + timeout
+        var pause: useconds_t = 1_000
+        while true {
+            let locked: Bool
+            do {
+                locked = try FileSystem.tryLock(fd, path: path)
+            } catch {
+                close(fd)
+                throw .system(error)
+            }
+            if locked { break }
+            guard ContinuousClock.now < deadline else {
+                let holder = Self.readPID(fd)
+                close(fd)
+                throw .busy(holder: holder)
+            }
+            usleep(pause)
+            pause = min(pause * 2, 50_000)
+        }
+        if recordingPID {
+            let text = "\(getpid())\n"
+            _ = ftruncate(fd, 0)
+            _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+        }
+        descriptor = Locked(fd)
+    }
+
+    deinit { release() }
+
+    /// Lets the lock go (idempotent; a recorded pid is cleared first); the process keeps running.
+    package func release() {
+        guard
+            let fd = descriptor.withLock({ fd -> Int32? in
+                defer { fd = nil }
+                return fd
+            })
+        else { return }
+        _ = ftruncate(fd, 0)
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+    }
+
+    /// Who holds the lock at `path`: nil when nobody does (or there is no such file, or a link is there: no holder
+    /// opens one), else the pid its file names, 0 when it names none.
+    package static func holder(of path: String) -> Int32? {
+        guard let fd = try? FileSystem.openFile(path, O_RDONLY) else { return nil }
+        defer { close(fd) }
+        // A shared lock is refused only while someone holds the exclusive one.
+        if (try? FileSystem.tryLock(fd, exclusive: false, path: path)) == true {
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        return readPID(fd) ?? 0
+    }
+
+    /// The pid the lock file holds, read through the descriptor that was locked or checked.
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0, let text = String(validating: bytes[..<count], as: UTF8.self) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+/// What the docs, the `--help` texts and the scripts' headers tell a user to run works as they say (issue 28).
+@Suite("Documentation: help texts, commands in the docs")
+struct DocumentationTests {
+    static let packageRoot = ReadmeTranscriptTests.packageRoot
+
+    static let agentCommands: [[String]] = [
+        [], ["order"], ["scan"], ["status"], ["sync"], ["keys"], ["keys", "generate"],
+    ]
+    static let aggregatorCommands: [[String]] = [
+        [], ["serve"], ["status"], ["report"], ["receipts"], ["receipts", "rebuild"], ["store"], ["store", "migrate"],
+        ["keys"], ["keys", "generate"], ["devices"], ["devices", "allow"], ["devices", "revoke"], ["devices", "list"],
+    ]
+
+    /// `jetbridge-aggregator --help` wrapped the `store migrate` example's URL onto a line of its own, unindented:
+    /// pasted, it ran `store migrate` without `--store`. Every line of an example block is a whole command.
+    @Test func everyExampleInEveryHelpIsOneIndentedLine() throws {
+        let sandbox = try AgentSandbox()
+        let tools = [("jetbridge-agent", Self.agentCommands), ("jetbridge-aggregator", Self.aggregatorCommands)]
+        for (tool, commands) in tools {
+            for command in commands {
+                let run = try AgentSandbox.run(
+                    AgentSandbox.executable(tool), command + ["--help"], in: sandbox.directory,
+                    environment: ["COLUMNS": "80"])
+                #expect(run.status == 0, "\(tool) \(command) --help: \(run)")
+                var inExamples = false
+                for line in run.stdout.split(separator: "\n", omittingEmptySubsequences: false) {
+                    if line.trimmingCharacters(in: .whitespaces).hasPrefix("Examples:") {
+                        inExamples = true
+                    } else if line.isEmpty {
+                        inExamples = false
+                    } else if inExamples {
+                        #expect(line.hasPrefix("  jetbridge-"), "\(tool) \(command) --help breaks an example: \(line)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The header of Tests/postgres/start-throwaway.sh said `swift test --filter PostgresStoreTests`, which matches
+    /// no suite ("0 tests in 0 suites passed"). Its filter must match a suite of every file that uses PostgreSQL.
+    @Test func theThrowawayServersFilterMatchesThePostgreSQLSuites() throws {
+        let script = try String(
+            contentsOf: Self.packageRoot.appendingPathComponent("Tests/postgres/start-throwaway.sh"), encoding: .utf8)
+        let match = try #require(
+            script.firstMatch(of: /swift test[^\n]*--filter '?([^'\s]+)'?/), "no filter in the header")
+        let filter = try Regex(String(match.output.1))
+        let tests = Self.packageRoot.appendingPathComponent("Tests")
+        let files = try #require(FileManager.default.enumerator(atPath: tests.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        var checked = 0
+        for file in files {
+            let text = try String(contentsOf: tests.appendingPathComponent(file), encoding: .utf8)
+            // Spelt in two parts so that this file does not count itself.
+            guard text.contains("TestPost" + "gres.") || text.contains("JETBRIDGE_TEST_" + "POSTGRES\"]"),
+                !file.hasSuffix("PostgresSupport.swift"), !file.hasSuffix("SharedStoreSupport.swift")
+            else { continue }
+            let suites = text.matches(of: /\n(?:final class|struct) ([A-Za-z]+Tests)\b/).map { String($0.output.1) }
+            #expect(
+                suites.contains { $0.contains(filter) }, "--filter \(match.output.1) runs nothing of \(file) \(suites)")
+            checked += 1
+        }
+        #expect(checked >= 3)
+    }
+
+    /// AGENT.md showed an older `keys generate` output than the tool prints.
+    @Test func agentDocsShowWhatKeysGeneratePrints() throws {
+        let doc = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/AGENT.md"), encoding: .utf8)
+        let steps = try Transcript.steps(in: doc, from: "## keys generate", to: "## sync")
+        let step = try #require(steps.first)
+        #expect(step.command == ["jetbridge-agent keys generate"])
+        let sandbox = try AgentSandbox()
+        let shown = "/srv/jetbridge"
+        try sandbox.write(#"{"device": "cart-1"}"#, to: ".jetbridge/agent/agent.json")
+        let run = try sandbox.agentWithoutHome(["keys", "generate"])
+        #expect(run.status == 0, "\(run)")
+        let printed = Transcript.normalize(run.stdout.replacingOccurrences(of: sandbox.directory.path, with: shown))
+        #expect(printed == Transcript.normalize(step.output.joined(separator: "\n") + "\n"), "\(printed)")
+    }
+
+    /// The demos installed libzmq's and SQLite's headers only when zmq.h was missing: a machine with zmq.h and no
+    /// sqlite3.h got nothing and failed to build. Each header is checked on its own.
+    @Test(arguments: [
+        ([], "libzmq3-dev libsqlite3-dev"), (["zmq.h"], "libsqlite3-dev"), (["sqlite3.h"], "libzmq3-dev"),
+        (["zmq.h", "sqlite3.h"], ""),
+    ])
+    func theDemosInstallEachMissingHeadersPackage(present: [String], missing: String) throws {
+        let sandbox = try AgentSandbox()
+        let include = sandbox.directory.appendingPathComponent("include")
+        try FileManager.default.createDirectory(at: include, withIntermediateDirectories: true)
+        for header in present { try sandbox.write("", to: "include/\(header)") }
+        let run = try AgentSandbox.run(
+            URL(fileURLWithPath: "/bin/bash"),
+            ["-c", "source deploy/capture-functions.sh && missing_build_packages \(include.path)"],
+            in: Self.packageRoot)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == missing, "\(run)")
+    }
+}
