@@ -26,7 +26,7 @@ build_products() { # build_products PRODUCT...: sets bin: $JETBRIDGE_BIN when se
         echo "== using the binaries in $bin (JETBRIDGE_BIN): $("$bin/$1" --version)"
         return
     fi
-    echo "== building (debug; the first build takes a few minutes)"
+    echo "== building (debug; the first build takes 15-20 minutes on 2 cores)"
     for product in "$@"; do
         swift build --product "$product" >/dev/null
     done

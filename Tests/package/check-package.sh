@@ -126,7 +126,8 @@ if [ "$install" = yes ]; then
     echo "== install, demo, remove, purge"
     [ "$(id -u)" = 0 ] || { echo "check-package: --install needs root" >&2; exit 77; }
     if dpkg -s jetbridge >/dev/null 2>&1; then
-        echo "check-package: jetbridge is installed on this machine already; --install is for a throwaway machine" >&2
+        echo "check-package: jetbridge is installed on this machine already; --install is for a throwaway machine" \
+            "(there: apt-get purge jetbridge, then run this again)" >&2
         exit 69
     fi
     had_user=$(getent passwd jetbridge || true)
