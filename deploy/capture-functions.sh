@@ -1,7 +1,7 @@
 # Sourced by deploy/demo.sh and deploy/scale-out.sh (not run on its own): the devices of both demos and what they
 # capture in flight, so the two scripts capture the same records and check the same totals.
-# Needs: bin (the directory of the built products), demo (the demo directory: each device's home is $demo/DEVICE),
-# flight (the flight the devices sell on).
+# Needs: bin (the directory of the binaries: build_products sets it), demo (the demo directory: each device's home is
+# $demo/DEVICE), flight (the flight the devices sell on).
 
 # What the captured records total on the ground: 5 orders (31F at its latest revision) worth 36.00 USD, 600 bags of
 # which 3 missing. The ground's `report flights --format json`, spaces removed, contains both.
@@ -34,8 +34,17 @@ install_build_packages() { # install_build_packages: installs what missing_build
     $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq $packages >/dev/null
 }
 
-build_products() { # build_products PRODUCT...: debug builds; sets bin
+build_products() { # build_products PRODUCT...: sets bin: $JETBRIDGE_BIN when set, else debug builds of PRODUCT here
     local product
+    if [ -n "${JETBRIDGE_BIN:-}" ]; then
+        bin=$(cd "$JETBRIDGE_BIN" && pwd) || exit 66
+        for product in "$@"; do
+            [ -x "$bin/$product" ] || { echo "no executable $bin/$product (JETBRIDGE_BIN)" >&2; exit 66; }
+        done
+        echo "== using the binaries in $bin (JETBRIDGE_BIN): $("$bin/$1" --version)"
+        return
+    fi
+    echo "== building (debug; the first build takes 15-20 minutes on 2 cores)"
     for product in "$@"; do
         swift build --product "$product" >/dev/null
     done

@@ -6,14 +6,19 @@
 #      one device's batch is delivered twice, and the aggregator is killed with SIGKILL mid-sync and restarted;
 #   4. the flight report and one passenger's receipt, and the proof that nothing was lost or counted twice.
 # Nothing outside DEMO_DIR (a new temporary directory by default) is written. Endpoints: DEMO_DATA, DEMO_ACKS.
+# Binaries: those in JETBRIDGE_BIN when it is set; else, in a source checkout, built here (debug); else, as installed
+# by a package (/usr/share/jetbridge/demo.sh, the tarball's demo/demo.sh), those installed with it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-source deploy/capture-functions.sh
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/capture-functions.sh"
+if [ -z "${JETBRIDGE_BIN:-}" ] && ! [ -f "$here/../Package.swift" ]; then
+    JETBRIDGE_BIN=$here/../bin                                         # the tarball: demo/ beside bin/
+    [ -x "$JETBRIDGE_BIN/jetbridge-aggregator" ] || JETBRIDGE_BIN=/usr/bin # the Debian package
+fi
+cd "$here/.."
 
-install_build_packages
+[ -n "${JETBRIDGE_BIN:-}" ] || install_build_packages
 
-echo "== building (debug; the first build takes a few minutes)"
 build_products jetbridge-agent jetbridge-aggregator jetbridge-queue
 
 demo=${DEMO_DIR:-$(mktemp -d -t jetbridge-demo.XXXXXX)}

@@ -10,7 +10,8 @@
 #   5. the flight report and a receipt read from the shared store by any host, and the proof that nothing was lost or
 #      counted twice: a last line starting `PASS:` or `FAIL:`.
 # Nothing outside DEMO_DIR (a new temporary directory by default) is written; the cluster is stopped and removed on
-# exit. Endpoints: 127.0.0.1 ports SCALE_OUT_PORT … +3 (default 5570).
+# exit. Endpoints: 127.0.0.1 ports SCALE_OUT_PORT … +3 (default 5570). Binaries: those in JETBRIDGE_BIN when it is
+# set, else built here (debug).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -18,14 +19,13 @@ source deploy/capture-functions.sh
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-install_build_packages
+[ -n "${JETBRIDGE_BIN:-}" ] || install_build_packages
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 if ! [ -x "$PG_BIN/initdb" ]; then
     echo "== installing PostgreSQL (Debian package postgresql; only its binaries are used, in a throwaway cluster)"
     $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq postgresql >/dev/null
 fi
 
-echo "== building (debug; the first build takes several minutes)"
 build_products jetbridge-agent jetbridge-aggregator
 
 demo=${DEMO_DIR:-$(mktemp -d -t jetbridge-scale-out.XXXXXX)}
