@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layers, bottom up (see DESIGN.md): SystemSupport (syscalls, atomic writes, a lock, threads; `package` API, no
+// Layers, bottom up (docs/ARCHITECTURE.md): SystemSupport (syscalls, atomic writes, a lock, threads; `package` API, no
 // product) under everything that touches the system; MessagePack, ZeroMQ (over CZeroMQ), FileQueue (over CCRC32C)
 // stand alone otherwise; JetbridgeModel imports Foundation only; JetbridgeProtocol adds the codec; JetbridgeLogging is
 // the log handler; the agent and aggregator libraries sit on top; executables are thin argument-parser front ends on

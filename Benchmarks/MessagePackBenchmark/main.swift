@@ -1,4 +1,4 @@
-// Encodes and decodes DESIGN.md's orders with MessagePack and, on the same data in the same run, with Foundation's
+// Encodes and decodes docs/PROTOCOL.md's orders with MessagePack and, on the same data in the same run, with Foundation's
 // JSON coders. Build in release: swift build -c release --product messagepack-benchmark
 import Foundation
 import JetbridgeTestKit

@@ -75,7 +75,7 @@ public struct AgentConfiguration: Sendable, Hashable {
         }
     }
 
-    /// The flight used when neither a flag nor the configuration names one: the example leg of DESIGN.md.
+    /// The flight used when neither a flag nor the configuration names one: the example leg (docs/ARCHITECTURE.md).
     public static let defaultFlight = FlightID.example.rawValue
 
     /// The reference menu compiled into the agent, used when no inventory file is configured or found.

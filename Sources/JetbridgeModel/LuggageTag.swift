@@ -3,7 +3,7 @@ public import Foundation
 /// What a bag's QR code says: `{"id": "F432BDB8-…", "owner": ["D", "ZMU"], "weight": 42.0}`.
 ///
 /// `weight` is in pounds, finite, 0…``maxWeight``. It is a `Double` in the model; records carry it as a `Float`
-/// (MessagePack float 32), as DESIGN.md's record format says, and decoding rounds it to 1/1000 lb. Float 32 resolves
+/// (MessagePack float 32), as docs/PROTOCOL.md's record format says, and decoding rounds it to 1/1000 lb. Float 32 resolves
 /// better than 0.0001 lb up to ``maxWeight``, so any weight given to three decimals round-trips exactly:
 /// `42.3` stays `42.3`.
 public struct LuggageTag: Codable, Hashable, Sendable {

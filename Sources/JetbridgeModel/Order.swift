@@ -2,7 +2,7 @@ public import Foundation
 
 /// A sale to one passenger, identified by seat, on one flight.
 ///
-/// Encoded as DESIGN.md's order record, keys in this order: `type` (`"order"`), `id`, `revision`, `flight`, `seat`,
+/// Encoded as docs/PROTOCOL.md's order record, keys in this order: `type` (`"order"`), `id`, `revision`, `flight`, `seat`,
 /// `lineItems`, `currency`, `createdAt`, `device`. Decoding checks the `type` and the shapes of typed fields
 /// (``FlightID``, ``Seat``, UUID); the remaining rules are in ``validate()``, which the aggregator runs on every
 /// decoded record. A correction keeps the `id` and raises the `revision`; the highest revision wins.

@@ -30,7 +30,7 @@ public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {
 
 /// One scan of one bag's tag by one device.
 ///
-/// Encoded as DESIGN.md's scan record, keys in this order: `type` (`"scan"`), `id` (the scan's own id, the dedupe
+/// Encoded as docs/PROTOCOL.md's scan record, keys in this order: `type` (`"scan"`), `id` (the scan's own id, the dedupe
 /// key), `tag` `{id, owner, weight}`, `point`, `scannedAt`, `flight`, `device`.
 public struct Scan: Codable, Hashable, Sendable {
     /// The record type tag written first in every scan record.

@@ -99,7 +99,7 @@ public enum BagStatus: String, Hashable, Sendable, CaseIterable {
 /// Every bag of the selected flights: missing bags first, then in transit, checked and arrived, each by flight, then
 /// tag id.
 ///
-/// The flight report's JSON `missing` (DESIGN.md: departed but not arrived) counts bags whose status here is
+/// The flight report's JSON `missing` (docs/STORE.md, "Reports": departed but not arrived) counts bags whose status here is
 /// `in-transit` or `missing`: this report also tells a flight still in the air from one that is being unloaded.
 public struct LuggageReport: Hashable, Sendable {
     public struct Row: Hashable, Sendable {

@@ -14,6 +14,72 @@ struct DocumentationTests {
         ["keys"], ["keys", "generate"], ["devices"], ["devices", "allow"], ["devices", "revoke"], ["devices", "list"],
     ]
 
+    /// Every text file of the repository (sources, docs, scripts), relative to the package root.
+    static func repositoryTexts() throws -> [(path: String, text: String)] {
+        let root = packageRoot
+        var texts: [(String, String)] = []
+        for top in ["README.md", "Package.swift", "Sources", "Tests", "Benchmarks", "docs", "deploy", "config", "Fuzz"] {
+            let url = root.appendingPathComponent(top)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { continue }
+            let files =
+                isDirectory.boolValue
+                ? (FileManager.default.enumerator(atPath: url.path)?.compactMap { $0 as? String } ?? []).map { "\(top)/\($0)" }
+                : [top]
+            for file in files where [".swift", ".md", ".sh", ".py", ".service", ".conf"].contains(where: file.hasSuffix) {
+                if let text = try? String(contentsOf: root.appendingPathComponent(file), encoding: .utf8) {
+                    texts.append((file, text))
+                }
+            }
+        }
+        return texts
+    }
+
+    /// A doc the repository cites must be in it (issue 24): every `docs/…` page named anywhere exists, and the
+    /// founding design outside the repository is never cited (docs/ARCHITECTURE.md is the project's own account).
+    @Test func everyCitedDocExistsAndNoneIsOutsideTheRepository() throws {
+        let texts = try Self.repositoryTexts()
+        #expect(texts.count > 100)
+        var cited = Set<String>()
+        for (path, text) in texts {
+            // The tarball's docs/ holds README.md beside docs/docs/ (Tests/package): not a page of this repository.
+            for match in text.matches(of: /docs\/([A-Z][A-Z0-9-]*\.md)/) where match.output.1 != "README.md" {
+                cited.insert(String(match.output.1))
+            }
+            // Spelt in two parts so that this file does not count itself.
+            #expect(!text.contains("DES" + "IGN.md"), "\(path) cites the design outside the repository")
+        }
+        #expect(cited.contains("ARCHITECTURE.md"))
+        for name in cited.sorted() {
+            let url = Self.packageRoot.appendingPathComponent("docs/\(name)")
+            #expect(FileManager.default.fileExists(atPath: url.path), "docs/\(name) is cited but missing")
+        }
+    }
+
+    /// docs/ARCHITECTURE.md names the types that keep each rule; a rename must not leave it pointing at nothing.
+    /// Every `UpperCamelCase` name in backticks there is a type, extension or file of Sources/.
+    @Test func everyTypeTheArchitecturePageNamesExists() throws {
+        let page = try String(
+            contentsOf: Self.packageRoot.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        let sources = try Self.repositoryTexts().filter { $0.path.hasPrefix("Sources/") }
+        // Targets (the directories of Sources/) and the library types the page names count as declared.
+        let targets = try FileManager.default.contentsOfDirectory(
+            atPath: Self.packageRoot.appendingPathComponent("Sources").path)
+        let libraries = ["Service", "ServiceGroup", "UnixSignalsSequence"]
+        let declared = Set(
+            targets + libraries
+                + sources.flatMap { file in
+                file.text.matches(of: /(?:class|struct|enum|protocol|actor|extension|typealias) ([A-Z][A-Za-z0-9]*)/)
+                    .map { String($0.output.1) }
+                    + [String(file.path.split(separator: "/").last!.split(separator: ".").first!)]
+            })
+        let named = Set(page.matches(of: /`([A-Z][A-Za-z0-9]+)(?:\+[A-Za-z]+)?`/).map { String($0.output.1) })
+        #expect(named.count > 30)
+        let socketsAndSignals: Set<String> = ["PULL", "PUSH", "DEALER", "ROUTER", "ZAP", "SIGTERM", "SIGINT", "SIGHUP"]
+        let missing = named.subtracting(socketsAndSignals).subtracting(declared).sorted()
+        #expect(missing.isEmpty, "docs/ARCHITECTURE.md names what Sources/ does not declare: \(missing)")
+    }
+
     /// `jetbridge-aggregator --help` wrapped the `store migrate` example's URL onto a line of its own, unindented:
     /// pasted, it ran `store migrate` without `--store`. Every line of an example block is a whole command.
     @Test func everyExampleInEveryHelpIsOneIndentedLine() throws {

@@ -2,7 +2,7 @@ import Foundation
 import JetbridgeModel
 
 /// A JSON value whose objects keep their keys in the order given, so reports print keys in a fixed order
-/// (Foundation's JSONEncoder on Linux does not keep declaration order, and `.sortedKeys` would not match DESIGN.md).
+/// (Foundation's JSONEncoder on Linux does not keep declaration order, and `.sortedKeys` would not match docs/STORE.md).
 indirect enum JSONText {
     case null
     case bool(Bool)

@@ -10,7 +10,7 @@ public enum ReportFormat: String, CaseIterable, Hashable, Sendable {
     /// that begins with `=`, `+`, `-`, `@`, TAB or CR gets a leading `'` so that a spreadsheet does not run it as a
     /// formula (OWASP's advice); numbers stay numbers.
     case csv
-    /// Compact JSON with a fixed key order; `report flights` prints DESIGN.md's `{"flights":[…]}` exactly.
+    /// Compact JSON with a fixed key order; `report flights` prints docs/STORE.md's `{"flights":[…]}` exactly.
     case json
     /// One self-contained HTML page with inline SVG bar charts and no external assets.
     case html
@@ -94,7 +94,7 @@ public struct ReportRenderer: Sendable {
         }
     }
 
-    /// One flight in DESIGN.md's key order; a flight whose sales cannot be totalled has `"revenue": null` and an
+    /// One flight in docs/STORE.md's key order; a flight whose sales cannot be totalled has `"revenue": null` and an
     /// `"error"` key last.
     static func json(_ report: FlightReport) -> JSONText {
         .object(

@@ -112,7 +112,7 @@ extension ReportTable {
     static let reasonWidth = 40
 
     /// Bags in the luggage report's words: departed and not arrived is `in transit` while no bag of the flight has
-    /// arrived, `missing` once one has (JSON keeps DESIGN.md's `missing`, departed and not arrived).
+    /// arrived, `missing` once one has (JSON keeps docs/STORE.md's `missing`, departed and not arrived).
     static func bagCounts(_ bags: FlightReport.Bags) -> (inTransit: Int, missing: Int) {
         bags.arrived == 0 ? (bags.missing, 0) : (0, bags.missing)
     }
