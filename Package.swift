@@ -242,10 +242,14 @@ let package = Package(
 
         // MARK: Test kit
         // What the tests share (temporary directories, fixed ids and dates, the seeded generator, built-executable
-        // lookup, waits on conditions); Foundation and SystemSupport (the one seeded generator) only, so benchmarks
-        // can use it too. Not a product: a regular target that only test targets and benchmarks depend on (added
+        // lookup, waits on conditions, the one process runner, log capture); Foundation, SystemSupport (the one seeded
+        // generator) and swift-log only, so benchmarks can use it too. Not a product: a regular target that only test targets and benchmarks depend on (added
         // below).
-        .target(name: "JetbridgeTestKit", dependencies: ["SystemSupport"], path: "Tests/JetbridgeTestKit"),
+        .target(
+            name: "JetbridgeTestKit",
+            dependencies: ["SystemSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/JetbridgeTestKit"
+        ),
 
         // MARK: Benchmark support
         // What several benchmarks share (the seeded generator, the sync record mix, clocks, the direct-insert floor, the

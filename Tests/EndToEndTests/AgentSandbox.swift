@@ -81,48 +81,14 @@ final class AgentSandbox: Sendable {
         try records().map { try MessagePackDecoder().decode(Record.self, from: $0.payload) }
     }
 
-    /// Runs a program; its output goes to files, so a chatty child never blocks on a full pipe.
+    /// Runs a program to its end (the test kit's ``ExecutableRun``: output to files, the developer's settings unset).
     static func run(
         _ executable: URL, _ arguments: [String], in directory: URL, stdin: Data? = nil,
         environment: [String: String] = [:]
     ) throws -> Run {
-        let id = UUID().uuidString
-        let temporary = FileManager.default.temporaryDirectory
-        let outURL = temporary.appendingPathComponent("jetbridge-e2e-out-\(id)")
-        let errURL = temporary.appendingPathComponent("jetbridge-e2e-err-\(id)")
-        let inURL = temporary.appendingPathComponent("jetbridge-e2e-in-\(id)")
-        defer {
-            for url in [outURL, errURL, inURL] { try? FileManager.default.removeItem(at: url) }
-        }
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var env = ProcessInfo.processInfo.environment
-        env["JETBRIDGE_HOME"] = nil
-        env["JETBRIDGE_LOG_LEVEL"] = nil
-        env.merge(environment) { _, new in new }
-        process.environment = env
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let input = try FileHandle(forReadingFrom: inURL)
-        defer {
-            try? out.close()
-            try? err.close()
-            try? input.close()
-        }
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+        let finished = try ExecutableRun.run(
+            executable, arguments, in: directory, stdin: stdin, environment: environment)
+        return Run(status: finished.status, stdout: finished.stdout, stderr: finished.stderr)
     }
 
     /// A built executable of this package, found next to the test bundle (`.build/<config>/`) or above it.

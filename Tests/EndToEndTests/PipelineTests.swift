@@ -24,9 +24,10 @@ func check(_ condition: Bool, _ message: @autoclosure () -> String) throws {
 /// and then sync, over CURVE on ipc endpoints, with SIGKILLs in the middle.
 @Suite("Pipeline", .serialized)
 struct PipelineTests {
-    /// A process left running in the background; its output goes to files in the sandbox.
+    /// A process left running in the background (the test kit's ``ExecutableRun``); its output goes to a file in
+    /// the sandbox.
     final class Background {
-        let process = Process()
+        let process: Process
         let name: String
         let log: URL
 
@@ -35,21 +36,9 @@ struct PipelineTests {
             environment extra: [String: String] = [:]
         ) throws {
             self.name = name
-            log = directory.appendingPathComponent("\(name).log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.executableURL = executable
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            var environment = ProcessInfo.processInfo.environment
-            environment["JETBRIDGE_HOME"] = nil
-            environment.merge(extra) { $1 }
-            process.environment = environment
-            process.standardOutput = handle
-            process.standardError = handle
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            try handle.close()
+            let run = try ExecutableRun(executable: executable, arguments, in: directory, environment: extra)
+            process = run.process
+            log = run.log
         }
 
         func kill9() {

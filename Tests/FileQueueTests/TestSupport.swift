@@ -44,17 +44,9 @@ let jetbridgeQueueExecutable = BuiltExecutable.expectedURL("jetbridge-queue")
 /// Runs `jetbridge-queue` to completion.
 @discardableResult
 func runTool(_ arguments: [String]) throws -> (status: Int32, signaled: Bool, output: String) {
-    let process = Process()
-    process.executableURL = jetbridgeQueueExecutable
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-        process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: data, as: UTF8.self)
-    )
+    let finished = try ExecutableRun.run(
+        jetbridgeQueueExecutable, arguments, in: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+    return (finished.status, finished.signaled, finished.stdout)
 }
 
 /// Copies a file tree (for re-running a damage test from pristine bytes).

@@ -144,14 +144,10 @@ struct AckRoutingTests {
     }
 
     /// A server logger whose lines the test can read (``CapturingLogHandler``, under `key`).
-    static func capturing(_ key: String) -> Logger {
-        Logger(label: "test", factory: { _ in CapturingLogHandler(key: key) })
-    }
+    static func capturing(_ key: String) -> Logger { CapturingLogHandler.logger(key) }
 
     /// Whether the server logged a line containing `text`.
-    static func logged(_ key: String, _ text: String) -> Bool {
-        CapturingLogHandler.lines(key).contains { $0.contains(text) }
-    }
+    static func logged(_ key: String, _ text: String) -> Bool { CapturingLogHandler.logged(key, text) }
 }
 
 /// An allowed device that claims another device's id as its ack routing id, on its own thread: keeps one

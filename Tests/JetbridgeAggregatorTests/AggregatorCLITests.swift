@@ -23,31 +23,15 @@ struct AggregatorCLITests {
     static var binary: URL { BuiltExecutable.expectedURL("jetbridge-aggregator") }
 
     /// Starts the executable with output going to files in `directory` (no pipe to fill up).
+    /// Starts the aggregator with `arguments` in `directory` (the test kit's ``ExecutableRun``, streams apart).
     static func start(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {
-        let name = UUID().uuidString
-        let stdout = directory.appendingPathComponent("\(name).out")
-        let stderr = directory.appendingPathComponent("\(name).err")
-        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: AggregatorHome.environmentVariable)
-        process.environment = environment
-        process.currentDirectoryURL = directory
-        process.standardOutput = try FileHandle(forWritingTo: stdout)
-        process.standardError = try FileHandle(forWritingTo: stderr)
-        try process.run()
-        return (process, stdout, stderr)
+        let run = try ExecutableRun(executable: binary, arguments, in: directory, output: .separate)
+        return (run.process, run.log, run.errorLog)
     }
 
     static func run(_ arguments: [String], in directory: URL) throws -> Output {
-        let (process, stdout, stderr) = try start(arguments, in: directory)
-        process.waitUntilExit()
-        return Output(
-            status: process.terminationStatus, stdout: try String(contentsOf: stdout, encoding: .utf8),
-            stderr: try String(contentsOf: stderr, encoding: .utf8))
+        let finished = try ExecutableRun.run(binary, arguments, in: directory)
+        return Output(status: finished.status, stdout: finished.stdout, stderr: finished.stderr)
     }
 
     /// A public key whose Z85 text starts with '-'.

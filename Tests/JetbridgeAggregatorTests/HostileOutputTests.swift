@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import GRDB
 import JetbridgeAggregator
 import JetbridgeStore
@@ -256,32 +257,6 @@ struct HTMLReportTests {
         let page = renderer.render(.luggage(LuggageReport(bags: luggage)), as: .html)
         #expect(page.contains(">missing</text>") && page.contains(">in-transit</text>"))
     }
-}
-
-/// Keeps every log line as `StreamLogHandler` would print it (message, then metadata), so a test can read them.
-final class CapturingLogHandler: LogHandler, @unchecked Sendable {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var storage: [String: [String]] = [:]
-    let key: String
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    init(key: String) { self.key = key }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let line =
-            "\(event.level) \(event.message) "
-            + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
-        Self.lock.withLock { Self.storage[key, default: []].append(line) }
-    }
-
-    static func lines(_ key: String) -> [String] { lock.withLock { storage[key] ?? [] } }
 }
 
 @Suite("serve: device text in warnings, acks and the devices report is inert (issue 16 defect 3)")

@@ -88,25 +88,9 @@ struct OperationsTests {
     static func tool(
         _ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: URL
     ) throws -> AggregatorCLITests.Output {
-        let process = Process()
-        process.executableURL = BuiltExecutable.expectedURL(name)
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment
-        for name in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"] { merged.removeValue(forKey: name) }
-        merged.merge(environment) { $1 }
-        process.environment = merged
-        process.currentDirectoryURL = directory
-        let out = directory.appendingPathComponent(UUID().uuidString)
-        let err = directory.appendingPathComponent(UUID().uuidString)
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        process.waitUntilExit()
-        return .init(
-            status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
-            stderr: try String(contentsOf: err, encoding: .utf8))
+        let finished = try ExecutableRun.run(
+            BuiltExecutable.expectedURL(name), arguments, in: directory, environment: environment)
+        return .init(status: finished.status, stdout: finished.stdout, stderr: finished.stderr)
     }
 
     @Test func everyToolPrintsTheReleaseWireProtocolAndQueueFormatVersions() throws {

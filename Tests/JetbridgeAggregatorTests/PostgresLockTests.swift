@@ -18,7 +18,7 @@ import Testing
         "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
 )
 struct PostgresLockTests {
-    static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = quietLogger
 
     /// Runs `body` on a thread of its own and answers its result once it returns, or nil when it has not within
     /// `timeout` (the thread is left to finish when what holds it lets go).

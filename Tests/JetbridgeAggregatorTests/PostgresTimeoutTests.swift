@@ -23,7 +23,7 @@ import Testing
         "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
 )
 struct PostgresTimeoutTests {
-    static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = quietLogger
     static let settings = [
         "lock_timeout", "idle_in_transaction_session_timeout", "statement_timeout", "tcp_keepalives_idle",
         "tcp_keepalives_interval", "tcp_keepalives_count",

@@ -10,8 +10,6 @@ import SystemSupport
 import Testing
 import ZeroMQ
 
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-
 /// An aggregator served in this process on loopback ports chosen by the kernel, in a per-test home.
 struct ServerFixture {
     let fixture: Fixture

@@ -125,7 +125,7 @@ final class PacedDevice: @unchecked Sendable {
         "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
 )
 struct SharedStoreStallTests {
-    static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = quietLogger
 
     /// Polls `condition` on a thread of its own (it may block: a socket, the database) every 50 ms until it holds.
     static func waitOffPool(

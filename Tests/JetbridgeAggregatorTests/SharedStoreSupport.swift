@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import JetbridgeAggregator
 import JetbridgeStore
 import JetbridgeProtocol
@@ -35,31 +36,23 @@ final class ServeProcess: @unchecked Sendable {
         if let configuration {
             try Data(configuration.utf8).write(to: home.appendingPathComponent("aggregator.json"))
         }
-        log = home.appendingPathComponent("serve.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process = Process()
         let arguments =
             [
                 "serve", "--home", home.path, "--store", store, "--insecure", "--log-format", "json",
                 "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*",
             ] + (metrics ? ["--metrics", "127.0.0.1:0"] : [])
-        if let openFiles {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-            process.arguments =
-                ["--nofile=\(openFiles.soft):\(openFiles.hard)", "--", AggregatorCLITests.binary.path] + arguments
-        } else {
-            process.executableURL = AggregatorCLITests.binary
-            process.arguments = arguments
-        }
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: AggregatorHome.environmentVariable)
-        environment["JETBRIDGE_LOG_LEVEL"] = "info"
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        process.currentDirectoryURL = home
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
+        let environment = ["JETBRIDGE_LOG_LEVEL": "info"].merging(extra) { $1 }
+        let run =
+            if let openFiles {
+                try ExecutableRun(
+                    executable: URL(fileURLWithPath: "/usr/bin/prlimit"),
+                    ["--nofile=\(openFiles.soft):\(openFiles.hard)", "--", AggregatorCLITests.binary.path] + arguments,
+                    in: home, environment: environment)
+            } else {
+                try ExecutableRun(executable: AggregatorCLITests.binary, arguments, in: home, environment: environment)
+            }
+        process = run.process
+        log = run.log
         var text = ""
         let process = process
         let log = log

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import JetbridgeAggregator
 import JetbridgeStore
 import JetbridgeModel
@@ -25,7 +26,7 @@ import Testing
         "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")")
 )
 struct SharedStoreTests {
-    static let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let logger = quietLogger
 
     /// The next ack, or a failure naming what was waited for.
     static func ack(_ device: RawDevice, _ what: String) throws -> Ack {
