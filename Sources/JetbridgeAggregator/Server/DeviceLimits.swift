@@ -1,39 +1,78 @@
 import Foundation
 import JetbridgeModel
+public import JetbridgeStore
 import SystemSupport
 
 /// What one device may send (issue 14): enough for any real flight, small enough that a stolen key cannot flood the
 /// ground. Past a limit a batch is answered `limited` with a `retryAfter`, stored nowhere, and counted; it is never
 /// rejected, set aside or dropped (docs/PROTOCOL.md).
+///
+/// The rates (records and bytes per second) are held on the network thread, before a batch is queued; the flight
+/// limits (records per flight, flights per day) by the store, inside `apply` in the same transaction as the records
+/// (``flightLimits``, ``DeviceAllowlist/storeLimits``).
 public struct DeviceLimits: Hashable, Sendable {
     /// Distinct records (orders and scans) one device may have stored for one flight.
     public var recordsPerFlight: Int
     /// Records per second one device may send, on average; a burst of ``burstSeconds`` worth is allowed.
     public var recordsPerSecond: Int
+    /// Distinct flights one device may first store records on in 24 hours.
+    public var flightsPerDay: Int
+    /// Bytes of batches (both frames) per second one device may send, on average; a burst of ``burstSeconds`` worth
+    /// is allowed, and a single batch always fits (as for ``recordsPerSecond``).
+    public var bytesPerSecond: Int
 
-    /// 100,000 records per flight (a wide-body flight's sales and bag scans are a few thousand) and 10,000 records/s
-    /// (a device that was offline for days drains in seconds).
-    public static let defaults = DeviceLimits(recordsPerFlight: 100_000, recordsPerSecond: 10_000)
+    /// 100,000 records per flight (a wide-body flight's sales and bag scans are a few thousand), 10,000 records/s (a
+    /// device that was offline for days drains in seconds), 500 flights a day (a cart serves a handful, a gate or
+    /// bag-room scanner at a hub a couple of hundred departures) and 2 MiB/s (10,000 records/s of ordinary orders
+    /// and scans, 150–250 bytes each; a stolen key sending maximum-size orders is held to it rather than to its
+    /// record count).
+    public static let defaults = DeviceLimits(
+        recordsPerFlight: 100_000, recordsPerSecond: 10_000, flightsPerDay: defaultFlightsPerDay,
+        bytesPerSecond: defaultBytesPerSecond)
+    /// ``defaults``' flights per day.
+    public static let defaultFlightsPerDay = 500
+    /// ``defaults``' bytes per second: 2 MiB.
+    public static let defaultBytesPerSecond = 2 << 20
     /// How many seconds of the rate a device may send at once.
     public static let burstSeconds = 10
 
-    public init(recordsPerFlight: Int, recordsPerSecond: Int) {
+    public init(
+        recordsPerFlight: Int, recordsPerSecond: Int, flightsPerDay: Int = DeviceLimits.defaultFlightsPerDay,
+        bytesPerSecond: Int = DeviceLimits.defaultBytesPerSecond
+    ) {
         self.recordsPerFlight = recordsPerFlight
         self.recordsPerSecond = recordsPerSecond
+        self.flightsPerDay = flightsPerDay
+        self.bytesPerSecond = bytesPerSecond
+    }
+
+    /// The limits the store holds the device to in `apply` (records per flight, flights per day).
+    public var flightLimits: DeviceFlightLimits {
+        DeviceFlightLimits(recordsPerFlight: recordsPerFlight, flightsPerDay: flightsPerDay)
     }
 
     /// Settings for one device in the allow list; a missing one keeps the value beneath it.
     public struct Override: Codable, Hashable, Sendable {
         public var recordsPerFlight: Int?
         public var recordsPerSecond: Int?
+        public var flightsPerDay: Int?
+        public var bytesPerSecond: Int?
 
-        public init(recordsPerFlight: Int? = nil, recordsPerSecond: Int? = nil) {
+        public init(
+            recordsPerFlight: Int? = nil, recordsPerSecond: Int? = nil, flightsPerDay: Int? = nil,
+            bytesPerSecond: Int? = nil
+        ) {
             self.recordsPerFlight = recordsPerFlight
             self.recordsPerSecond = recordsPerSecond
+            self.flightsPerDay = flightsPerDay
+            self.bytesPerSecond = bytesPerSecond
         }
 
         func check(device: String) throws {
-            for (name, value) in [("recordsPerFlight", recordsPerFlight), ("recordsPerSecond", recordsPerSecond)] {
+            for (name, value) in [
+                ("recordsPerFlight", recordsPerFlight), ("recordsPerSecond", recordsPerSecond),
+                ("flightsPerDay", flightsPerDay), ("bytesPerSecond", bytesPerSecond),
+            ] {
                 if let value, value < 1 {
                     throw AggregatorError(
                         .badConfiguration, "limits of '\(device.prefix(60))': \(name) \(value) must be at least 1")
@@ -46,7 +85,9 @@ public struct DeviceLimits: Hashable, Sendable {
         guard let override else { return self }
         return DeviceLimits(
             recordsPerFlight: override.recordsPerFlight ?? recordsPerFlight,
-            recordsPerSecond: override.recordsPerSecond ?? recordsPerSecond)
+            recordsPerSecond: override.recordsPerSecond ?? recordsPerSecond,
+            flightsPerDay: override.flightsPerDay ?? flightsPerDay,
+            bytesPerSecond: override.bytesPerSecond ?? bytesPerSecond)
     }
 }
 
