@@ -473,6 +473,27 @@ struct FlightLimitTests {
         }
     }
 
+    /// A group over hundreds of flights (the store numbers a group's flights in a table that grows past 32), one
+    /// batch on every one of them: each (device, flight) counted once per new record, and flightsPerDay holds.
+    @Test func aGroupOverHundredsOfFlightsIsCountedPerFlight() async throws {
+        for (engine, seen) in try await onEachEngine({ engine in
+            let flights = try (1...300).map { try FlightID("ZC\($0)/2026-11-21") }
+            let spread = (0..<600).map { scan($0 + 1, tag: $0 + 1, flight: flights[$0 % flights.count]) }
+            let outcomes = try engine.store.apply(
+                [
+                    batch("ramp-1", 1, spread), batch("ramp-2", 1, Array(spread.prefix(250))),
+                    batch("ramp-2", 700, (0..<250).map { scan(5_000 + $0, tag: 5_000 + $0, flight: flights[$0]) }),
+                ], at: date(0), limits: only("ramp-2", flightsPerDay: 250))
+            return (lines(outcomes), try engine.counts(), try engine.recount())
+        }) {
+            // ramp-2's first batch is all resends (ramp-1's scans): no new flight; its second adds 250 new flights.
+            #expect(seen.0 == ["stored 600+0", "stored 0+250", "stored 250+0"], "\(engine)")
+            #expect(seen.1.count == 550, "\(engine)")
+            #expect(seen.1.filter { $0.hasPrefix("ramp-1 ") }.allSatisfy { $0.hasSuffix(" 2") }, "\(engine)")
+            #expect(seen.1 == seen.2, "\(engine)")
+        }
+    }
+
     /// A store from before the counters: the migration counts every stored order and scan per device and flight, as
     /// first stored long ago (0), and the limits hold from there.
     @Test func theMigrationFillsTheCountersFromTheStoredRows() async throws {

@@ -312,18 +312,24 @@ extension PostgresStore {
         scans.reserveCapacity(total)
         // Each flight's currency if this transaction creates it: its first order's, in arrival order.
         var firstCurrency: [String: String] = [:]
+        // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
+        var tally = NewRecordTally(batches)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
                 switch incoming.record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
+                    tally.note(b, i, flight: order.flight.rawValue)
                     if firstCurrency[order.flight.rawValue] == nil {
                         firstCurrency[order.flight.rawValue] = order.currency
                     }
-                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
+                case .scan(let scan):
+                    scans.append(PendingRow(scan.id, batch: b, index: i))
+                    tally.note(b, i, flight: scan.flight.rawValue)
                 }
             }
         }
+        tally.startCounting()
         // Flights: the stored ones read first; the rest created in name order (the first writer of a flight fixes its
         // currency, a concurrent one waits for it), then read.
         var currencies: [String: String] = [:]
@@ -352,8 +358,6 @@ extension PostgresStore {
         orders.sort()
         scans.sort()
         var newCounts = [Int](repeating: 0, count: batches.count)
-        // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
-        var newRecords = [[String: Int]](repeating: [:], count: batches.count)
         var dirty: Set<SeatKey> = []
         // Seats orders moved away from, once per move: marked with the others, after the devices rows.
         var left: [SeatKey: Int] = [:]
@@ -375,7 +379,7 @@ extension PostgresStore {
                 }
                 guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
-                if inserted[k] { newRecords[Int(row.batch)][order.flight.rawValue, default: 0] += 1 }
+                if inserted[k] { tally.countNew(Int(row.batch), Int(row.index)) }
                 dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
             }
         }
@@ -402,11 +406,11 @@ extension PostgresStore {
                 inserted[try row.decode(Int.self) - 1] = false
             }
             for (row, new) in zip(round, inserted) where new {
-                guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
-                newRecords[Int(row.batch)][scan.flight.rawValue, default: 0] += 1
+                tally.countNew(Int(row.batch), Int(row.index))
             }
         }
+        let newRecords = tally.newRecords
         // The flight counters: added to first (each pair's row locked until the commit, so that a concurrent writer
         // of the same device and flight waits and then counts on top of this one), then checked; a verdict rolls the
         // additions back with the rest.

@@ -137,7 +137,7 @@ public final class SQLiteStore: Sendable {
         var dirty: Set<SeatKey> = []
         var newCounts = [Int](repeating: 0, count: batches.count)
         // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
-        var newRecords = [[String: Int]](repeating: [:], count: batches.count)
+        var tally = NewRecordTally(batches)
 
         func storeOrder(_ order: Order, bytes: Data) throws -> HotStatement.Change {
             try upsertOrder.bind(order.id, at: 1)
@@ -176,9 +176,10 @@ public final class SQLiteStore: Sendable {
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
             refusal = Self.earliest(refusal, b, i, error, in: batches)
         }
-        // A flight's currency: what the store says, else the first order of this transaction that names the flight.
-        // Checked in arrival order, so a second currency is refused also within one batch.
-        var currencies: [String: String] = [:]
+        // A flight's currency (by the tally's flight number): what the store says, else the first order of this
+        // transaction that names the flight. Checked in arrival order, so a second currency is refused also within
+        // one batch.
+        var currencies: [String?] = []
         let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
         let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
@@ -187,24 +188,29 @@ public final class SQLiteStore: Sendable {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
                     let flight = order.flight.rawValue
+                    let number = tally.note(b, i, flight: flight)
+                    while currencies.count <= number { currencies.append(nil) }
                     let currency: String
-                    if let known = currencies[flight] {
+                    if let known = currencies[number] {
                         currency = known
                     } else if let stored = try String.fetchOne(flightCurrency, arguments: [flight]) {
                         currency = stored
-                        currencies[flight] = stored
+                        currencies[number] = stored
                     } else {
                         try insertFlight.execute(arguments: [flight, order.currency])
                         currency = order.currency
-                        currencies[flight] = currency
+                        currencies[number] = currency
                     }
                     if order.currency != currency {
                         refuse(b, i, .flightCurrency(flight: flight, stored: currency, incoming: order.currency))
                     }
-                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
+                case .scan(let scan):
+                    scans.append(PendingRow(scan.id, batch: b, index: i))
+                    tally.note(b, i, flight: scan.flight.rawValue)
                 }
             }
         }
+        tally.startCounting()
         orders.sort()
         scans.sort()
         let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
@@ -214,7 +220,7 @@ public final class SQLiteStore: Sendable {
             switch try storeOrder(order, bytes: incoming.bytes) {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
-                newRecords[Int(row.batch)][order.flight.rawValue, default: 0] += 1
+                tally.countNew(Int(row.batch), Int(row.index))
             case .updated:
                 newCounts[Int(row.batch)] += 1
             case .none:
@@ -230,9 +236,10 @@ public final class SQLiteStore: Sendable {
             guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             if try storeScan(scan) {
                 newCounts[Int(row.batch)] += 1
-                newRecords[Int(row.batch)][scan.flight.rawValue, default: 0] += 1
+                tally.countNew(Int(row.batch), Int(row.index))
             }
         }
+        let newRecords = tally.newRecords
         let increments = Self.counterIncrements(batches, skipping: skipped, newRecords: newRecords)
         let verdicts = Self.limitVerdicts(
             batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
