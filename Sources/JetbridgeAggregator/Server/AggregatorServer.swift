@@ -191,14 +191,15 @@ public final class AggregatorServer: Service, Sendable {
             self.zap = zapHandler
             let refusals = BatchRefusals(ledger: ledger, logger: logger)
             let mailbox = try StoreMailbox()
+            let storeLimits = Locked(allowlist.storeLimits)
             network = NetworkLoop(
                 sockets: .init(pull: pull, router: router), allowlist: allowlist, devicesFile: home.devicesFile,
                 zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue, mailbox: mailbox,
-                store: store, refusals: refusals, logger: logger)
+                storeLimits: storeLimits, refusals: refusals, logger: logger)
             storeLoop = StoreLoop(
                 mailbox: mailbox, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
-                configuration: configuration, refusals: refusals, storeProblem: storeProblem, handshakes: handshakes,
-                logger: logger)
+                configuration: configuration, refusals: refusals, limits: storeLimits, storeProblem: storeProblem,
+                handshakes: handshakes, logger: logger)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()

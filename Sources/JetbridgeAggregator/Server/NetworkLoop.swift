@@ -7,7 +7,8 @@ import SystemSupport
 import JetbridgeStore
 
 /// The network thread: owns the data `PULL` and the ack `ROUTER`, and the state only it touches (the ack routes and
-/// held acks, the admitted keys, the per-device limiter).
+/// held acks, the admitted keys, the per-device rate limiter). It never calls the store: the flight limits are the
+/// store's (``StoreLoop``), and what it learns from the allow list for them it publishes in ``storeLimits``.
 ///
 /// It checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once (``BatchRefusals``), queues
 /// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the answers the
@@ -24,7 +25,8 @@ final class NetworkLoop: @unchecked Sendable {
     private let sockets: Sockets
     private let queue: BatchQueue
     private let mailbox: StoreMailbox
-    private let store: any StoreWriter
+    /// The flight limits the store thread passes to `apply`, replaced when the allow list is reloaded.
+    private let storeLimits: Locked<StoreLimits>
     private let refusals: BatchRefusals
     private let ledger: AnswerLedger
     private let devicesFile: URL
@@ -42,7 +44,7 @@ final class NetworkLoop: @unchecked Sendable {
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
-        ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, store: any StoreWriter,
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, storeLimits: Locked<StoreLimits>,
         refusals: BatchRefusals, logger: Logger
     ) {
         self.sockets = sockets
@@ -51,7 +53,7 @@ final class NetworkLoop: @unchecked Sendable {
         self.insecure = insecure
         self.queue = queue
         self.mailbox = mailbox
-        self.store = store
+        self.storeLimits = storeLimits
         self.refusals = refusals
         self.ledger = refusals.ledger
         self.logger = logger
@@ -113,6 +115,7 @@ final class NetworkLoop: @unchecked Sendable {
                         if let list = reloadAllowlist() {
                             admitted = list.byPublicKey
                             limiter.allowlist = list
+                            storeLimits.withLock { $0 = list.storeLimits }
                         }
                     }
                 }
@@ -273,11 +276,9 @@ final class NetworkLoop: @unchecked Sendable {
             }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
             case .success(let batch):
-                let device = batch.header.device
+                // The rates only need the counts; the flight limits are checked by the store, in `apply`.
                 if let verdict = limiter.admit(
-                    device: device, records: batch.records.map(\.record), now: .now,
-                    count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
-                    unstored: { (try? store.unstoredCount(of: $0)) ?? $0.count })
+                    device: batch.header.device, records: batch.records.count, bytes: size, now: .now)
                 {
                     answerLimited(batch.header, verdict)
                     continue
@@ -304,8 +305,8 @@ final class NetworkLoop: @unchecked Sendable {
         if let answer { queue.push(.rejection(device: answer.owner, reason: answer.reason)) }
     }
 
-    /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
-    /// per device, with how many since).
+    /// Answers a batch past its device's rates `limited` (nothing stored), counts it and logs it (at most every 10 s
+    /// per device).
     private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
