@@ -6,6 +6,7 @@ import JetbridgeStore
 import JetbridgeTestKit
 import SystemSupport
 import Testing
+import ZeroMQ
 
 /// One stolen key's reach (issue 23 items 5, 6, 8): what one allowed key can cost the ground and the other devices.
 /// Real sockets and a real store, through `serve`'s network and store threads.
@@ -210,6 +211,74 @@ struct StolenKeyReachTests {
         #expect(((lacking - elapsed - 0.1)...(lacking + 0.2)).contains(ack.retryAfter ?? 0), "\(ack.retryAfter ?? -1)")
         #expect(try fixture.server.store.orders().count == 8)
         #expect(fixture.server.currentStatistics.limitedBatches == 1)
+        await fixture.stop()
+    }
+
+    /// Issue 23 item 7: one key with 24 PUSH connections took `serve` to about 1.2 GB (the receive high-water mark is
+    /// per connection). A key holds at most ``KeyConnections/perKey`` connections: twelve PUSH sockets of one key get
+    /// eight through (handshakes past that are refused, `refused-busy`), another key is not affected, and the rest
+    /// get through once the first ones close.
+    @Test func aKeyHoldsAtMostItsShareOfConnections() async throws {
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let keys = try #require(fixture.deviceKeys["cart-1"])
+        let context = try ZeroMQContext()
+        defer { context.terminate() }
+        // Per socket: handshakes succeeded minus connections lost, as the client sees them.
+        let up = Locked([Int](repeating: 0, count: 12))
+        var pushes: [Socket] = []
+        for n in 0..<12 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: keys, serverPublicKey: try #require(fixture.serverKey))
+            try push.monitor(events: [.handshakeSucceeded, .disconnected]) { event in
+                switch event {
+                case .handshakeSucceeded: up.withLock { $0[n] += 1 }
+                case .disconnected: up.withLock { $0[n] = max(0, $0[n] - 1) }
+                default: break
+                }
+            }
+            try push.connect(fixture.server.dataEndpoint)
+            pushes.append(push)
+        }
+        for (n, push) in pushes.enumerated() {
+            try push.send(try outgoing("cart-1", UInt64(n + 1), [order(n + 1)]).frames())
+        }
+        try await waitUntil("eight batches are stored", timeout: .seconds(60)) {
+            try fixture.server.store.orders().count == 8
+        }
+        try await waitUntil("handshakes past the cap are refused") {
+            fixture.server.handshakes.snapshot.counts["refused-busy", default: 0] >= 4
+        }
+        let connected = up.withLock { $0.filter { $0 > 0 }.count }
+        let (known, unconfirmed) = fixture.server.connections.count(for: keys.publicKeyZ85)
+        print("12 PUSH sockets of one key: \(connected) connected, the server counts \(known) + \(unconfirmed)")
+        #expect(connected <= KeyConnections.perKey)
+        #expect(known + unconfirmed <= KeyConnections.perKey)
+        #expect(try fixture.server.store.orders().count == 8)
+        // Another key connects and stores as usual.
+        let other = try await fixture.device("cart-2")
+        defer { other.close() }
+        try other.send(try outgoing("cart-2", 1, [order(100)]))
+        #expect(try await other.ack()?.status == .stored)
+        // libzmq does not retry a handshake the ZAP handler refused: the refused sockets are done. Once the first
+        // ones are gone, new connections of the key get their turn.
+        let admitted = up.withLock { state in state.indices.filter { state[$0] > 0 } }
+        for push in pushes { try push.close(linger: .zero) }
+        try await waitUntil("the key's connections are counted closed") {
+            fixture.server.connections.count(for: keys.publicKeyZ85).known == 0
+        }
+        for n in (0..<12).filter({ !admitted.contains($0) }) {
+            let push = try context.socket(.push)
+            try push.set(.linger, .seconds(5))
+            try push.makeCurveClient(keys: keys, serverPublicKey: try #require(fixture.serverKey))
+            try push.connect(fixture.server.dataEndpoint)
+            try push.send(try outgoing("cart-1", UInt64(n + 1), [order(n + 1)]).frames())
+            pushes.append(push)
+        }
+        try await waitUntil("the other four batches are stored", timeout: .seconds(60)) {
+            try fixture.server.store.orders().count == 13
+        }
+        for push in pushes.dropFirst(12) { try push.close(linger: .zero) }
         await fixture.stop()
     }
 

@@ -56,6 +56,8 @@ public final class AggregatorServer: Service, Sendable {
     let homeLock: HomeLock
     /// ZAP decisions: counts, the last refusals, rate-limited warnings.
     let handshakes: HandshakeMonitor
+    /// The connections each key holds (issue 23 item 7).
+    let connections: KeyConnections
     /// Every answer, counted once; `/metrics`, the statistics and `status` are its views.
     let ledger: AnswerLedger
     let metricsServer: MetricsServer?
@@ -124,6 +126,8 @@ public final class AggregatorServer: Service, Sendable {
         let ledger = AnswerLedger()
         self.ledger = ledger
         let metrics = ledger.metrics
+        let connections = KeyConnections()
+        self.connections = connections
         let handshakes = HandshakeMonitor(
             logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
             onFailure: { metrics.handshake(result: "failed") })
@@ -143,7 +147,9 @@ public final class AggregatorServer: Service, Sendable {
             contextOrNil = context
             // The handler must exist before the CURVE servers bind, or CURVE admits anyone who knows the server key.
             if keys != nil {
-                zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) { handshakes.record($0) }
+                zapHandler = try ZAPHandler(
+                    context: context, allowlist: allowlist.byPublicKey,
+                    admit: { key, _ in connections.admit(key: key) }, observer: { handshakes.record($0) })
             }
             let pull = try context.socket(.pull)
             opened.append(pull)
@@ -163,11 +169,15 @@ public final class AggregatorServer: Service, Sendable {
             if keys != nil {
                 // Handshakes that fail before ZAP (a wrong server key, a plaintext client) reach no handler: the
                 // monitors (started before bind, as libzmq asks) tell the operator. Their streams end at close.
+                // They also report each connection's end, so that it stops counting against its key.
                 for (socket, name) in [(pull, "data"), (router, "acks")] {
-                    let events = try socket.monitor(events: .handshakeFailed)
-                    Task.detached {
-                        for await case .handshakeFailed(let endpoint, let reason) in events {
+                    try socket.monitor(events: [.handshakeFailed, .disconnected]) { event in
+                        switch event {
+                        case .handshakeFailed(let endpoint, let reason):
                             handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
+                        case .disconnected(_, let descriptor):
+                            connections.closed(descriptor: descriptor)
+                        default: break
                         }
                     }
                 }
@@ -195,7 +205,7 @@ public final class AggregatorServer: Service, Sendable {
             network = NetworkLoop(
                 sockets: .init(pull: pull, router: router), allowlist: allowlist, devicesFile: home.devicesFile,
                 zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue, mailbox: mailbox,
-                storeLimits: storeLimits, refusals: refusals, logger: logger)
+                storeLimits: storeLimits, connections: connections, refusals: refusals, logger: logger)
             storeLoop = StoreLoop(
                 mailbox: mailbox, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
                 configuration: configuration, refusals: refusals, limits: storeLimits, storeProblem: storeProblem,

@@ -27,6 +27,10 @@ final class NetworkLoop: @unchecked Sendable {
     private let mailbox: StoreMailbox
     /// The flight limits the store thread passes to `apply`, replaced when the allow list is reloaded.
     private let storeLimits: Locked<StoreLimits>
+    /// The connections each key holds (CURVE mode): every message names its connection's descriptor.
+    private let connections: KeyConnections
+    /// The TCP ports of the data and ack sockets, which a connection to shut down must be on.
+    private let localPorts: Set<UInt16>
     private let refusals: BatchRefusals
     private let ledger: AnswerLedger
     private let devicesFile: URL
@@ -45,8 +49,13 @@ final class NetworkLoop: @unchecked Sendable {
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
         ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, storeLimits: Locked<StoreLimits>,
-        refusals: BatchRefusals, logger: Logger
+        connections: KeyConnections, refusals: BatchRefusals, logger: Logger
     ) {
+        self.connections = connections
+        localPorts = Set(
+            [sockets.pull, sockets.router].compactMap { try? $0.lastEndpoint }.compactMap {
+                $0.split(separator: ":").last.flatMap { UInt16($0) }
+            })
         self.sockets = sockets
         self.devicesFile = devicesFile
         self.zap = zap
@@ -208,6 +217,7 @@ final class NetworkLoop: @unchecked Sendable {
         let router = sockets.router
         for _ in 0..<1_000 {
             guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
+            count(message)
             guard let route = message.frames.first, !route.isEmpty else { continue }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let key: String? = insecure ? nil : (message.userID ?? "")
@@ -267,6 +277,7 @@ final class NetworkLoop: @unchecked Sendable {
     private func readBatches() throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
+            count(message)
             let size = message.frames.reduce(0) { $0 + $1.count }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let authenticated: String? = insecure ? nil : (message.userID ?? "")
@@ -319,6 +330,24 @@ final class NetworkLoop: @unchecked Sendable {
                 metadata: [
                     "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
                     "reason": "\(verdict.reason)", "retryAfter": "\(verdict.retryAfter)",
+                ])
+        }
+    }
+
+    /// Counts `message`'s connection against its key (``KeyConnections``), and shuts the connection down when it is
+    /// one more than the key may hold (what it already sent is still read; it may connect again once the key holds
+    /// fewer).
+    private func count(_ message: ReceivedMessage) {
+        guard !insecure, let key = message.publicKey, let descriptor = message.sourceDescriptor,
+            connections.note(descriptor: descriptor, key: key)
+        else { return }
+        let shut = KeyConnections.shutDown(descriptor: descriptor, localPorts: localPorts)
+        if routes.shouldWarn(about: "connections " + key, interval: .seconds(30)) {
+            logger.warning(
+                "closed a connection: its key holds more connections than a key may",
+                metadata: [
+                    "device": "\(message.userID ?? "-")", "key": "\(key)", "limit": "\(connections.perKey)",
+                    "closed": "\(shut)",
                 ])
         }
     }
