@@ -15,10 +15,14 @@ public import JetbridgeStore
 /// ``run()`` runs them as the services of one `ServiceGroup` (``services``), each on a thread of its own because
 /// every ZeroMQ, SQLite and PostgreSQL call here blocks:
 /// - the **network thread** (``NetworkLoop``, ``IngressService``) owns the data `PULL` and the ack `ROUTER` and the
-///   ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, queues good ones in a
-///   bounded ``BatchQueue`` and sends the answers the store thread posts (``StoreMailbox``);
-/// - the **store thread** (``StoreLoop``, ``StoreService``) groups what is waiting into one `apply` transaction, then
-///   posts one answer per batch: `stored` after the commit, `retry` for every batch of a failed transaction;
+///   ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, holds each device to its
+///   rates (``DeviceLimiter``; it never calls the store), queues good ones in a bounded ``BatchQueue`` and sends the
+///   answers the store thread posts (``StoreMailbox``);
+/// - the **store thread** (``StoreLoop``, ``StoreService``) groups what is waiting into one `apply` transaction (which
+///   also checks the flight limits), then posts one answer per batch: `stored` after the commit, `limited` past a
+///   flight limit, `retry` for every batch of a failed transaction;
+/// - a key holds at most ``KeyConnections/perKey`` connections (the ZAP handler's thread, the network thread and the
+///   sockets' monitors count them);
 /// - a refused batch takes one path on either thread (``BatchRefusals``), and every answer is counted once
 ///   (``AnswerLedger``: `/metrics`, the statistics and `status` are its views);
 /// - the **receipts thread** (``ReceiptWorker``, ``ReceiptsService``) rewrites receipts after commits, off the ack
