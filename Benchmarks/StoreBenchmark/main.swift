@@ -98,6 +98,10 @@ func peakRSS() -> String {
     return line.dropFirst(6).trimmingCharacters(in: .whitespaces)
 }
 
+/// `serve`'s default flight limits (docs/AGGREGATOR.md, Limits), checked on every group as `serve` checks them; no
+/// device reaches them (20 flights, 5,000 records per device and flight at a million records).
+let limits = StoreLimits(default: DeviceFlightLimits(recordsPerFlight: 100_000, flightsPerDay: 500))
+
 let groups = totalRecords / (batchSize * batchesPerTransaction)
 let records = groups * batchSize * batchesPerTransaction
 
@@ -117,7 +121,7 @@ do {
         guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
         let t0 = now()
         let c0 = selfCPU()
-        let outcomes = try store.apply(batches)
+        let outcomes = try store.apply(batches, at: Date(), limits: limits)
         storeSeconds += now() - t0
         storeCPU += selfCPU() - c0
         new += outcomes.reduce(0) { $0 + $1.new }
@@ -203,7 +207,7 @@ if let postgresURL {
             guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
             let t0 = now()
             let c0 = selfCPU()
-            let outcomes = try store.apply(batches, at: Date())
+            let outcomes = try store.apply(batches, at: Date(), limits: limits)
             figures.seconds += now() - t0
             figures.cpu += selfCPU() - c0
             new += outcomes.reduce(0) { $0 + $1.new }

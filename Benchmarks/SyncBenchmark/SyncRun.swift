@@ -134,7 +134,12 @@ struct SyncRun {
         for aggregator in aggregators {
             let file = aggregator.home.appendingPathComponent("devices.json")
             var list = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as! [String: Any]
-            list["limits"] = ["*": ["recordsPerFlight": 1_000_000_000, "recordsPerSecond": 1_000_000_000]]
+            list["limits"] = [
+                "*": [
+                    "recordsPerFlight": 1_000_000_000, "recordsPerSecond": 1_000_000_000,
+                    "flightsPerDay": 1_000_000_000, "bytesPerSecond": 1_000_000_000_000,
+                ]
+            ]
             try JSONSerialization.data(withJSONObject: list).write(to: file)
         }
 

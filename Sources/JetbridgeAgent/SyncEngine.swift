@@ -234,6 +234,9 @@ final class SyncEngine: Sendable {
         /// A handshake failure in words, with what to do about it.
         static func explain(_ failure: HandshakeFailure, allow: String, curve: Bool) -> String {
             switch failure {
+            case .authentication(300):
+                return
+                    "the ground turned this connection away for now (ZAP status 300): this device's key holds as many connections as the ground allows one key (is another agent running with the same key?)"
             case .authentication(let status):
                 return
                     "the ground refused this device's key (ZAP status \(status)): allow it on the ground with `\(allow)`"

@@ -12,8 +12,8 @@ public struct Ack: Codable, Hashable, Sendable {
         case forbidden
         /// The ground does not speak this protocol version.
         case unsupportedVersion = "unsupported-version"
-        /// Past one of the device's limits (records per second, records per flight); nothing of it was stored. Send
-        /// it again after `retryAfter` seconds at the earliest.
+        /// Past one of the device's limits (records or bytes per second, records per flight, flights per day);
+        /// nothing of it was stored. Send it again after `retryAfter` seconds at the earliest.
         case limited
 
         /// Statuses a later protocol version may add are treated as `retry`, as the version rule says.

@@ -3,7 +3,8 @@ public import JetbridgeProtocol
 /// What one stored batch changed: the numbers a `stored` ack carries (`new + duplicates == count`).
 ///
 /// A batch refused by a rule that needs the store (an order of another device, a flight's second currency) has a
-/// ``rejection`` and counts nothing: none of its records was stored.
+/// ``rejection``, and a batch past one of its device's flight limits a ``limit``; either counts nothing: none of its
+/// records was stored.
 public struct BatchOutcome: Hashable, Sendable {
     public var device: String
     public var first: UInt64
@@ -14,9 +15,13 @@ public struct BatchOutcome: Hashable, Sendable {
     public var duplicates: Int
     /// Why the batch was refused as a whole, with the offending record's index; nil when it was stored.
     public var rejection: BatchRejection?
+    /// Why the batch was not stored now (answer `limited` with its `retryAfter`); nil when it was stored. Already
+    /// counted against the device (`report devices`, `limited`) in the same transaction.
+    public var limit: BatchLimit?
 
     public init(
-        device: String, first: UInt64, last: UInt64, new: Int, duplicates: Int, rejection: BatchRejection? = nil
+        device: String, first: UInt64, last: UInt64, new: Int, duplicates: Int, rejection: BatchRejection? = nil,
+        limit: BatchLimit? = nil
     ) {
         self.device = device
         self.first = first
@@ -24,6 +29,7 @@ public struct BatchOutcome: Hashable, Sendable {
         self.new = new
         self.duplicates = duplicates
         self.rejection = rejection
+        self.limit = limit
     }
 
     /// Records in the batch.

@@ -21,10 +21,16 @@ import SystemSupport
 /// Calls block until the engine answers: call them from a thread of the caller's own (as `serve` does), never from
 /// a task on Swift's cooperative pool or a SwiftNIO event loop.
 public protocol StoreReader: AnyObject, Sendable {
-    /// How many records (orders and scans) `device` has stored on `flight`, for the per-flight limit.
+    /// How many records (orders and scans) `device` first stored on `flight`: its `device_flights` counter, one
+    /// indexed read.
+    ///
+    /// Deprecated: the per-flight limit is a store rule now, checked inside ``StoreWriter/apply(_:at:limits:)`` in the
+    /// same transaction; nothing on the network thread should ask the store. Kept until `serve` no longer calls it.
     func recordCount(device: String, flight: String) throws -> Int
 
     /// How many of `records` the store does not have yet, by id (an order stored at any revision counts as stored).
+    ///
+    /// Deprecated, as ``recordCount(device:flight:)`` is: one indexed read per record.
     func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int
 
     /// When a batch was last stored, or `nil` before the first.
@@ -93,14 +99,18 @@ public protocol StoreWriter: StoreReader {
 
     /// Stores several batches in ONE transaction and returns each batch's outcome, in the same order; a batch
     /// broken by a rule that needs the store (another device's order, a flight's second currency) is not stored and
-    /// its outcome carries the rejection. When this returns everything is durable; when it throws nothing was
-    /// stored. See ``SQLiteStore/apply(_:at:)``.
-    func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome]
+    /// its outcome carries the ``BatchOutcome/rejection``; a batch that would take its device past `limits` is not
+    /// stored either, its outcome carries the ``BatchOutcome/limit`` (answer it `limited`), and it is counted against
+    /// the device in the same transaction. When this returns everything is durable; when it throws nothing was
+    /// stored. See ``SQLiteStore/apply(_:at:limits:)``.
+    func apply(_ batches: [IncomingBatch], at now: Date, limits: StoreLimits) throws -> [BatchOutcome]
 
     /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
     func recordRejection(device: String, reason: String, at now: Date) throws
 
-    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
+    /// Counts one batch answered `limited` by a limit decided outside the store (the records or bytes per second on
+    /// the network thread) against its device (docs/AGGREGATOR.md, Limits). ``apply(_:at:limits:)`` counts the
+    /// batches it limits itself.
     func recordLimited(device: String, reason: String, at now: Date) throws
 
     /// One step of the receipt walk: up to `limit` seats whose receipts are behind, after `after` in (flight, seat)
@@ -177,7 +187,12 @@ extension StoreReader {
 }
 
 extension StoreWriter {
-    /// Stores several batches in one transaction, now.
+    /// Stores several batches in one transaction, holding no device to a flight limit (the counters are kept).
+    public func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome] {
+        try apply(batches, at: now, limits: .none)
+    }
+
+    /// Stores several batches in one transaction, now, holding no device to a flight limit.
     public func apply(_ batches: [IncomingBatch]) throws -> [BatchOutcome] { try apply(batches, at: Date()) }
 
     /// Counts one rejected batch against its device, now.

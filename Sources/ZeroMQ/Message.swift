@@ -137,6 +137,14 @@ public struct Message: ~Copyable {
 
     /// The sender's CURVE public key (Z85), a property our ``ZAPHandler`` adds to every connection it admits.
     public var publicKey: String? { metadata(ZAPHandler.publicKeyProperty) }
+
+    /// The file descriptor of the connection the frame arrived on (`ZMQ_SRCFD`), or `nil` for one that has none
+    /// (inproc, or a frame made here). Deprecated in libzmq but kept through 4.3: the one way to tell a TCP peer's
+    /// connections apart, and to match them with the socket monitor's `accepted` and `disconnected` events.
+    public var sourceDescriptor: Int32? {
+        let descriptor = zmq_msg_get(pointer, ZMQ_SRCFD)
+        return descriptor >= 0 ? descriptor : nil
+    }
 }
 
 /// Keeps a caller's deallocation closure alive until libzmq's free callback runs.

@@ -64,16 +64,17 @@ public enum MonitorEvent: Sendable, Hashable {
     case listening(endpoint: String)
     /// Binding `endpoint` failed.
     case bindFailed(endpoint: String, error: ZeroMQError.Code)
-    /// A peer connected to `endpoint` was accepted.
-    case accepted(endpoint: String)
+    /// A peer connected to `endpoint` was accepted, on file `descriptor`.
+    case accepted(endpoint: String, descriptor: Int32)
     /// Accepting on `endpoint` failed.
     case acceptFailed(endpoint: String, error: ZeroMQError.Code)
     /// A descriptor for `endpoint` was closed.
     case closed(endpoint: String)
     /// Closing a descriptor for `endpoint` failed.
     case closeFailed(endpoint: String, error: ZeroMQError.Code)
-    /// The connection on `endpoint` was lost (peer gone, heartbeat timeout, or handshake failure).
-    case disconnected(endpoint: String)
+    /// The connection on `endpoint` with file `descriptor` was lost (peer gone, keepalive, or handshake failure); the
+    /// descriptor is closed (and may be reused) right after.
+    case disconnected(endpoint: String, descriptor: Int32)
     /// The handshake on `endpoint` succeeded (after CURVE and ZAP, if configured).
     case handshakeSucceeded(endpoint: String)
     /// The handshake on `endpoint` failed.
@@ -92,11 +93,11 @@ extension MonitorEvent {
             self = .connectRetried(endpoint: endpoint, interval: .milliseconds(Int64(value)))
         case ZMQ_EVENT_LISTENING: self = .listening(endpoint: endpoint)
         case ZMQ_EVENT_BIND_FAILED: self = .bindFailed(endpoint: endpoint, error: code)
-        case ZMQ_EVENT_ACCEPTED: self = .accepted(endpoint: endpoint)
+        case ZMQ_EVENT_ACCEPTED: self = .accepted(endpoint: endpoint, descriptor: Int32(bitPattern: value))
         case ZMQ_EVENT_ACCEPT_FAILED: self = .acceptFailed(endpoint: endpoint, error: code)
         case ZMQ_EVENT_CLOSED: self = .closed(endpoint: endpoint)
         case ZMQ_EVENT_CLOSE_FAILED: self = .closeFailed(endpoint: endpoint, error: code)
-        case ZMQ_EVENT_DISCONNECTED: self = .disconnected(endpoint: endpoint)
+        case ZMQ_EVENT_DISCONNECTED: self = .disconnected(endpoint: endpoint, descriptor: Int32(bitPattern: value))
         case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: self = .handshakeSucceeded(endpoint: endpoint)
         case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
             self = .handshakeFailed(endpoint: endpoint, reason: .noDetail(code))

@@ -10,6 +10,8 @@ public struct ReceivedMessage: Sendable, Hashable {
     public var peerAddress: String?
     /// The sender's CURVE public key (Z85) as a ``ZAPHandler`` admitted it, or `nil` without one.
     public var publicKey: String?
+    /// The file descriptor of the connection it arrived on (``Message/sourceDescriptor``), for TCP.
+    public var sourceDescriptor: Int32?
 
     /// Creates a received message.
     /// - Parameters:
@@ -17,10 +19,15 @@ public struct ReceivedMessage: Sendable, Hashable {
     ///   - userID: The ZAP identity of the sender.
     ///   - peerAddress: The sender's address.
     ///   - publicKey: The sender's CURVE public key as the ZAP handler admitted it.
-    public init(frames: [Data], userID: String? = nil, peerAddress: String? = nil, publicKey: String? = nil) {
+    ///   - sourceDescriptor: The connection's file descriptor.
+    public init(
+        frames: [Data], userID: String? = nil, peerAddress: String? = nil, publicKey: String? = nil,
+        sourceDescriptor: Int32? = nil
+    ) {
         self.frames = frames
         self.userID = userID
         self.peerAddress = peerAddress
         self.publicKey = publicKey
+        self.sourceDescriptor = sourceDescriptor
     }
 }

@@ -56,7 +56,8 @@ extension Socket {
     public func receiveWithMetadata(options: ReceiveOptions = []) throws(ZeroMQError) -> ReceivedMessage? {
         guard let first = try receiveMessage(options: options) else { return nil }
         var received = ReceivedMessage(
-            frames: [], userID: first.userID, peerAddress: first.peerAddress, publicKey: first.publicKey)
+            frames: [], userID: first.userID, peerAddress: first.peerAddress, publicKey: first.publicKey,
+            sourceDescriptor: first.sourceDescriptor)
         var more = first.hasMore
         received.frames.append(first.takeData())
         while more {
@@ -66,6 +67,7 @@ extension Socket {
             if received.userID == nil { received.userID = next.userID }
             if received.peerAddress == nil { received.peerAddress = next.peerAddress }
             if received.publicKey == nil { received.publicKey = next.publicKey }
+            if received.sourceDescriptor == nil { received.sourceDescriptor = next.sourceDescriptor }
             received.frames.append(next.takeData())
         }
         return received

@@ -32,6 +32,9 @@ public final class ZAPHandler: Sendable {
             case refusedMechanism = "refused-mechanism"
             /// Not a ZAP 1.0 request (500).
             case malformed
+            /// An allow-listed key the handler's `admit` check turned away for now (300, RFC 27's temporary error),
+            /// such as one that holds as many connections as it may.
+            case refusedBusy = "refused-busy"
         }
 
         public let result: Result
@@ -47,6 +50,7 @@ public final class ZAPHandler: Sendable {
 
     private let allowlist: Mutex<[String: String]>
     private let observer: (@Sendable (Decision) -> Void)?
+    private let admit: (@Sendable (_ publicKeyZ85: String, _ identity: String) -> Bool)?
     private let wakeup: WakeupPipe
     private let state = Mutex(RunState())
 
@@ -61,12 +65,17 @@ public final class ZAPHandler: Sendable {
     /// - Parameters:
     ///   - context: The context whose CURVE servers it authenticates.
     ///   - allowlist: Client public keys (40-character Z85) mapped to the identity to report as `User-Id`.
+    ///   - admit: Asked about every allow-listed key before it is admitted, on the handler's thread: false refuses the
+    ///     handshake for now (``Decision/Result/refusedBusy``). Must not block.
     ///   - observer: Called with every decision on the handler's thread, after it is made; keep it short.
     /// - Throws: `ZeroMQError`; `addressInUse` if another handler already runs on the context.
     public init(
-        context: ZeroMQContext, allowlist: [String: String], observer: (@Sendable (Decision) -> Void)? = nil
+        context: ZeroMQContext, allowlist: [String: String],
+        admit: (@Sendable (_ publicKeyZ85: String, _ identity: String) -> Bool)? = nil,
+        observer: (@Sendable (Decision) -> Void)? = nil
     ) throws(ZeroMQError) {
         self.allowlist = Mutex(allowlist)
+        self.admit = admit
         self.observer = observer
         self.wakeup = try WakeupPipe()
         let socket = try context.socket(.rep)
@@ -167,6 +176,12 @@ public final class ZAPHandler: Sendable {
             return (
                 [version, requestID, Data("400".utf8), Data("unknown client key".utf8), Data(), Data()],
                 decision(.refusedKey, key: key)
+            )
+        }
+        if let admit, !admit(key, identity) {
+            return (
+                [version, requestID, Data("300".utf8), Data("too many connections for this key".utf8), Data(), Data()],
+                decision(.refusedBusy, key: key, identity: identity)
             )
         }
         return (

@@ -23,7 +23,7 @@ extension ZeroMQTests {
             let event = try await firstEvent(in: events, "disconnect after kill -9") {
                 if case .disconnected = $0 { return true } else { return false }
             }
-            guard case .disconnected(let where_) = event else { return }
+            guard case .disconnected(let where_, _) = event else { return }
             #expect(where_.hasPrefix("tcp://127.0.0.1:"))
 
             try router.close(linger: .zero)

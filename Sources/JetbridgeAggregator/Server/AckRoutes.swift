@@ -54,17 +54,14 @@ struct AckRoutes {
     /// Devices already warned about, so each is named once per run.
     var warnedLegacy: Set<String> = []
     /// When each key was last warned about a refused hello: a peer that repeats one must not flood the log.
-    private var lastWarning: [String: ContinuousClock.Instant] = [:]
+    private var warnings = WarningGate()
     static let warningInterval: Duration = .seconds(30)
 
     /// Whether to log a refused hello from `key` now (at most one per ``warningInterval`` and key).
     mutating func shouldWarn(
         about key: String, interval: Duration = warningInterval, now: ContinuousClock.Instant = .now
     ) -> Bool {
-        if let last = lastWarning[key], now - last < interval { return false }
-        if lastWarning.count >= 10_000 { lastWarning = [:] }
-        lastWarning[key] = now
-        return true
+        warnings.shouldWarn(about: key, interval: interval, now: now)
     }
 
     /// What kind of routing id a hello came with.

@@ -15,10 +15,14 @@ public import JetbridgeStore
 /// ``run()`` runs them as the services of one `ServiceGroup` (``services``), each on a thread of its own because
 /// every ZeroMQ, SQLite and PostgreSQL call here blocks:
 /// - the **network thread** (``NetworkLoop``, ``IngressService``) owns the data `PULL` and the ack `ROUTER` and the
-///   ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, queues good ones in a
-///   bounded ``BatchQueue`` and sends the answers the store thread posts (``StoreMailbox``);
-/// - the **store thread** (``StoreLoop``, ``StoreService``) groups what is waiting into one `apply` transaction, then
-///   posts one answer per batch: `stored` after the commit, `retry` for every batch of a failed transaction;
+///   ack routes (``AckRoutes``): it checks and decodes batches, answers refused ones at once, holds each device to its
+///   rates (``DeviceLimiter``; it never calls the store), queues good ones in a bounded ``BatchQueue`` and sends the
+///   answers the store thread posts (``StoreMailbox``);
+/// - the **store thread** (``StoreLoop``, ``StoreService``) groups what is waiting into one `apply` transaction (which
+///   also checks the flight limits), then posts one answer per batch: `stored` after the commit, `limited` past a
+///   flight limit, `retry` for every batch of a failed transaction;
+/// - a key holds at most ``KeyConnections/perKey`` connections (the ZAP handler's thread, the network thread and the
+///   sockets' monitors count them);
 /// - a refused batch takes one path on either thread (``BatchRefusals``), and every answer is counted once
 ///   (``AnswerLedger``: `/metrics`, the statistics and `status` are its views);
 /// - the **receipts thread** (``ReceiptWorker``, ``ReceiptsService``) rewrites receipts after commits, off the ack
@@ -56,6 +60,8 @@ public final class AggregatorServer: Service, Sendable {
     let homeLock: HomeLock
     /// ZAP decisions: counts, the last refusals, rate-limited warnings.
     let handshakes: HandshakeMonitor
+    /// The connections each key holds (issue 23 item 7).
+    let connections: KeyConnections
     /// Every answer, counted once; `/metrics`, the statistics and `status` are its views.
     let ledger: AnswerLedger
     let metricsServer: MetricsServer?
@@ -124,6 +130,8 @@ public final class AggregatorServer: Service, Sendable {
         let ledger = AnswerLedger()
         self.ledger = ledger
         let metrics = ledger.metrics
+        let connections = KeyConnections()
+        self.connections = connections
         let handshakes = HandshakeMonitor(
             logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
             onFailure: { metrics.handshake(result: "failed") })
@@ -143,7 +151,9 @@ public final class AggregatorServer: Service, Sendable {
             contextOrNil = context
             // The handler must exist before the CURVE servers bind, or CURVE admits anyone who knows the server key.
             if keys != nil {
-                zapHandler = try ZAPHandler(context: context, allowlist: allowlist.byPublicKey) { handshakes.record($0) }
+                zapHandler = try ZAPHandler(
+                    context: context, allowlist: allowlist.byPublicKey,
+                    admit: { key, _ in connections.admit(key: key) }, observer: { handshakes.record($0) })
             }
             let pull = try context.socket(.pull)
             opened.append(pull)
@@ -163,11 +173,15 @@ public final class AggregatorServer: Service, Sendable {
             if keys != nil {
                 // Handshakes that fail before ZAP (a wrong server key, a plaintext client) reach no handler: the
                 // monitors (started before bind, as libzmq asks) tell the operator. Their streams end at close.
+                // They also report each connection's end, so that it stops counting against its key.
                 for (socket, name) in [(pull, "data"), (router, "acks")] {
-                    let events = try socket.monitor(events: .handshakeFailed)
-                    Task.detached {
-                        for await case .handshakeFailed(let endpoint, let reason) in events {
+                    try socket.monitor(events: [.handshakeFailed, .disconnected]) { event in
+                        switch event {
+                        case .handshakeFailed(let endpoint, let reason):
                             handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
+                        case .disconnected(_, let descriptor):
+                            connections.closed(descriptor: descriptor)
+                        default: break
                         }
                     }
                 }
@@ -191,14 +205,15 @@ public final class AggregatorServer: Service, Sendable {
             self.zap = zapHandler
             let refusals = BatchRefusals(ledger: ledger, logger: logger)
             let mailbox = try StoreMailbox()
+            let storeLimits = Locked(allowlist.storeLimits)
             network = NetworkLoop(
                 sockets: .init(pull: pull, router: router), allowlist: allowlist, devicesFile: home.devicesFile,
                 zap: zapHandler, insecure: insecure, ackBounds: ackBounds, queue: queue, mailbox: mailbox,
-                store: store, refusals: refusals, logger: logger)
+                storeLimits: storeLimits, connections: connections, refusals: refusals, logger: logger)
             storeLoop = StoreLoop(
                 mailbox: mailbox, store: store, storeLocation: storeLocation, queue: queue, receipts: receipts,
-                configuration: configuration, refusals: refusals, storeProblem: storeProblem, handshakes: handshakes,
-                logger: logger)
+                configuration: configuration, refusals: refusals, limits: storeLimits, storeProblem: storeProblem,
+                handshakes: handshakes, logger: logger)
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()

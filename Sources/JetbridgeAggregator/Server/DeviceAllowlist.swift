@@ -1,11 +1,13 @@
 public import Foundation
 import JetbridgeModel
+public import JetbridgeStore
 import ZeroMQ
 import SystemSupport
 
 /// The devices the aggregator admits: device id → CURVE public key (Z85), kept in `<home>/devices.json` as
 /// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change; optionally with
-/// `"limits":{"cart-1":{"recordsPerFlight":…,"recordsPerSecond":…}, "*":{…}}` (docs/AGGREGATOR.md, Limits).
+/// `"limits":{"cart-1":{"recordsPerFlight":…,"recordsPerSecond":…,"flightsPerDay":…,"bytesPerSecond":…}, "*":{…}}`
+/// (docs/AGGREGATOR.md, Limits).
 public struct DeviceAllowlist: Hashable, Sendable {
     /// Device id → public key (Z85).
     public private(set) var devices: [String: String]
@@ -20,6 +22,13 @@ public struct DeviceAllowlist: Hashable, Sendable {
     /// The limits that hold for `device`: its own settings, then `*`'s, then the defaults.
     public func limits(for device: String) -> DeviceLimits {
         DeviceLimits.defaults.applying(limits["*"]).applying(limits[device])
+    }
+
+    /// Each device's flight limits as `apply` takes them: ``limits(for:)``'s records per flight and flights per day,
+    /// from this list as it is now (a later reload needs a new value).
+    public var storeLimits: StoreLimits {
+        let list = self
+        return StoreLimits { list.limits(for: $0).flightLimits }
     }
 
     /// The ZAP handler's view: public key → device id.

@@ -140,6 +140,8 @@ final class HandshakeMonitor: Sendable {
             case .refusedKey: "refused a handshake: the client key is not on the allow list"
             case .refusedMechanism: "refused a handshake: only CURVE clients with a key are admitted"
             case .malformed: "refused a malformed ZAP request"
+            case .refusedBusy:
+                "refused a handshake: the key already holds as many connections as a key may (\(KeyConnections.perKey); see docs/AGGREGATOR.md, Limits)"
             case .accepted: ""
             }
         logger.warning(

@@ -7,7 +7,8 @@ import SystemSupport
 import JetbridgeStore
 
 /// The network thread: owns the data `PULL` and the ack `ROUTER`, and the state only it touches (the ack routes and
-/// held acks, the admitted keys, the per-device limiter).
+/// held acks, the admitted keys, the per-device rate limiter). It never calls the store: the flight limits are the
+/// store's (``StoreLoop``), and what it learns from the allow list for them it publishes in ``storeLimits``.
 ///
 /// It checks and decodes batches (`IncomingBatch.decode`), answers refused ones at once (``BatchRefusals``), queues
 /// good ones in the bounded ``BatchQueue``, learns each device's ack route from its hellos and sends the answers the
@@ -24,7 +25,12 @@ final class NetworkLoop: @unchecked Sendable {
     private let sockets: Sockets
     private let queue: BatchQueue
     private let mailbox: StoreMailbox
-    private let store: any StoreWriter
+    /// The flight limits the store thread passes to `apply`, replaced when the allow list is reloaded.
+    private let storeLimits: Locked<StoreLimits>
+    /// The connections each key holds (CURVE mode): every message names its connection's descriptor.
+    private let connections: KeyConnections
+    /// The TCP ports of the data and ack sockets, which a connection to shut down must be on.
+    private let localPorts: Set<UInt16>
     private let refusals: BatchRefusals
     private let ledger: AnswerLedger
     private let devicesFile: URL
@@ -42,16 +48,21 @@ final class NetworkLoop: @unchecked Sendable {
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
-        ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, store: any StoreWriter,
-        refusals: BatchRefusals, logger: Logger
+        ackBounds: AckRoutes.Bounds, queue: BatchQueue, mailbox: StoreMailbox, storeLimits: Locked<StoreLimits>,
+        connections: KeyConnections, refusals: BatchRefusals, logger: Logger
     ) {
+        self.connections = connections
+        localPorts = Set(
+            [sockets.pull, sockets.router].compactMap { try? $0.lastEndpoint }.compactMap {
+                $0.split(separator: ":").last.flatMap { UInt16($0) }
+            })
         self.sockets = sockets
         self.devicesFile = devicesFile
         self.zap = zap
         self.insecure = insecure
         self.queue = queue
         self.mailbox = mailbox
-        self.store = store
+        self.storeLimits = storeLimits
         self.refusals = refusals
         self.ledger = refusals.ledger
         self.logger = logger
@@ -113,6 +124,7 @@ final class NetworkLoop: @unchecked Sendable {
                         if let list = reloadAllowlist() {
                             admitted = list.byPublicKey
                             limiter.allowlist = list
+                            storeLimits.withLock { $0 = list.storeLimits }
                         }
                     }
                 }
@@ -205,6 +217,7 @@ final class NetworkLoop: @unchecked Sendable {
         let router = sockets.router
         for _ in 0..<1_000 {
             guard let message = try router.receiveWithMetadata(options: .dontWait) else { return }
+            count(message)
             guard let route = message.frames.first, !route.isEmpty else { continue }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let key: String? = insecure ? nil : (message.userID ?? "")
@@ -264,6 +277,7 @@ final class NetworkLoop: @unchecked Sendable {
     private func readBatches() throws {
         for _ in 0..<64 {
             guard queue.hasRoom, let message = try sockets.pull.receiveWithMetadata(options: .dontWait) else { return }
+            count(message)
             let size = message.frames.reduce(0) { $0 + $1.count }
             // In CURVE mode every connection has a User-Id from the ZAP handler; one without it matches no device.
             let authenticated: String? = insecure ? nil : (message.userID ?? "")
@@ -273,11 +287,9 @@ final class NetworkLoop: @unchecked Sendable {
             }
             switch IncomingBatch.decode(frames: message.frames, authenticatedDevice: authenticated) {
             case .success(let batch):
-                let device = batch.header.device
+                // The rates only need the counts; the flight limits are checked by the store, in `apply`.
                 if let verdict = limiter.admit(
-                    device: device, records: batch.records.map(\.record), now: .now,
-                    count: { (try? store.recordCount(device: $0, flight: $1)) ?? 0 },
-                    unstored: { (try? store.unstoredCount(of: $0)) ?? $0.count })
+                    device: batch.header.device, records: batch.records.count, bytes: size, now: .now)
                 {
                     answerLimited(batch.header, verdict)
                     continue
@@ -304,8 +316,8 @@ final class NetworkLoop: @unchecked Sendable {
         if let answer { queue.push(.rejection(device: answer.owner, reason: answer.reason)) }
     }
 
-    /// Answers a batch past its device's limits `limited` (nothing stored), counts it and logs it (at most every 10 s
-    /// per device, with how many since).
+    /// Answers a batch past its device's rates `limited` (nothing stored), counts it and logs it (at most every 10 s
+    /// per device).
     private func answerLimited(_ header: BatchHeader, _ verdict: DeviceLimiter.Verdict) {
         let ack = Ack(
             device: header.device, first: header.first, last: header.last, status: .limited, reason: verdict.reason,
@@ -318,6 +330,24 @@ final class NetworkLoop: @unchecked Sendable {
                 metadata: [
                     "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)",
                     "reason": "\(verdict.reason)", "retryAfter": .stringConvertible(verdict.retryAfter),
+                ])
+        }
+    }
+
+    /// Counts `message`'s connection against its key (``KeyConnections``), and shuts the connection down when it is
+    /// one more than the key may hold (what it already sent is still read; it may connect again once the key holds
+    /// fewer).
+    private func count(_ message: ReceivedMessage) {
+        guard !insecure, let key = message.publicKey, let descriptor = message.sourceDescriptor,
+            connections.note(descriptor: descriptor, key: key)
+        else { return }
+        let shut = KeyConnections.shutDown(descriptor: descriptor, localPorts: localPorts)
+        if routes.shouldWarn(about: "connections " + key, interval: .seconds(30)) {
+            logger.warning(
+                "closed a connection: its key holds more connections than a key may",
+                metadata: [
+                    "device": "\(message.userID ?? "-")", "key": "\(key)", "limit": "\(connections.perKey)",
+                    "closed": "\(shut)",
                 ])
         }
     }

@@ -68,3 +68,17 @@ func describeStoreFailure(_ error: any Error, path: String) -> String {
     guard FailureClass(error) == .noSpace else { return "\(error)" }
     return "no space left on device for \(path) (\(error))"
 }
+
+/// When each subject (a key, a device) was last warned about, so that one that repeats itself does not flood the log:
+/// at most one line per subject and interval. Bounded: past 10,000 subjects it starts again empty.
+struct WarningGate {
+    private var last: [String: ContinuousClock.Instant] = [:]
+
+    /// Whether to warn about `subject` now; if so, the interval starts again.
+    mutating func shouldWarn(about subject: String, interval: Duration, now: ContinuousClock.Instant = .now) -> Bool {
+        if let at = last[subject], now - at < interval { return false }
+        if last.count >= 10_000 { last = [:] }
+        last[subject] = now
+        return true
+    }
+}

@@ -6,7 +6,9 @@ import SystemSupport
 
 /// The store thread: groups what is waiting in the ``BatchQueue`` into one `apply` transaction, then posts one answer
 /// per batch to the network thread (``StoreMailbox``): `stored` after the commit, `retry` for every batch of a failed
-/// transaction, and a refusal's answer (``BatchRefusals``) for a batch the store refused. Between groups it
+/// transaction, a refusal's answer (``BatchRefusals``) for a batch the store refused, and `limited` for a batch past
+/// one of its device's flight limits (records per flight, flights per day: store rules, checked by `apply` in the
+/// same transaction against what is stored and what the batches ahead of it in the group add). Between groups it
 /// checkpoints an idle store, probes a failed one, tells the receipts thread when the store went idle, and logs the
 /// statistics. It ends when the queue is closed and drained (the network thread closes it at a stop).
 ///
@@ -20,6 +22,10 @@ struct StoreLoop: Sendable {
     let receipts: ReceiptWorker
     let configuration: AggregatorConfiguration
     let refusals: BatchRefusals
+    /// Each device's flight limits, from the allow list as the network thread last loaded it.
+    let limits: Locked<StoreLimits>
+    /// Devices warned about a limited batch, and when (at most one line per device every 10 s).
+    let limitedWarnings = Locked(WarningGate())
     /// Why the store is not usable now, for `/readyz` (written here, read by the server).
     let storeProblem: Locked<String?>
     let handshakes: HandshakeMonitor
@@ -135,7 +141,7 @@ struct StoreLoop: Sendable {
         guard !batches.isEmpty else { return }
         let started = ContinuousClock.now
         do {
-            let outcomes = try store.apply(batches)
+            let outcomes = try store.apply(batches, at: Date(), limits: limits.withLock { $0 })
             let elapsed = ContinuousClock.now - started
             ledger.committed(in: elapsed)
             storeProblem.withLock { $0 = nil }
@@ -146,6 +152,10 @@ struct StoreLoop: Sendable {
             for (batch, outcome) in zip(batches, outcomes) {
                 if let rejection = outcome.rejection {
                     refuseStored(rejection)
+                    continue
+                }
+                if let limit = outcome.limit {
+                    answerLimited(batch.header, limit)
                     continue
                 }
                 new += outcome.new
@@ -196,6 +206,20 @@ struct StoreLoop: Sendable {
             refusals.count(answer, in: store)
             ack(answer.ack)
         }
+    }
+
+    /// Answers a batch past one of its device's flight limits `limited` (`apply` stored none of it and counted it
+    /// against the device) and logs it, at most once every 10 s per device.
+    private func answerLimited(_ header: BatchHeader, _ limit: BatchLimit) {
+        let answer = limit.answer(device: header.device, first: header.first, last: header.last)
+        ledger.answer(device: header.device, .limited) { ack(answer) }
+        guard limitedWarnings.withLock({ $0.shouldWarn(about: header.device, interval: .seconds(10)) }) else { return }
+        logger.warning(
+            "batch limited",
+            metadata: [
+                "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)", "reason": "\(limit.reason)",
+                "retryAfter": "\(limit.retryAfter)",
+            ])
     }
 
     /// Posts `ack` for the network thread to send to its device's route.

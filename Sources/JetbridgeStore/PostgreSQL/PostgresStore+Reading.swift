@@ -9,17 +9,15 @@ import PostgresNIO
 extension PostgresStore {
     // MARK: Reading
 
+    /// Deprecated (``StoreReader/recordCount(device:flight:)``): `apply` checks the limit itself.
     public func recordCount(device: String, flight: String) throws -> Int {
         try locked {
-            try run(
-                """
-                SELECT (SELECT count(*) FROM orders WHERE flight = \(flight) AND device = \(device))
-                    + (SELECT count(*) FROM scans WHERE flight = \(flight) AND device = \(device))
-                """
-            ).first?.decode(Int.self) ?? 0
+            try run("SELECT records FROM device_flights WHERE device = \(device) AND flight = \(flight)").first?
+                .decode(Int.self) ?? 0
         }
     }
 
+    /// Deprecated (``StoreReader/unstoredCount(of:)``).
     public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int {
         try locked {
             var count = 0

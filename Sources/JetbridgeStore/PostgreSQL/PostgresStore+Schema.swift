@@ -108,6 +108,28 @@ extension PostgresStore {
                 ADD COLUMN claimed_until timestamptz
             """,
         ],
+        [
+            // Version 4: the per-device flight limits' counters (SQLite's `device-flights`), records first stored per
+            // device and flight, kept by `apply`; existing rows counted, as first stored long ago (0).
+            """
+            CREATE TABLE device_flights (
+                device text COLLATE "C" NOT NULL,
+                flight text COLLATE "C" NOT NULL,
+                records bigint NOT NULL CHECK (records >= 0),
+                first_stored_at double precision NOT NULL,
+                PRIMARY KEY (device, flight)
+            )
+            """,
+            "CREATE INDEX device_flights_window ON device_flights (device, first_stored_at)",
+            """
+            INSERT INTO device_flights (device, flight, records, first_stored_at)
+            SELECT device, flight, sum(n), 0 FROM (
+                SELECT device, flight, count(*) AS n FROM orders GROUP BY device, flight
+                UNION ALL
+                SELECT device, flight, count(*) AS n FROM scans GROUP BY device, flight
+            ) AS stored GROUP BY device, flight
+            """,
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

@@ -34,13 +34,15 @@ extension PostgresStore {
     }
 
     /// Upserts one round of orders (ids distinct, in id order) and answers the 1-based positions of the rows that
-    /// changed nothing (a duplicate, an older revision, or another device's order), then, with position 0, the seat
-    /// each moved order left (flight and seat). The highest revision wins, only for the owning device.
+    /// did not insert a new order, each with whether it raised the revision of a stored one (`true`) or changed
+    /// nothing (`false`: a duplicate, an older revision, or another device's order), and for a raised revision that
+    /// moved the order, the seat it left (flight and seat). The highest revision wins, only for the owning device.
     ///
-    /// The rows that changed nothing are read from the statement itself rather than from `RETURNING`: in a bulk sync
+    /// The rows that inserted nothing are read from the statement itself rather than from `RETURNING`: in a bulk sync
     /// they are none, so nothing comes back. The seat an update leaves comes from the row it replaced: the update
     /// copies it into `moved_from_flight`/`moved_from_seat`, which `RETURNING` shows (PostgreSQL 15 has no `OLD` in
-    /// `RETURNING`); a row read before the statement could be another transaction's older version.
+    /// `RETURNING`); a row read before the statement could be another transaction's older version. The same columns
+    /// tell an update from an insert: an insert leaves them null, an update copies the stored (non-null) flight there.
     static func upsertOrders(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
         var ids: [UUID] = []
         var revisions: [Int] = []
@@ -79,11 +81,14 @@ extension PostgresStore {
                 WHERE excluded.revision > orders.revision AND excluded.device = orders.device
                 RETURNING id, flight, seat, moved_from_flight, moved_from_seat
             )
-            SELECT n, NULL::text, NULL::text FROM input
+            SELECT n, false, NULL::text, NULL::text FROM input
             WHERE NOT EXISTS (SELECT 1 FROM changed WHERE changed.id = input.id)
             UNION ALL
-            SELECT 0, moved_from_flight, moved_from_seat FROM changed
-            WHERE moved_from_flight IS NOT NULL AND (moved_from_flight <> flight OR moved_from_seat <> seat)
+            SELECT input.n, true,
+                CASE WHEN moved_from_flight <> changed.flight OR moved_from_seat <> changed.seat THEN moved_from_flight END,
+                CASE WHEN moved_from_flight <> changed.flight OR moved_from_seat <> changed.seat THEN moved_from_seat END
+            FROM changed JOIN input ON input.id = changed.id
+            WHERE moved_from_flight IS NOT NULL
             """
     }
 
@@ -148,26 +153,84 @@ extension PostgresStore {
             """
     }
 
-    /// Adds one transaction's statistics to each device's row, in device order.
-    static func addDeviceStatistics(
-        _ devices: [(device: String, batches: Int, records: Int, new: Int, duplicates: Int)], at seconds: Double
-    ) -> PostgresQuery {
-        let names = devices.map(\.device)
-        let batches = devices.map(\.batches)
-        let records = devices.map(\.records)
-        let new = devices.map(\.new)
-        let duplicates = devices.map(\.duplicates)
+    /// Adds one transaction's statistics to each device's row, in device order: its stored batches and records, and
+    /// its batches limited by a flight limit with the last one's reason. `last_sync` moves only for a device with a
+    /// stored batch.
+    static func addDeviceStatistics(_ devices: [String: DeviceSums], at seconds: Double) -> PostgresQuery {
+        let sorted = devices.sorted { $0.key < $1.key }
+        let names = sorted.map(\.key)
+        let batches = sorted.map(\.value.batches)
+        let records = sorted.map(\.value.records)
+        let new = sorted.map(\.value.new)
+        let duplicates = sorted.map(\.value.duplicates)
+        let limited = sorted.map(\.value.limited)
+        let reasons = sorted.map(\.value.limitedReason)
         return """
-            INSERT INTO devices (device, last_sync, batches, records, new_records, duplicates)
-            SELECT device, \(seconds)::float8, batches, records, new, duplicates
+            INSERT INTO devices (device, last_sync, batches, records, new_records, duplicates, limited, last_limited_at,
+                last_limited_reason)
+            SELECT device, CASE WHEN batches > 0 THEN \(seconds)::float8 END, batches, records, new, duplicates, limited,
+                CASE WHEN limited > 0 THEN \(seconds)::float8 END, nullif(reason, '')
             FROM unnest(\(names)::text[], \(batches)::int8[], \(records)::int8[], \(new)::int8[],
-                \(duplicates)::int8[]) AS t(device, batches, records, new, duplicates)
+                \(duplicates)::int8[], \(limited)::int8[], \(reasons)::text[])
+                AS t(device, batches, records, new, duplicates, limited, reason)
             ORDER BY device COLLATE "C"
             ON CONFLICT (device) DO UPDATE SET last_sync = greatest(devices.last_sync, excluded.last_sync),
                 batches = devices.batches + excluded.batches, records = devices.records + excluded.records,
                 new_records = devices.new_records + excluded.new_records,
-                duplicates = devices.duplicates + excluded.duplicates
+                duplicates = devices.duplicates + excluded.duplicates, limited = devices.limited + excluded.limited,
+                last_limited_at = coalesce(excluded.last_limited_at, devices.last_limited_at),
+                last_limited_reason = coalesce(excluded.last_limited_reason, devices.last_limited_reason)
             """
+    }
+
+    /// One device's share of a transaction, for ``addDeviceStatistics(_:at:)``.
+    struct DeviceSums {
+        var batches = 0
+        var records = 0
+        var new = 0
+        var duplicates = 0
+        var limited = 0
+        /// The last limited batch's reason ("" for none).
+        var limitedReason = ""
+    }
+
+    /// Adds a round's new records to each device's counter on each flight, in (device, flight) order (a concurrent
+    /// writer of the same pair waits for this transaction), and answers each pair's count after the addition and
+    /// whether this statement created its row (`xmax`, as in ``upsertOrders(_:of:)``).
+    static func addDeviceFlights(
+        _ increments: [(pair: DeviceFlight, records: Int)], at seconds: Double
+    ) -> PostgresQuery {
+        let devices = increments.map(\.pair.device)
+        let flights = increments.map(\.pair.flight)
+        let records = increments.map(\.records)
+        return """
+            INSERT INTO device_flights (device, flight, records, first_stored_at)
+            SELECT device, flight, records, \(seconds)::float8
+            FROM unnest(\(devices)::text[], \(flights)::text[], \(records)::int8[]) AS t(device, flight, records)
+            ORDER BY device COLLATE "C", flight COLLATE "C"
+            ON CONFLICT (device, flight) DO UPDATE SET records = device_flights.records + excluded.records
+            RETURNING device, flight, records, xmax = 0
+            """
+    }
+
+    /// The advisory lock key (with the device's `hashtext`) that serialises adding flights for one device: another
+    /// aggregator's new flight of the same device cannot slip past the flights-per-day count in between.
+    static let deviceFlightsLock: Int32 = 0x4A62_4446
+
+    /// Takes the flights-per-day lock of each of `devices`, in device order.
+    static func lockDevicesFlights(_ devices: [String]) -> PostgresQuery {
+        """
+        SELECT pg_advisory_xact_lock(\(deviceFlightsLock)::int4, hashtext(device))
+        FROM (SELECT device FROM unnest(\(devices)::text[]) AS t(device) ORDER BY device COLLATE "C") AS ordered
+        """
+    }
+
+    /// Each of `devices`' flights first stored after `cutoff`, and the oldest of them.
+    static func deviceWindows(_ devices: [String], after cutoff: Double) -> PostgresQuery {
+        """
+        SELECT device, count(*), min(first_stored_at) FROM device_flights
+        WHERE device = ANY(\(devices)::text[]) AND first_stored_at > \(cutoff)::float8 GROUP BY device
+        """
     }
 
     /// Marks seats whose receipts are behind (each seat once), by flight and seat, raising each seat's generation
@@ -219,25 +282,25 @@ struct ByteaArray: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
 extension PostgresStore {
     // MARK: Writing
 
-    public func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome] {
+    public func apply(_ batches: [IncomingBatch], at now: Date, limits: StoreLimits) throws -> [BatchOutcome] {
         guard !batches.isEmpty else { return [] }
         return try locked {
-            // As in SQLite: a refusal rolls the transaction back and the group is stored again without that batch,
-            // one refused batch per round.
-            try Self.storeRefusingOnePerRound(batches) { refused in
+            // As in SQLite: a refused or limited batch rolls the transaction back and the group is stored again
+            // without it.
+            try Self.storeInRounds(batches) { skipping in
                 try transaction {
-                    let pass = try store(batches, skipping: refused, now: now)
-                    return (pass, pass.refusal == nil)
+                    let pass = try store(batches, skipping: skipping, now: now, limits: limits)
+                    return (pass, pass.verdicts.isEmpty)
                 }
             }
         }
     }
 
-    /// One pass of ``apply(_:at:)`` inside a transaction: the SQLite store's `store` with the same verdicts, rows in
-    /// a fixed order, each table's rows in one statement (`PostgresStore+Apply.swift`).
+    /// One pass of ``apply(_:at:limits:)`` inside a transaction: the SQLite store's `store` with the same verdicts,
+    /// rows in a fixed order, each table's rows in one statement.
     func store(
-        _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date
-    ) throws -> (outcomes: [BatchOutcome], refusal: SQLiteStore.Refusal?) {
+        _ batches: [IncomingBatch], skipping skipped: [Int: BatchVerdict], now: Date, limits: StoreLimits
+    ) throws -> (outcomes: [BatchOutcome], verdicts: [Int: BatchVerdict]) {
         var refusal: SQLiteStore.Refusal?
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
             refusal = Self.earliest(refusal, b, i, error, in: batches)
@@ -249,18 +312,24 @@ extension PostgresStore {
         scans.reserveCapacity(total)
         // Each flight's currency if this transaction creates it: its first order's, in arrival order.
         var firstCurrency: [String: String] = [:]
-        for (b, batch) in batches.enumerated() where refused[b] == nil {
+        // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
+        var tally = NewRecordTally(batches)
+        for (b, batch) in batches.enumerated() where skipped[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
                 switch incoming.record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
+                    tally.note(b, i, flight: order.flight.rawValue)
                     if firstCurrency[order.flight.rawValue] == nil {
                         firstCurrency[order.flight.rawValue] = order.currency
                     }
-                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
+                case .scan(let scan):
+                    scans.append(PendingRow(scan.id, batch: b, index: i))
+                    tally.note(b, i, flight: scan.flight.rawValue)
                 }
             }
         }
+        tally.startCounting()
         // Flights: the stored ones read first; the rest created in name order (the first writer of a flight fixes its
         // currency, a concurrent one waits for it), then read.
         var currencies: [String: String] = [:]
@@ -278,7 +347,7 @@ extension PostgresStore {
                 try readCurrencies(missing.map(\.flight))
             }
         }
-        for (b, batch) in batches.enumerated() where refused[b] == nil {
+        for (b, batch) in batches.enumerated() where skipped[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
                 guard case .order(let order) = incoming.record, let currency = currencies[order.flight.rawValue],
                     order.currency != currency
@@ -295,22 +364,22 @@ extension PostgresStore {
         // Orders, one statement per round; an unchanged row is a duplicate unless another device owns the order.
         var unchanged: [PendingRow] = []
         for round in Self.rounds(orders) {
-            var kept = [Bool](repeating: true, count: round.count)
+            var inserted = [Bool](repeating: true, count: round.count)
+            var unchangedHere = [Bool](repeating: false, count: round.count)
             for row in try run(Self.upsertOrders(round, of: batches)) {
-                let (position, flight, seat) = try row.decode((Int, String?, String?).self)
-                if position == 0, let flight, let seat {
-                    left[SeatKey(flight: flight, seat: seat), default: 0] += 1
-                } else {
-                    kept[position - 1] = false
-                }
+                let (position, revised, flight, seat) = try row.decode((Int, Bool, String?, String?).self)
+                inserted[position - 1] = false
+                unchangedHere[position - 1] = !revised
+                if let flight, let seat { left[SeatKey(flight: flight, seat: seat), default: 0] += 1 }
             }
-            for (row, changed) in zip(round, kept) {
-                guard changed else {
+            for (k, row) in round.enumerated() {
+                guard !unchangedHere[k] else {
                     unchanged.append(row)
                     continue
                 }
                 guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
+                if inserted[k] { tally.countNew(Int(row.batch), Int(row.index)) }
                 dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
             }
         }
@@ -329,29 +398,41 @@ extension PostgresStore {
                 refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
             }
         }
-        if let refusal { return ([], refusal) }
+        // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
+        // make it the earliest verdict, depends on them.
         for round in Self.rounds(scans) {
             var inserted = [Bool](repeating: true, count: round.count)
             for row in try run(Self.insertScans(round, of: batches)) {
                 inserted[try row.decode(Int.self) - 1] = false
             }
-            for (row, new) in zip(round, inserted) where new { newCounts[Int(row.batch)] += 1 }
+            for (row, new) in zip(round, inserted) where new {
+                newCounts[Int(row.batch)] += 1
+                tally.countNew(Int(row.batch), Int(row.index))
+            }
         }
+        let newRecords = tally.newRecords
+        // The flight counters: added to first (each pair's row locked until the commit, so that a concurrent writer
+        // of the same device and flight waits and then counts on top of this one), then checked; a verdict rolls the
+        // additions back with the rest.
+        let increments = Self.counterIncrements(batches, skipping: skipped, newRecords: newRecords)
+        let verdicts = Self.limitVerdicts(
+            batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
+            counters: try flightCounters(increments, now: now), limits: limits, now: now)
+        if !verdicts.isEmpty { return ([], verdicts) }
         // Devices' statistics summed per device and written in device order (one row each).
-        var devices: [String: (batches: Int, records: Int, new: Int, duplicates: Int)] = [:]
-        let outcomes = Self.outcomes(of: batches, new: newCounts, skipping: refused) { header, records, new, duplicates in
-            var sums = devices[header.device] ?? (0, 0, 0, 0)
-            sums.batches += 1
-            sums.records += records
-            sums.new += new
-            sums.duplicates += duplicates
-            devices[header.device] = sums
+        var devices: [String: DeviceSums] = [:]
+        let outcomes = Self.outcomes(of: batches, new: newCounts, skipping: skipped) {
+            header, records, new, duplicates in
+            devices[header.device, default: DeviceSums()].batches += 1
+            devices[header.device]!.records += records
+            devices[header.device]!.new += new
+            devices[header.device]!.duplicates += duplicates
+        } limited: { header, limit in
+            devices[header.device, default: DeviceSums()].limited += 1
+            devices[header.device]!.limitedReason = String(limit.reason.prefix(500))
         }
         if !devices.isEmpty {
-            try run(
-                Self.addDeviceStatistics(
-                    devices.sorted { $0.key < $1.key }.map { ($0.key, $0.value.0, $0.value.1, $0.value.2, $0.value.3) },
-                    at: now.timeIntervalSince1970))
+            try run(Self.addDeviceStatistics(devices, at: now.timeIntervalSince1970))
         }
         // Receipt marks last, as every transaction takes them (docs/STORE.md, "Lock order").
         var marks = left
@@ -363,7 +444,37 @@ extension PostgresStore {
                         (seat: $0.key, count: $0.value)
                     }))
         }
-        return (outcomes, nil)
+        return (outcomes, [:])
+    }
+
+    /// Adds a round's `increments` to `device_flights` and answers what the rows held before: each pair's count, and
+    /// for the devices this round gives a new flight, their flights of the last 24 hours (read under the devices'
+    /// flights locks, taken after the counters' row locks: every writer takes them in that order).
+    func flightCounters(_ increments: [(pair: DeviceFlight, records: Int)], now: Date) throws -> FlightCounters {
+        var counters = FlightCounters()
+        guard !increments.isEmpty else { return counters }
+        let added = Dictionary(increments.map { ($0.pair, $0.records) }, uniquingKeysWith: +)
+        var created: [String: Int] = [:]
+        for row in try run(Self.addDeviceFlights(increments, at: now.timeIntervalSince1970)) {
+            let (device, flight, records, isNew) = try row.decode((String, String, Int, Bool).self)
+            let pair = DeviceFlight(device: device, flight: flight)
+            if isNew {
+                created[device, default: 0] += 1
+            } else {
+                counters.records[pair] = records - (added[pair] ?? 0)
+            }
+        }
+        guard !created.isEmpty else { return counters }
+        let devices = created.keys.sorted()
+        try run(Self.lockDevicesFlights(devices))
+        for device in devices { counters.window[device] = (0, nil) }
+        for row in try run(Self.deviceWindows(devices, after: now.timeIntervalSince1970 - BatchLimit.window)) {
+            let (device, flights, oldest) = try row.decode((String, Int, Double?).self)
+            // This round's own new rows are in the window too (first stored now); they are not "before".
+            let own = created[device] ?? 0
+            counters.window[device] = (flights - own, flights - own > 0 ? oldest : nil)
+        }
+        return counters
     }
 
     public func recordRejection(device: String, reason: String, at now: Date) throws {

@@ -61,6 +61,26 @@ struct HotStatement {
         }
     }
 
+    /// What an `INSERT … ON CONFLICT DO UPDATE` did.
+    enum Change {
+        /// A new row.
+        case inserted
+        /// The conflicting row was updated.
+        case updated
+        /// Nothing (the `DO UPDATE`'s `WHERE` was false).
+        case none
+    }
+
+    /// Runs an upsert into a rowid table with the values bound since the last run, and tells an insert from an
+    /// update: SQLite sets the connection's last inserted rowid on an insert only (never on the `DO UPDATE` path),
+    /// and a rowid it chooses is at least 1, so the rowid is cleared to 0 first.
+    /// - Throws: As ``run()``.
+    func upsert() throws -> Change {
+        sqlite3_set_last_insert_rowid(connection, 0)
+        guard try run() > 0 else { return .none }
+        return sqlite3_last_insert_rowid(connection) != 0 ? .inserted : .updated
+    }
+
     /// Runs the statement with the values bound since the last run.
     ///
     /// - Returns: The rows it inserted or updated (0: the record was a duplicate).

@@ -108,6 +108,30 @@ extension SQLiteStore {
                     ALTER TABLE devices ADD COLUMN last_limited_reason TEXT;
                     """)
         }
+        migrator.registerMigration("device-flights") { db in
+            // The per-device flight limits' counters (docs/STORE.md, "Per-device flight limits"): records first stored
+            // per device and flight, kept by `apply` in the same transaction; the window index answers "flights first
+            // stored in the last 24 hours" from a range of one device's entries. A store from an earlier version gets
+            // each pair's count of stored orders and scans, as first stored long ago (0: outside every window; when
+            // they came was not recorded). SQLite reads `orders` and `scans` once each here.
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_flights (
+                        device TEXT NOT NULL,
+                        flight TEXT NOT NULL,
+                        records INTEGER NOT NULL CHECK (records >= 0),
+                        first_stored_at REAL NOT NULL,
+                        PRIMARY KEY (device, flight)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX device_flights_window ON device_flights(device, first_stored_at);
+                    INSERT INTO device_flights (device, flight, records, first_stored_at)
+                    SELECT device, flight, sum(n), 0 FROM (
+                        SELECT device, flight, count(*) AS n FROM orders GROUP BY device, flight
+                        UNION ALL
+                        SELECT device, flight, count(*) AS n FROM scans GROUP BY device, flight
+                    ) GROUP BY device, flight;
+                    """)
+        }
         return migrator
     }
 
@@ -141,6 +165,20 @@ extension SQLiteStore {
         ON CONFLICT (device) DO UPDATE SET last_sync = max(coalesce(last_sync, excluded.last_sync), excluded.last_sync), batches = batches + 1,
             records = records + excluded.records, new_records = new_records + excluded.new_records,
             duplicates = duplicates + excluded.duplicates
+        """
+
+    /// A device's records on a flight (its primary key).
+    static let deviceFlightSQL = "SELECT records FROM device_flights WHERE device = ? AND flight = ?"
+
+    /// A device's flights first stored after a time, and the oldest of them (a range of `device_flights_window`).
+    static let deviceWindowSQL = """
+        SELECT count(*), min(first_stored_at) FROM device_flights WHERE device = ? AND first_stored_at > ?
+        """
+
+    /// Adds a transaction's new records to a device's count on a flight; the first sets when it was first stored.
+    static let addDeviceFlightSQL = """
+        INSERT INTO device_flights (device, flight, records, first_stored_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (device, flight) DO UPDATE SET records = records + excluded.records
         """
 
     static let deviceLimitedSQL = """

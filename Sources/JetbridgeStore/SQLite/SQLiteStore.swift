@@ -83,9 +83,10 @@ public final class SQLiteStore: Sendable {
     /// Stores several batches in ONE transaction and returns what each changed, in the same order.
     ///
     /// Orders are unique by id and the highest revision wins; scans are unique by scan id; anything already there
-    /// counts as a duplicate. Per-device statistics and the seats whose receipts must be rewritten are updated in
-    /// the same transaction, so a crash after the commit loses no receipt update. When this returns, everything is
-    /// durable and the batches may be acked; when it throws, nothing of any batch was stored.
+    /// counts as a duplicate. Per-device statistics, the per-device flight counters (`device_flights`) and the seats
+    /// whose receipts must be rewritten are updated in the same transaction, so a crash after the commit loses no
+    /// receipt update. When this returns, everything is durable and the batches may be acked; when it throws, nothing
+    /// of any batch was stored.
     ///
     /// Two rules need the store, so they are checked here rather than in `IncomingBatch.decode`: an order belongs to
     /// the device that first stored it (a record of that id from another device is refused), and a flight sells in
@@ -93,21 +94,29 @@ public final class SQLiteStore: Sendable {
     /// one batch. A batch breaking either is not stored at all: its outcome carries the ``BatchOutcome/rejection``
     /// (index and reason), and the other batches are stored as if it had never arrived.
     ///
+    /// `limits` are checked here too, against the counters, in arrival order and counting what the batches before
+    /// in the group add: a batch whose new records (new ids: a resend or a higher revision adds none) would take its
+    /// device past ``DeviceFlightLimits/recordsPerFlight`` on a flight, or whose new flights would take it past
+    /// ``DeviceFlightLimits/flightsPerDay`` flights first stored in the last 24 hours, is not stored at all: its
+    /// outcome carries the ``BatchOutcome/limit`` (reason and `retryAfter`), it is counted against its device
+    /// (`devices.limited`), and the other batches are stored as if it had never arrived.
+    ///
     /// - Parameters:
     ///   - batches: Batches that arrived together, checked by `IncomingBatch.decode(frames:authenticatedDevice:)`.
-    ///   - now: The sync time recorded for the batches' devices.
+    ///   - now: The sync time recorded for the batches' devices, and the clock of the flights-per-day window.
+    ///   - limits: Each device's flight limits (``StoreLimits/none``: none).
     /// - Returns: One outcome per batch.
     /// - Throws: `DatabaseError` (such as a full disk, or a record breaking a table constraint); then nothing was
     ///   stored and the caller answers `retry` or `rejected`.
-    public func apply(_ batches: [IncomingBatch], at now: Date = Date()) throws -> [BatchOutcome] {
+    public func apply(_ batches: [IncomingBatch], at now: Date, limits: StoreLimits) throws -> [BatchOutcome] {
         guard !batches.isEmpty else { return [] }
         return try calls.measure {
             try pool.writeWithoutTransaction { db in
-                try Self.storeRefusingOnePerRound(batches) { refused in
-                    var pass: (outcomes: [BatchOutcome], refusal: Refusal?) = ([], nil)
+                try Self.storeInRounds(batches) { skipping in
+                    var pass: (outcomes: [BatchOutcome], verdicts: [Int: BatchVerdict]) = ([], [:])
                     try db.inTransaction(.immediate) {
-                        pass = try Self.store(batches, skipping: refused, now: now, in: db)
-                        return pass.refusal == nil ? .commit : .rollback
+                        pass = try Self.store(batches, skipping: skipping, now: now, limits: limits, in: db)
+                        return pass.verdicts.isEmpty ? .commit : .rollback
                     }
                     return pass
                 }
@@ -119,24 +128,27 @@ public final class SQLiteStore: Sendable {
     typealias Refusal = (batch: Int, rejection: BatchRejection)
 
     private static func store(
-        _ batches: [IncomingBatch], skipping refused: [Int: BatchRejection], now: Date, in db: Database
-    ) throws -> (outcomes: [BatchOutcome], refusal: Refusal?) {
+        _ batches: [IncomingBatch], skipping skipped: [Int: BatchVerdict], now: Date, limits: StoreLimits,
+        in db: Database
+    ) throws -> (outcomes: [BatchOutcome], verdicts: [Int: BatchVerdict]) {
         let upsertOrder = try HotStatement(db, sql: upsertOrderSQL)
         let insertScan = try HotStatement(db, sql: insertScanSQL)
         let deviceBatch = try db.cachedStatement(sql: deviceBatchSQL)
         var dirty: Set<SeatKey> = []
         var newCounts = [Int](repeating: 0, count: batches.count)
+        // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
+        var tally = NewRecordTally(batches)
 
-        func storeOrder(_ order: Order, bytes: Data) throws -> Bool {
+        func storeOrder(_ order: Order, bytes: Data) throws -> HotStatement.Change {
             try upsertOrder.bind(order.id, at: 1)
             try upsertOrder.bind(order.revision, at: 2)
             try upsertOrder.bind(order.flight.rawValue, at: 3)
             try upsertOrder.bind(order.seat.rawValue, at: 4)
             try upsertOrder.bind(order.device, at: 5)
             try upsertOrder.bind(bytes, at: 6)
-            guard try upsertOrder.run() > 0 else { return false }
-            dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
-            return true
+            let change = try upsertOrder.upsert()
+            if change != .none { dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue)) }
+            return change
         }
         func storeScan(_ scan: Scan) throws -> Bool {
             try insertScan.bind(scan.id, at: 1)
@@ -164,56 +176,86 @@ public final class SQLiteStore: Sendable {
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
             refusal = Self.earliest(refusal, b, i, error, in: batches)
         }
-        // A flight's currency: what the store says, else the first order of this transaction that names the flight.
-        // Checked in arrival order, so a second currency is refused also within one batch.
-        var currencies: [String: String] = [:]
+        // A flight's currency (by the tally's flight number): what the store says, else the first order of this
+        // transaction that names the flight. Checked in arrival order, so a second currency is refused also within
+        // one batch.
+        var currencies: [String?] = []
         let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
         let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
-        for (b, batch) in batches.enumerated() where refused[b] == nil {
+        for (b, batch) in batches.enumerated() where skipped[b] == nil {
             for (i, incoming) in batch.records.enumerated() {
                 switch incoming.record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
                     let flight = order.flight.rawValue
+                    let number = tally.note(b, i, flight: flight)
+                    while currencies.count <= number { currencies.append(nil) }
                     let currency: String
-                    if let known = currencies[flight] {
+                    if let known = currencies[number] {
                         currency = known
                     } else if let stored = try String.fetchOne(flightCurrency, arguments: [flight]) {
                         currency = stored
-                        currencies[flight] = stored
+                        currencies[number] = stored
                     } else {
                         try insertFlight.execute(arguments: [flight, order.currency])
                         currency = order.currency
-                        currencies[flight] = currency
+                        currencies[number] = currency
                     }
                     if order.currency != currency {
                         refuse(b, i, .flightCurrency(flight: flight, stored: currency, incoming: order.currency))
                     }
-                case .scan(let scan): scans.append(PendingRow(scan.id, batch: b, index: i))
+                case .scan(let scan):
+                    scans.append(PendingRow(scan.id, batch: b, index: i))
+                    tally.note(b, i, flight: scan.flight.rawValue)
                 }
             }
         }
+        tally.startCounting()
         orders.sort()
         scans.sort()
         let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
         for row in orders {
             let incoming = batches[Int(row.batch)].records[Int(row.index)]
             guard case .order(let order) = incoming.record else { continue }
-            if try storeOrder(order, bytes: incoming.bytes) {
+            switch try storeOrder(order, bytes: incoming.bytes) {
+            case .inserted:
                 newCounts[Int(row.batch)] += 1
-            } else if let owner = try String.fetchOne(orderDevice, arguments: [order.id.blob]), owner != order.device {
+                tally.countNew(Int(row.batch), Int(row.index))
+            case .updated:
+                newCounts[Int(row.batch)] += 1
+            case .none:
                 // Nothing changed, and not because of the revision: the order is another device's.
-                refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
+                if let owner = try String.fetchOne(orderDevice, arguments: [order.id.blob]), owner != order.device {
+                    refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
+                }
             }
         }
-        if let refusal { return ([], refusal) }
+        // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
+        // make it the earliest verdict, depends on them.
         for row in scans {
             guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
-            if try storeScan(scan) { newCounts[Int(row.batch)] += 1 }
+            if try storeScan(scan) {
+                newCounts[Int(row.batch)] += 1
+                tally.countNew(Int(row.batch), Int(row.index))
+            }
         }
-        let outcomes = try Self.outcomes(of: batches, new: newCounts, skipping: refused) {
+        let newRecords = tally.newRecords
+        let increments = Self.counterIncrements(batches, skipping: skipped, newRecords: newRecords)
+        let verdicts = Self.limitVerdicts(
+            batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
+            counters: try Self.flightCounters(increments, now: now, in: db), limits: limits, now: now)
+        if !verdicts.isEmpty { return ([], verdicts) }
+        let addDeviceFlight = try db.cachedStatement(sql: addDeviceFlightSQL)
+        for (pair, records) in increments {
+            try addDeviceFlight.execute(arguments: [pair.device, pair.flight, records, now.timeIntervalSince1970])
+        }
+        let deviceLimited = try db.cachedStatement(sql: deviceLimitedSQL)
+        let outcomes = try Self.outcomes(of: batches, new: newCounts, skipping: skipped) {
             header, records, new, duplicates in
             try deviceBatch.execute(arguments: [header.device, now.timeIntervalSince1970, records, new, duplicates])
+        } limited: { header, limit in
+            try deviceLimited.execute(
+                arguments: [header.device, now.timeIntervalSince1970, String(limit.reason.prefix(500))])
         }
         if !dirty.isEmpty {
             // A bulk transaction touches thousands of seats (3,600 in store-benchmark's 40,000-record groups): bound
@@ -225,9 +267,37 @@ public final class SQLiteStore: Sendable {
                 _ = try markDirty.run()
             }
         }
-        return (outcomes, nil)
+        return (outcomes, [:])
     }
 
+    /// What `device_flights` holds for the pairs a transaction adds to (one primary-key read each), and for the
+    /// devices among them with a flight they have no row for yet, their flights of the last 24 hours (one range of
+    /// `device_flights_window` each).
+    private static func flightCounters(
+        _ increments: [(pair: DeviceFlight, records: Int)], now: Date, in db: Database
+    ) throws -> FlightCounters {
+        var counters = FlightCounters()
+        guard !increments.isEmpty else { return counters }
+        let read = try db.cachedStatement(sql: deviceFlightSQL)
+        var adding: Set<String> = []
+        for (pair, _) in increments {
+            if let records = try Int.fetchOne(read, arguments: [pair.device, pair.flight]) {
+                counters.records[pair] = records
+            } else {
+                adding.insert(pair.device)
+            }
+        }
+        let window = try db.cachedStatement(sql: deviceWindowSQL)
+        for device in adding {
+            // An aggregate without GROUP BY answers one row, also over no rows (count 0, min NULL).
+            let cutoff = now.timeIntervalSince1970 - BatchLimit.window
+            guard let row = try Row.fetchOne(window, arguments: [device, cutoff]) else { continue }
+            let flights: Int = row[0]
+            let oldest: Double? = row[1]
+            counters.window[device] = (flights, oldest)
+        }
+        return counters
+    }
     /// Counts one rejected batch against its device, with the reason shown in the devices report.
     ///
     /// - Parameters:
@@ -267,17 +337,13 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    /// How many records (orders and scans) `device` has stored on `flight`.
+    /// How many records (orders and scans) `device` first stored on `flight`: its `device_flights` counter.
     ///
+    /// Deprecated (``StoreReader/recordCount(device:flight:)``): ``apply(_:at:limits:)`` checks the limit itself.
     /// - Throws: `DatabaseError`.
     public func recordCount(device: String, flight: String) throws -> Int {
         try pool.read { db in
-            try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT (SELECT COUNT(*) FROM orders WHERE flight = ?1 AND device = ?2)
-                         + (SELECT COUNT(*) FROM scans WHERE flight = ?1 AND device = ?2)
-                    """, arguments: [flight, device]) ?? 0
+            try Int.fetchOne(db, sql: Self.deviceFlightSQL, arguments: [device, flight]) ?? 0
         }
     }
 

@@ -1,0 +1,120 @@
+import Foundation
+import SystemSupport
+
+/// The connections each device key holds on the data and ack sockets, so that one key's memory is bounded (issue 23
+/// item 7): libzmq buffers up to `receiveHighWaterMark` batches per *connection*, so a key with 24 connections pinned
+/// 24 times one connection's worth (about 1.2 GB of batches).
+///
+/// libzmq 4.3 tells no one which key a connection has: the ZAP handler sees the key and the peer's IP address, the
+/// socket monitor sees a connection's file descriptor (`accepted`, `disconnected`), and a message carries both its
+/// key (`X-Public-Key`) and its descriptor (`ZMQ_SRCFD`). So a connection counts against its key
+/// - from its handshake, as *unconfirmed*: the ZAP handler admits a key while its connections (known and
+///   unconfirmed) are fewer than ``perKey``, and refuses the handshake (`refused-busy`) otherwise;
+/// - from its first message, as *known* by descriptor (replacing one unconfirmed handshake of the key), until the
+///   monitor reports its descriptor closed.
+/// An unconfirmed handshake that no message confirms (a connection that never sends, or whose messages wait in
+/// libzmq while the store's queue is full) stops counting after ``unconfirmedLifetime``. A known connection past
+/// ``perKey`` (one that slipped in as another expired) is shut down by the network thread.
+///
+/// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls ``note(descriptor:key:)``,
+/// the monitors' threads ``closed(descriptor:)``.
+final class KeyConnections: Sendable {
+    /// Connections one key may hold on both sockets together: an agent holds two (data and acks), and a reconnecting
+    /// one briefly holds its old pair too, until TCP keepalive finds it dead.
+    static let perKey = 8
+    /// How long a handshake counts before a message confirms it.
+    static let unconfirmedLifetime: Duration = .seconds(30)
+
+    private struct State {
+        var keyOf: [Int32: String] = [:]
+        var known: [String: Set<Int32>] = [:]
+        var unconfirmed: [String: [ContinuousClock.Instant]] = [:]
+
+        mutating func forget(_ descriptor: Int32) {
+            guard let key = keyOf.removeValue(forKey: descriptor) else { return }
+            known[key]?.remove(descriptor)
+            if known[key]?.isEmpty == true { known[key] = nil }
+        }
+    }
+
+    private let state = Locked(State())
+    let perKey: Int
+    let unconfirmedLifetime: Duration
+
+    init(perKey: Int = KeyConnections.perKey, unconfirmedLifetime: Duration = KeyConnections.unconfirmedLifetime) {
+        self.perKey = perKey
+        self.unconfirmedLifetime = unconfirmedLifetime
+    }
+
+    /// Whether `key` may open another connection now; if so, its handshake counts as unconfirmed.
+    func admit(key: String, now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            let lifetime = unconfirmedLifetime
+            state.unconfirmed[key]?.removeAll { now - $0 >= lifetime }
+            if state.unconfirmed[key]?.isEmpty == true { state.unconfirmed[key] = nil }
+            let live = (state.known[key]?.count ?? 0) + (state.unconfirmed[key]?.count ?? 0)
+            guard live < perKey else { return false }
+            state.unconfirmed[key, default: []].append(now)
+            return true
+        }
+    }
+
+    /// A message from the connection on `descriptor`, admitted with `key`.
+    /// - Returns: True when that connection is one more than the key may hold: shut it down.
+    func note(descriptor: Int32, key: String) -> Bool {
+        state.withLock { state in
+            if state.keyOf[descriptor] == key { return false }
+            // A descriptor closed and reused by another connection before its close was seen.
+            state.forget(descriptor)
+            state.keyOf[descriptor] = key
+            state.known[key, default: []].insert(descriptor)
+            if state.unconfirmed[key] != nil {
+                state.unconfirmed[key]!.removeFirst()
+                if state.unconfirmed[key]!.isEmpty { state.unconfirmed[key] = nil }
+            }
+            return state.known[key]!.count > perKey
+        }
+    }
+
+    /// The connection on `descriptor` closed (the socket monitor's `disconnected`).
+    func closed(descriptor: Int32) {
+        state.withLock { $0.forget(descriptor) }
+    }
+
+    /// The connections `key` holds now, known and unconfirmed (tests, `status`).
+    func count(for key: String, now: ContinuousClock.Instant = .now) -> (known: Int, unconfirmed: Int) {
+        state.withLock { state in
+            (
+                state.known[key]?.count ?? 0,
+                state.unconfirmed[key]?.filter { now - $0 < unconfirmedLifetime }.count ?? 0
+            )
+        }
+    }
+
+    /// Shuts down the TCP connection on `descriptor` (libzmq then sees it end, closes it and drops its queue), after
+    /// checking that the descriptor is still a TCP socket on one of `ports` (it may have been closed and reused since
+    /// the message that named it was received).
+    /// - Returns: Whether it was shut down.
+    static func shutDown(descriptor: Int32, localPorts ports: Set<UInt16>) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else { return false }
+        let port: UInt16
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            port = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            }
+        case AF_INET6:
+            port = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+        default: return false
+        }
+        guard ports.contains(port) else { return false }
+        return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
+    }
+}
