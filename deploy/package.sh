@@ -9,7 +9,7 @@
 #                                           demo/, docs/
 # The binaries are release builds with the Swift runtime and Foundation linked in (--static-swift-stdlib): the target
 # needs libzmq5 and libsqlite3-0 (and libc6, libstdc++6, libgcc-s1), not Swift. The build stops when a binary would
-# still load a Swift library. VERSION is JetbridgeVersion.release (Sources/JetbridgeOperations/JetbridgeVersion.swift).
+# still load a Swift library. VERSION is JetbridgeVersion.release (Sources/JetbridgeProtocol/JetbridgeVersion.swift).
 # Needs the build's own tools: swift, dpkg-deb and dpkg-shlibdeps (Debian's dpkg-dev), strip (binutils).
 #
 # Usage: deploy/package.sh [--output DIR] [--no-build]
@@ -37,7 +37,7 @@ for tool in dpkg-deb dpkg-shlibdeps strip; do
     command -v "$tool" >/dev/null || { echo "deploy/package.sh: $tool is missing (apt-get install dpkg-dev binutils)" >&2; exit 69; }
 done
 
-version=$(sed -n 's/^ *public static let release = "\([^"]*\)".*/\1/p' Sources/JetbridgeOperations/JetbridgeVersion.swift)
+version=$(sed -n 's/^ *public static let release = "\([^"]*\)".*/\1/p' Sources/JetbridgeProtocol/JetbridgeVersion.swift)
 [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "deploy/package.sh: no release version in JetbridgeVersion.swift" >&2; exit 65; }
 arch=$(dpkg --print-architecture)
 machine=$(uname -m)

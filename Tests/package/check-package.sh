@@ -15,7 +15,7 @@ install=no
 if [ "${1:-}" = --install ]; then install=yes; shift; fi
 if [ -n "${1:-}" ]; then dir=$(cd "$1" && pwd); else dir=$(cd "$(dirname "$0")/../.." && pwd)/.build/packages; fi
 cd "$(dirname "$0")/../.."
-version=$(sed -n 's/^ *public static let release = "\([^"]*\)".*/\1/p' Sources/JetbridgeOperations/JetbridgeVersion.swift)
+version=$(sed -n 's/^ *public static let release = "\([^"]*\)".*/\1/p' Sources/JetbridgeProtocol/JetbridgeVersion.swift)
 arch=$(dpkg --print-architecture)
 deb=$dir/jetbridge_${version}_${arch}.deb
 tarball=$dir/jetbridge-$version-linux-$(uname -m).tar.gz
