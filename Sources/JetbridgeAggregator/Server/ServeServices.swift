@@ -24,15 +24,23 @@ struct IngressService: Service, CustomStringConvertible {
 
     func run() async throws {
         let loop = loop
-        try await withTaskCancellationHandler {
-            try await withGracefulShutdownHandler {
-                try await runOnOwnThread("jb-network") { try loop.run() }
-            } onGracefulShutdown: {
-                loop.requestStop()
-            }
-        } onCancel: {
-            loop.requestStop()
+        try await runUntilStopped("jb-network", { try loop.run() }, stop: { loop.requestStop() })
+    }
+}
+
+/// Runs `body` on a thread of its own (SystemSupport's `runOnOwnThread`) until it returns; graceful shutdown and
+/// cancellation both call `stop`, after which `body` must return soon.
+private func runUntilStopped(
+    _ thread: String, _ body: @escaping @Sendable () throws -> Void, stop: @escaping @Sendable () -> Void
+) async throws {
+    try await withTaskCancellationHandler {
+        try await withGracefulShutdownHandler {
+            try await runOnOwnThread(thread, body)
+        } onGracefulShutdown: {
+            stop()
         }
+    } onCancel: {
+        stop()
     }
 }
 
@@ -64,15 +72,7 @@ struct ReceiptsService: Service, CustomStringConvertible {
 
     func run() async throws {
         let worker = worker
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await runOnOwnThread("jb-receipts") { worker.run() }
-            } onGracefulShutdown: {
-                worker.requestStop()
-            }
-        } onCancel: {
-            worker.requestStop()
-        }
+        try await runUntilStopped("jb-receipts", { worker.run() }, stop: { worker.requestStop() })
     }
 }
 
@@ -85,15 +85,8 @@ struct StatusService: Service, CustomStringConvertible {
     func run() async throws {
         let server = server
         let stop = Locked(false)
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await runOnOwnThread("jb-status") { server.writeStatus(until: { stop.withLock { $0 } }) }
-            } onGracefulShutdown: {
-                stop.withLock { $0 = true }
-            }
-        } onCancel: {
-            stop.withLock { $0 = true }
-        }
+        try await runUntilStopped(
+            "jb-status", { server.writeStatus(until: { stop.withLock { $0 } }) }, stop: { stop.withLock { $0 = true } })
     }
 }
 
