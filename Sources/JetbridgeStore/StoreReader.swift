@@ -27,6 +27,10 @@ public protocol StoreReader: AnyObject, Sendable {
     /// How many of `records` the store does not have yet, by id (an order stored at any revision counts as stored).
     func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int
 
+    /// What the store holds of `device`'s records on `flight`, summarised as a device summarises what it holds
+    /// acknowledged (docs/PROTOCOL.md, "Proof of delivery"): from indexes, over that device's rows of that flight only.
+    func deliverySummary(device: String, flight: String) throws -> DeliverySummary
+
     /// When a batch was last stored, or `nil` before the first.
     func lastCommit() throws -> Date?
 

@@ -101,6 +101,12 @@ final class AggregatorMetrics: Sendable {
         return counter
     }
 
+    /// A summary answered: `status` is the answer's (`confirmed`, `mismatch`, `rejected`, …).
+    func summary(status: String) {
+        CoreMetrics.Counter(label: "jetbridge_summaries_total", dimensions: [("status", status)], factory: factory)
+            .increment()
+    }
+
     /// A handshake the ZAP handler decided.
     func handshake(result: String) {
         CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)

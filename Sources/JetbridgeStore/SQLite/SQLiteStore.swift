@@ -267,6 +267,41 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// What the store holds of `device`'s records on `flight`, as the device summarises what it holds acknowledged
+    /// (docs/PROTOCOL.md, "Proof of delivery"): every order the device owns on the flight at its stored revision, and
+    /// every scan. Read through the `(device, flight)` indexes, so only that device's rows of that flight are visited.
+    ///
+    /// - Throws: `DatabaseError`.
+    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+        try calls.measure {
+            try pool.read { db in
+                var summary = DeliverySummary()
+                let orders = try Row.fetchCursor(db, sql: Self.summaryOrdersSQL, arguments: [device, flight])
+                while let row = try orders.next() {
+                    summary.add(order: try Self.uuid(row[0], path: path), revision: row[1])
+                }
+                let scans = try Row.fetchCursor(db, sql: Self.summaryScansSQL, arguments: [device, flight])
+                while let row = try scans.next() {
+                    summary.add(scan: try Self.uuid(row[0], path: path))
+                }
+                return summary
+            }
+        }
+    }
+
+    static let summaryOrdersSQL = "SELECT id, revision FROM orders WHERE device = ? AND flight = ?"
+    static let summaryScansSQL = "SELECT id FROM scans WHERE device = ? AND flight = ?"
+
+    /// A stored 16-byte id as a UUID.
+    static func uuid(_ bytes: Data, path: String) throws -> UUID {
+        guard bytes.count == 16 else {
+            throw StoreError(.corruptRow, "a stored id has \(bytes.count) bytes, not 16", path: path)
+        }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes) }
+        return UUID(uuid: value)
+    }
+
     /// How many records (orders and scans) `device` has stored on `flight`.
     ///
     /// - Throws: `DatabaseError`.
