@@ -39,6 +39,13 @@ public struct DeliverySummary: Hashable, Sendable {
         }
     }
 
+    /// Adds every element of `other` (a summary of records not among these): the digest is a sum, so summaries of
+    /// disjoint sets add up.
+    public mutating func merge(_ other: DeliverySummary) {
+        count += other.count
+        digest &+= other.digest
+    }
+
     private mutating func add(key: String) {
         count += 1
         digest &+= Self.hash(Array(key.utf8))

@@ -18,6 +18,11 @@ struct JetbridgeQueue: ParsableCommand {
             fsck, status and dump never change the queue; append and ack open it (which repairs it). ack discards \
             records: it is for tests and recovery by hand, never for a device whose records the ground has not stored.
 
+            The queue deletes a segment once every record in it is acknowledged. Retention is the agent's: sync keeps \
+            what the ground acknowledged in <home>/delivered/ until the ground confirms the flight (then up to \
+            retention.days and retention.maxBytes, oldest confirmed first; unconfirmed records are never deleted, and \
+            capture stops at the cap instead). ack here writes nothing there.
+
             Exit codes follow sysexits: 0 done, 64 usage, 65 damage found (fsck), 1 other failures.
             """,
         version: JetbridgeVersion.line(for: "jetbridge-queue"),
