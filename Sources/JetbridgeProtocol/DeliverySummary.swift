@@ -23,12 +23,70 @@ public struct DeliverySummary: Hashable, Sendable {
 
     /// Adds an order at its highest revision.
     public mutating func add(order id: UUID, revision: Int) {
-        add(key: "o:\(id.uuidString.uppercased()):\(revision)")
+        var hasher = KeyHasher()
+        hasher.byte(UInt8(ascii: "o"))
+        hasher.byte(UInt8(ascii: ":"))
+        hasher.uuid(id)
+        hasher.byte(UInt8(ascii: ":"))
+        hasher.decimal(revision)
+        add(hash: hasher.finish())
     }
 
     /// Adds a scan.
     public mutating func add(scan id: UUID) {
-        add(key: "s:\(id.uuidString.uppercased())")
+        var hasher = KeyHasher()
+        hasher.byte(UInt8(ascii: "s"))
+        hasher.byte(UInt8(ascii: ":"))
+        hasher.uuid(id)
+        add(hash: hasher.finish())
+    }
+
+    private mutating func add(hash: UInt64) {
+        count += 1
+        digest &+= hash
+    }
+
+    /// ``hash(_:)`` of a key fed byte by byte, without building the key's text: the store hashes every row it reads.
+    struct KeyHasher {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+
+        mutating func byte(_ byte: UInt8) {
+            h ^= UInt64(byte)
+            h &*= 0x0000_0100_0000_01b3
+        }
+
+        /// The canonical upper-case text of `id`: 8-4-4-4-12 hex digits joined by `-`.
+        mutating func uuid(_ id: UUID) {
+            let digits: StaticString = "0123456789ABCDEF"
+            withUnsafeBytes(of: id.uuid) { bytes in
+                digits.withUTF8Buffer { hex in
+                    for index in 0..<16 {
+                        if index == 4 || index == 6 || index == 8 || index == 10 { byte(UInt8(ascii: "-")) }
+                        byte(hex[Int(bytes[index] >> 4)])
+                        byte(hex[Int(bytes[index] & 0x0f)])
+                    }
+                }
+            }
+        }
+
+        /// `value` in decimal without leading zeros (a revision is ≥ 1; a negative one gets its `-`).
+        mutating func decimal(_ value: Int) {
+            if value < 0 { byte(UInt8(ascii: "-")) }
+            var magnitude = value.magnitude
+            var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            var count = 0
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                repeat {
+                    buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                    count += 1
+                } while magnitude > 0
+                for index in stride(from: count - 1, through: 0, by: -1) { byte(buffer[index]) }
+            }
+        }
+
+        func finish() -> UInt64 { DeliverySummary.fmix64(h) }
     }
 
     /// Adds a record as the ground stores it: an order by its (id, revision), a scan by its id.
@@ -46,19 +104,18 @@ public struct DeliverySummary: Hashable, Sendable {
         digest &+= other.digest
     }
 
-    private mutating func add(key: String) {
-        count += 1
-        digest &+= Self.hash(Array(key.utf8))
-    }
 
     /// The hash of one element's key: FNV-1a 64 (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`), then
     /// the MurmurHash3 finaliser `fmix64` so that every bit of the key moves every bit of the sum.
     public static func hash(_ key: [UInt8]) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key {
-            h ^= UInt64(byte)
-            h &*= 0x0000_0100_0000_01b3
-        }
+        var hasher = KeyHasher()
+        for byte in key { hasher.byte(byte) }
+        return hasher.finish()
+    }
+
+    /// The MurmurHash3 finaliser.
+    static func fmix64(_ value: UInt64) -> UInt64 {
+        var h = value
         h ^= h >> 33
         h &*= 0xff51_afd7_ed55_8ccd
         h ^= h >> 33

@@ -113,6 +113,7 @@ final class NetworkLoop: @unchecked Sendable {
                         if let list = reloadAllowlist() {
                             admitted = list.byPublicKey
                             limiter.allowlist = list
+                            for device in list.devices.keys { ledger.metrics.declare(device: device, lastBatch: Date()) }
                         }
                     }
                 }

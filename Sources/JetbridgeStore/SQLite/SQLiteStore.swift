@@ -276,14 +276,15 @@ public final class SQLiteStore: Sendable {
         try calls.measure {
             try pool.read { db in
                 var summary = DeliverySummary()
-                let orders = try Row.fetchCursor(db, sql: Self.summaryOrdersSQL, arguments: [device, flight])
-                while let row = try orders.next() {
-                    summary.add(order: try Self.uuid(row[0], path: path), revision: row[1])
-                }
-                let scans = try Row.fetchCursor(db, sql: Self.summaryScansSQL, arguments: [device, flight])
-                while let row = try scans.next() {
-                    summary.add(scan: try Self.uuid(row[0], path: path))
-                }
+                // Straight from SQLite's row buffers: a flight of 100,000 records is 100,000 rows.
+                let orders = try HotStatement(db, sql: Self.summaryOrdersSQL)
+                try orders.bind(device, at: 1)
+                try orders.bind(flight, at: 2)
+                try orders.forEachID(path: path, integers: true) { summary.add(order: $0, revision: $1) }
+                let scans = try HotStatement(db, sql: Self.summaryScansSQL)
+                try scans.bind(device, at: 1)
+                try scans.bind(flight, at: 2)
+                try scans.forEachID(path: path, integers: false) { id, _ in summary.add(scan: id) }
                 return summary
             }
         }
@@ -292,15 +293,6 @@ public final class SQLiteStore: Sendable {
     static let summaryOrdersSQL = "SELECT id, revision FROM orders WHERE device = ? AND flight = ?"
     static let summaryScansSQL = "SELECT id FROM scans WHERE device = ? AND flight = ?"
 
-    /// A stored 16-byte id as a UUID.
-    static func uuid(_ bytes: Data, path: String) throws -> UUID {
-        guard bytes.count == 16 else {
-            throw StoreError(.corruptRow, "a stored id has \(bytes.count) bytes, not 16", path: path)
-        }
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes) }
-        return UUID(uuid: value)
-    }
 
     /// How many records (orders and scans) `device` has stored on `flight`.
     ///
