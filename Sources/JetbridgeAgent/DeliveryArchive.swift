@@ -189,6 +189,22 @@ struct DeliveryArchive {
         try save(all)
     }
 
+    /// Forgets `flight`'s confirmation (keeping the summary of what retention released, which the ground still
+    /// counts): the ground no longer holds what it confirmed, so `status` must not say confirmed.
+    func unconfirm(flight: String) throws(AgentError) {
+        var all = confirmations()
+        guard var confirmation = all[flight] else { return }
+        if let released = confirmation.released {
+            confirmation.count = released.count
+            confirmation.digest = released.digestHex
+            confirmation.bytes = nil
+            all[flight] = confirmation
+        } else {
+            all[flight] = nil
+        }
+        try save(all)
+    }
+
     /// Bytes kept of flights whose file holds records the ground has not confirmed: what capture's check counts.
     func unconfirmedBytes() -> Int64 {
         let confirmations = confirmations()

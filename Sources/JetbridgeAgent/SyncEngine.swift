@@ -597,6 +597,8 @@ final class SyncEngine: Sendable {
                 statistics.confirmedFlights += 1
                 logger.info("the ground confirmed \(flight)\(from): it holds all \(summary.count) records of this device")
             case .resend(let flight, let groundCount):
+                // What the ground confirmed before, it no longer holds: `status` must not say confirmed.
+                try archive.unconfirm(flight: flight)
                 let payloads = holdings[flight]?.payloads ?? []
                 logger.warning(
                     "the ground holds \(groundCount) of this device's \(payloads.count) acknowledged records of \(flight)\(from); sending the flight again"

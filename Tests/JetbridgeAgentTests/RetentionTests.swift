@@ -109,4 +109,26 @@ struct RetentionTests {
         for payload in later { expected.add(try RecordCoding.decode(payload)) }
         #expect(archive.holdings()[flight]?.summary == expected)
     }
+
+    @Test func aFlightTheGroundNoLongerHoldsIsNoLongerConfirmedButItsReleasedPartStaysCounted() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let (archive, _) = try Self.archive(in: fixture.url)
+        try archive.unconfirm(flight: "ZA102/2026-11-21")
+        #expect(archive.confirmations()["ZA102/2026-11-21"] == nil)
+        // A released flight with later records: the released summary stays, the confirmation of the rest goes.
+        let flight = "ZA101/2026-11-21"
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 2, maxBytes: 1 << 30)) == [flight])
+        try archive.append(try Self.scans(5, flight: flight))
+        let held = try #require(archive.holdings()[flight]?.summary)
+        try archive.confirm(flight: flight, summary: held, bytes: archive.bytes(flight: flight))
+        // B (unconfirmed above) and C are not confirmed; A is.
+        let others = archive.bytes(flight: "ZA102/2026-11-21") + archive.bytes(flight: "ZA103/2026-11-21")
+        #expect(archive.unconfirmedBytes() == others)
+        try archive.unconfirm(flight: flight)
+        let after = try #require(archive.confirmations()[flight])
+        #expect(after.summary != held && after.released?.count == 100 && after.bytes == nil)
+        #expect(archive.holdings()[flight]?.summary == held, "the released 100 still count in the flight's summary")
+        #expect(archive.unconfirmedBytes() == others + archive.bytes(flight: flight))
+    }
 }

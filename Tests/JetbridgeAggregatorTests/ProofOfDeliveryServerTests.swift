@@ -138,10 +138,22 @@ struct ProofOfDeliveryServerTests {
         // Two frames after the routing id: answered too.
         try device.dealer.send([try Self.map(Self.fields()), Data([0x90])])
         #expect(try await device.summaryAnswer()?.reason?.contains("a summary is one frame") == true)
-        // The server still serves.
-        try device.ask(Self.summary(of: [], device: "cart-1"))
-        let empty = try #require(try await device.summaryAnswer())
-        #expect(empty.status == .confirmed && empty.count == 0)
+        // A flood of summaries: every one answered, those past 20 in a second `retry`, the store thread not held up.
+        for _ in 0..<60 { try device.ask(Self.summary(of: [], device: "cart-1")) }
+        var statuses: [SummaryAnswer.Status] = []
+        for _ in 0..<60 {
+            statuses.append(try #require(try await device.summaryAnswer()).status)
+        }
+        #expect(statuses.count { $0 == .confirmed } >= 20 && statuses.count { $0 == .retry } > 0, "\(statuses)")
+        #expect(statuses.allSatisfy { $0 == .confirmed || $0 == .retry })
+        // The server still serves: asked again until the next second's allowance answers it (a bound, not a pause).
+        var empty: SummaryAnswer?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while empty?.status != .confirmed, ContinuousClock.now < deadline {
+            try device.ask(Self.summary(of: [], device: "cart-1"))
+            empty = try await device.summaryAnswer()
+        }
+        #expect(empty?.status == .confirmed && empty?.count == 0)
         await fixture.stop()
     }
 

@@ -39,6 +39,11 @@ final class NetworkLoop: @unchecked Sendable {
     /// stored also on a connection admitted before the revocation.
     private var admitted: [String: String]
     private var limiter: DeviceLimiter
+    /// Summaries taken per device in the current second (``readSummary(_:route:key:)``): each costs the store a read
+    /// of the device's rows of a flight, so a device (or a stolen key) cannot keep the store thread busy with them.
+    private var summaryCounts: [String: (second: ContinuousClock.Instant, count: Int)] = [:]
+    /// Summaries one device may have answered from the store per second; past it they are answered `retry`.
+    static let summariesPerSecond = 20
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
@@ -317,6 +322,20 @@ final class NetworkLoop: @unchecked Sendable {
                     owner: owner)
                 return
             }
+            let now = ContinuousClock.now
+            var taken = summaryCounts[owner] ?? (now, 0)
+            if now - taken.second >= .seconds(1) { taken = (now, 0) }
+            guard taken.count < Self.summariesPerSecond else {
+                refuseSummary(
+                    SummaryRejection(
+                        device: summary.device, flight: summary.flight, status: .retry,
+                        reason: "more than \(Self.summariesPerSecond) summaries in a second from this device; ask again later"),
+                    owner: owner)
+                return
+            }
+            taken.count += 1
+            if summaryCounts.count >= 100_000 { summaryCounts = [:] }
+            summaryCounts[owner] = taken
             queue.push(.summary(summary, owner: owner))
         case .failure(let rejection):
             guard let known = key ?? rejection.device.flatMap({ (try? Validation.deviceID($0)) != nil ? $0 : nil })
