@@ -83,9 +83,7 @@ struct DeliveryConfirmer: Sendable {
             case .unasked:
                 entry.state = .asking(since: t, at: t, asks: 1)
                 due.append((flight, entry.summary, 1))
-            case .asking(let since, let at, let asks) where t - since >= limits.giveUp:
-                _ = at
-                _ = asks
+            case .asking(let since, _, _) where t - since >= limits.giveUp:
                 entry.state = .gaveUp("the ground did not answer its summary in \(Int(limits.giveUp)) s (an aggregator that predates proof of delivery?)")
             case .asking(let since, let at, let asks) where canSend && t - at >= limits.askAgain:
                 entry.state = .asking(since: since, at: t, asks: asks + 1)
