@@ -53,6 +53,10 @@ public struct AgentConfiguration: Sendable, Hashable {
         public var window: Int
         /// Seconds to wait for an ack before sending a batch again.
         public var ackTimeoutSeconds: Double
+        /// Whether sync asks the ground to confirm each flight (docs/AGENT.md, "Proof of delivery"). Off only for a
+        /// ground that cannot: one that predates it, or aggregators with separate stores (which no flight's summary
+        /// can match).
+        public var confirmDelivery = true
 
         public init(batchRecords: Int, batchBytes: Int, window: Int, ackTimeoutSeconds: Double) {
             self.batchRecords = batchRecords
@@ -102,6 +106,24 @@ public struct AgentConfiguration: Sendable, Hashable {
     /// they must share one store, docs/PROTOCOL.md "Several aggregators"). Never empty.
     public var aggregators: [Ground]
     public var sync: Sync
+    /// How long and how much of what the ground acknowledged the device keeps (docs/AGENT.md, "Retention").
+    public var retention = Retention.defaults
+
+    /// Retention of acknowledged records (`delivered/`): a flight's records stay until the ground confirms the flight;
+    /// confirmed ones stay up to `days` after their confirmation and while all kept records fit in `maxBytes` (the
+    /// oldest confirmed go first). Unconfirmed records are never deleted: capture is refused once they alone fill
+    /// `maxBytes`.
+    public struct Retention: Sendable, Hashable, Codable {
+        public var days: Double
+        public var maxBytes: Int64
+
+        public init(days: Double, maxBytes: Int64) {
+            self.days = days
+            self.maxBytes = maxBytes
+        }
+
+        public static let defaults = Retention(days: 7, maxBytes: 256 << 20)
+    }
 
     /// The first aggregator: the only one unless `ground` is a list. Setting it makes it the only one.
     public var ground: Ground {
@@ -245,9 +267,18 @@ public struct AgentConfiguration: Sendable, Hashable {
             throw AgentError(.dataError, "\(path): sync.ackTimeoutSeconds must be a positive number of seconds")
         }
 
-        return AgentConfiguration(
+        let retention = contents?.retention ?? Retention.defaults
+        guard retention.days.isFinite, retention.days >= 0 else {
+            throw AgentError(.dataError, "\(path): retention.days must be a number of days, 0 or more")
+        }
+        guard retention.maxBytes > 0 else {
+            throw AgentError(.dataError, "\(path): retention.maxBytes \(retention.maxBytes) must be a positive number of bytes")
+        }
+        var configuration = AgentConfiguration(
             home: home, file: fileURL, device: device, flight: flight, queueDirectory: queueDirectory,
             queueMaxBytes: contents?.queueMaxBytes, inventory: inventory, aggregators: aggregators, sync: sync)
+        configuration.retention = retention
+        return configuration
     }
 
     /// The aggregators sync uses: the configured ones with the sync flags laid over them **position by position** —

@@ -58,6 +58,8 @@ public struct AgentHome: Sendable, Hashable {
     public var ordersDirectory: URL { url.appendingPathComponent("orders", isDirectory: true) }
     public var rejectedDirectory: URL { url.appendingPathComponent("rejected", isDirectory: true) }
     public var syncStateFile: URL { url.appendingPathComponent("sync-state.json") }
+    /// Records the ground acknowledged, kept until it confirms their flight (``DeliveryArchive``).
+    public var deliveredDirectory: URL { url.appendingPathComponent("delivered", isDirectory: true) }
 }
 
 extension AgentHome {

@@ -1,6 +1,7 @@
 import FileQueue
 public import Foundation
 import JetbridgeModel
+import JetbridgeProtocol
 import SystemSupport
 
 /// What `status` shows: this device's configuration, its queue, and how sync last went.
@@ -36,6 +37,11 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     @NullWhenAbsent public var lastSyncOutcome: String?
     /// Its duration in seconds.
     @NullWhenAbsent public var lastSyncDurationSeconds: Double?
+    /// Per flight this device holds records of: what was captured, acknowledged, confirmed by the ground, set aside
+    /// (docs/AGENT.md, "Proof of delivery").
+    public var flights: [FlightDelivery] = []
+    /// One plain verdict over every flight: `all delivered and confirmed: safe to hand back`, or what is missing.
+    public var verdict: String = ""
     /// Records the ground acknowledged during it.
     @NullWhenAbsent public var lastSyncAcknowledged: Int?
     /// Acknowledged records per second over it.
@@ -45,8 +51,27 @@ public struct AgentStatus: Codable, Sendable, Hashable {
         case device, flight, home, configuration, inventory, queue, records, unacknowledged, acknowledgedThrough
         case firstSequence, lastSequence, quarantined, unrepaired, segments, bytes, rejected, rejectedDirectory
         case lastSyncAt, lastSyncResult, lastSyncOutcome, lastSyncDurationSeconds, lastSyncAcknowledged
-        case lastSyncRecordsPerSecond
+        case lastSyncRecordsPerSecond, flights, verdict
     }
+}
+
+/// One flight's delivery as `status` shows it.
+public struct FlightDelivery: Codable, Sendable, Hashable {
+    public var flight: String
+    /// Distinct records captured for the flight (orders once, at any revision; set-aside ones included).
+    public var captured: Int
+    /// Of those, acknowledged stored by the ground (each order at its highest acknowledged revision).
+    public var acknowledged: Int
+    /// Captured, not acknowledged yet: what sync still has to send.
+    public var unacknowledged: Int
+    /// Refused by the ground, set aside in `rejected/`: not delivered.
+    public var setAside: Int
+    /// Whether the ground confirmed that it holds every acknowledged record of the flight, as the device holds them now.
+    public var confirmed: Bool
+    /// When it confirmed them.
+    @NullWhenAbsent public var confirmedAt: Date?
+    /// What remains for this flight, or `delivered and confirmed`.
+    public var verdict: String
 }
 
 extension CaptureService {
@@ -75,7 +100,9 @@ extension CaptureService {
             ((try? FileManager.default.contentsOfDirectory(atPath: rejectedURL.path)) ?? [])
             .filter { !$0.hasPrefix(".") }.count
         let syncState = try SyncState.load(from: configuration.home.syncStateFile)
-        return AgentStatus(
+        let flights = deliveries(queue: FileManager.default.fileExists(atPath: queueURL.path) ? queueURL : nil,
+            acknowledgedThrough: queueStatus.acknowledgedThrough)
+        var status = AgentStatus(
             device: configuration.device, flight: configuration.flight.rawValue, home: configuration.home.url.path,
             configuration: configuration.file?.path, inventory: configuration.inventory.description,
             queue: queueURL.path, records: queueStatus.records, unacknowledged: queueStatus.unacknowledged,
@@ -86,5 +113,74 @@ extension CaptureService {
             lastSyncResult: syncState?.lastResult, lastSyncOutcome: syncState?.lastOutcome,
             lastSyncDurationSeconds: syncState?.lastDurationSeconds, lastSyncAcknowledged: syncState?.lastAcknowledged,
             lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
+        status.flights = flights
+        status.verdict = Self.verdict(flights)
+        return status
+    }
+
+    /// One verdict for a crew member: safe to hand back, or what is missing.
+    static func verdict(_ flights: [FlightDelivery]) -> String {
+        let open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
+        guard !open.isEmpty else {
+            return flights.isEmpty
+                ? "nothing captured" : "all delivered and confirmed: safe to hand back"
+        }
+        return "NOT SAFE TO HAND BACK: " + open.map { "\($0.flight) \($0.verdict)" }.joined(separator: "; ")
+    }
+
+    /// Per flight: captured (queue, archive, set aside), acknowledged and confirmed (``DeliveryArchive``), set aside.
+    func deliveries(queue: URL?, acknowledgedThrough: UInt64) -> [FlightDelivery] {
+        let archive = DeliveryArchive(home: configuration.home)
+        let holdings = archive.holdings()
+        let confirmations = archive.confirmations()
+        var acknowledgedIDs: [String: Set<UUID>] = [:]
+        for (flight, holding) in holdings {
+            acknowledgedIDs[flight] = Set(holding.payloads.compactMap { try? RecordCoding.decode($0).id })
+        }
+        let setAsideSequences = SetAside.sequences(in: configuration.home)
+        var pending: [String: Set<UUID>] = [:]
+        if let queue {
+            try? FileQueue.forEachRecord(directory: queue, from: acknowledgedThrough + 1) { sequence, payload in
+                guard !setAsideSequences.contains(sequence),
+                    let record = try? RecordCoding.decode(Data(payload))
+                else { return }
+                pending[record.flight.rawValue, default: []].insert(record.id)
+            }
+        }
+        var setAside: [String: Set<UUID>] = [:]
+        for sequence in setAsideSequences {
+            guard let data = try? Data(contentsOf: SetAside.file(for: sequence, in: configuration.home)),
+                let entry = try? SyncState.decoder.decode(SetAside.Entry.self, from: data),
+                let record = try? RecordCoding.decode(entry.record)
+            else { continue }
+            setAside[record.flight.rawValue, default: []].insert(record.id)
+        }
+        let names = Set(holdings.keys).union(pending.keys).union(setAside.keys).union(
+            confirmations.filter { $0.value.releasedAt != nil }.keys)
+        return names.sorted().map { flight in
+            let acknowledged = acknowledgedIDs[flight] ?? []
+            let unacknowledged = (pending[flight] ?? []).subtracting(acknowledged)
+            let refused = (setAside[flight] ?? []).subtracting(acknowledged)
+            let confirmation = confirmations[flight]
+            let held = holdings[flight]?.summary ?? DeliverySummary()
+            let released = confirmation?.releasedAt != nil && holdings[flight] == nil
+            let confirmed = released || (confirmation?.summary == held && held.count > 0)
+            let acknowledgedCount = released ? confirmation!.count : held.count
+            var missing: [String] = []
+            if !unacknowledged.isEmpty { missing.append("\(unacknowledged.count) not acknowledged yet: run sync") }
+            if acknowledgedCount > 0 && !confirmed {
+                missing.append("\(acknowledgedCount) acknowledged but not confirmed by the ground: run sync")
+            }
+            if !refused.isEmpty {
+                missing.append("\(refused.count) set aside (refused by the ground) in \(configuration.home.rejectedDirectory.path)")
+            }
+            return FlightDelivery(
+                flight: flight,
+                captured: acknowledgedCount + unacknowledged.count + refused.count,
+                acknowledged: acknowledgedCount, unacknowledged: unacknowledged.count,
+                setAside: refused.count, confirmed: confirmed && unacknowledged.isEmpty,
+                confirmedAt: confirmed ? confirmation?.confirmedAt : nil,
+                verdict: missing.isEmpty ? "delivered and confirmed" : missing.joined(separator: ", "))
+        }
     }
 }

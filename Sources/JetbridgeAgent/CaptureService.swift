@@ -38,6 +38,8 @@ public struct CaptureService: Sendable {
     /// Opens (creating if needed) the queue; open also repairs a torn tail left by a killed process.
     func openQueue() throws(AgentError) -> FileQueue {
         try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
+        // Delivered records the ground has not confirmed are never deleted to make room: past the cap, capture stops.
+        try DeliveryArchive(home: configuration.home).checkRoom(configuration.retention)
         do {
             return try FileQueue(
                 directory: configuration.queueDirectory,

@@ -14,9 +14,10 @@ struct ConfigurationFile: Decodable {
     /// Whether `ground` was written as a list (messages then name `ground[1]`, not `ground`).
     var groundIsList = false
     var sync: AgentConfiguration.Sync?
+    var retention: AgentConfiguration.Retention?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case device, flight, queue, queueMaxBytes, inventory, ground, sync
+        case device, flight, queue, queueMaxBytes, inventory, ground, sync, retention
     }
 
     init(from decoder: any Decoder) throws {
@@ -35,6 +36,7 @@ struct ConfigurationFile: Decodable {
             ground = try container.decodeIfPresent(GroundFile.self, forKey: .ground).map { [$0.value] }
         }
         sync = try container.decodeIfPresent(SyncFile.self, forKey: .sync)?.value
+        retention = try container.decodeIfPresent(RetentionFile.self, forKey: .retention)?.value
     }
 
     /// Reads and decodes a configuration file.
@@ -116,7 +118,9 @@ private struct GroundFile: Decodable {
 private struct SyncFile: Decodable {
     var value: AgentConfiguration.Sync
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case batchRecords, batchBytes, window, ackTimeoutSeconds }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case batchRecords, batchBytes, window, ackTimeoutSeconds, confirmDelivery
+    }
 
     init(from decoder: any Decoder) throws {
         try StrictKeys.check(decoder, known: CodingKeys.self, prefix: "sync.")
@@ -128,5 +132,22 @@ private struct SyncFile: Decodable {
             window: try container.decodeIfPresent(Int.self, forKey: .window) ?? defaults.window,
             ackTimeoutSeconds: try container.decodeIfPresent(Double.self, forKey: .ackTimeoutSeconds)
                 ?? defaults.ackTimeoutSeconds)
+        value.confirmDelivery =
+            try container.decodeIfPresent(Bool.self, forKey: .confirmDelivery) ?? defaults.confirmDelivery
+    }
+}
+
+private struct RetentionFile: Decodable {
+    var value: AgentConfiguration.Retention
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case days, maxBytes }
+
+    init(from decoder: any Decoder) throws {
+        try StrictKeys.check(decoder, known: CodingKeys.self, prefix: "retention.")
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AgentConfiguration.Retention.defaults
+        value = AgentConfiguration.Retention(
+            days: try container.decodeIfPresent(Double.self, forKey: .days) ?? defaults.days,
+            maxBytes: try container.decodeIfPresent(Int64.self, forKey: .maxBytes) ?? defaults.maxBytes)
     }
 }

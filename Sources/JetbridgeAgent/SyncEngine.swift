@@ -85,6 +85,14 @@ final class SyncEngine: Sendable {
         var ground: GroundSet
         /// Batch names already warned about for an ack outside the bounds (``ignoreInvalid(_:label:problem:warn:)``).
         var warnedInvalid: Set<String> = []
+        /// Proof of delivery: the acknowledged records kept per flight, and which flights the ground confirmed.
+        let archive: DeliveryArchive
+        var confirmer = DeliveryConfirmer()
+        /// Something was acknowledged since the flights' summaries were last computed.
+        var holdingsStale = true
+        var holdings: [String: DeliveryArchive.Holding] = [:]
+        /// Round robin over the aggregators for summaries.
+        var nextAsk = 0
 
         init(engine: SyncEngine) {
             self.engine = engine
@@ -93,6 +101,7 @@ final class SyncEngine: Sendable {
             routingIDs = aggregators.map { _ in SyncEngine.newAckRoutingID() }
             perAggregator = aggregators.map { AggregatorStatistics(data: $0.dataEndpoint, acks: $0.ackEndpoint) }
             ground = GroundSet(count: aggregators.count)
+            archive = DeliveryArchive(home: engine.configuration.home)
         }
 
         /// Several aggregators: messages then name the one they concern.
@@ -342,7 +351,10 @@ final class SyncEngine: Sendable {
                             }
                         }
                     }
-                    if stopping == nil, options.untilDrained, reachedEnd, window.isIdle {
+                    if stopping == nil, reachedEnd, window.isIdle, configuration.sync.confirmDelivery {
+                        try confirm(queue: queue, peers: peers, now: t, reachedEnd: &reachedEnd)
+                    }
+                    if stopping == nil, options.untilDrained, reachedEnd, window.isIdle, confirmer.isSettled {
                         try persist(window, queue: queue)
                         return .drained
                     }
@@ -542,12 +554,81 @@ final class SyncEngine: Sendable {
             try? dealer.send(frame, options: .dontWait)
         }
 
+        /// Proof of delivery, once everything queued is acknowledged: recomputes the flights' summaries when records were
+        /// acknowledged since, asks the ground about each flight not confirmed (``DeliveryConfirmer``), and gives up on
+        /// those whose answers do not come.
+        mutating func confirm(queue: FileQueue, peers: [Peer], now t: Double, reachedEnd: inout Bool) throws {
+            if holdingsStale || confirmer.isResending {
+                holdings = archive.holdings()
+                confirmer.refresh(held: holdings.mapValues(\.summary))
+                holdingsStale = false
+            }
+            let usable = peers.indices.filter { ground.isUsable($0) }
+            for ask in confirmer.due(now: t, canSend: !usable.isEmpty) {
+                let target = usable[nextAsk % usable.count]
+                nextAsk += 1
+                let summary = FlightSummary(device: configuration.device, flight: ask.flight, summary: ask.summary)
+                guard let frame = try? WireCoding.encode(summary) else { continue }
+                try? peers[target].sockets.dealer.send(frame, options: .dontWait)
+                logger.debug(
+                    "asked \(isSpread ? name(target) : "the ground") to confirm \(ask.flight): \(ask.summary.count) records, digest \(ask.summary.digestHex) (ask \(ask.asks))"
+                )
+            }
+            if confirmer.isSettled { reachedEnd = true }
+        }
+
+        /// Applies the ground's answer to a summary: records a confirmation, or appends the flight's acknowledged
+        /// records to the queue again after a `mismatch` (the ground's deduplication absorbs what it still has).
+        mutating func handleSummaryAnswer(_ frame: Data, from index: Int, device: String, queue: FileQueue) throws {
+            let from = isSpread ? " from \(name(index))" : ""
+            guard let answer = try? WireCoding.decode(SummaryAnswer.self, from: frame) else {
+                logger.warning("ignoring a summary answer\(from) that does not decode")
+                return
+            }
+            guard answer.device == device else {
+                logger.warning(
+                    "ignoring a summary answer\(from) for device '\(Ack.bounded(answer.device, scalars: 80))'; this is '\(device)'")
+                return
+            }
+            ground.answered(by: index)
+            switch confirmer.apply(answer, now: now()) {
+            case .none: break
+            case .confirmed(let flight, let summary):
+                // The file's size, when nothing was appended since the summary was computed from it.
+                try archive.confirm(
+                    flight: flight, summary: summary, bytes: holdingsStale ? nil : archive.bytes(flight: flight))
+                statistics.confirmedFlights += 1
+                logger.info("the ground confirmed \(flight)\(from): it holds all \(summary.count) records of this device")
+            case .resend(let flight, let groundCount):
+                // What the ground confirmed before, it no longer holds: `status` must not say confirmed.
+                try archive.unconfirm(flight: flight)
+                let payloads = holdings[flight]?.payloads ?? []
+                logger.warning(
+                    "the ground holds \(groundCount) of this device's \(payloads.count) acknowledged records of \(flight)\(from); sending the flight again"
+                )
+                if !payloads.isEmpty {
+                    do {
+                        try queue.append(contentsOf: payloads)
+                    } catch {
+                        throw AgentError(queue: error)
+                    }
+                }
+                statistics.resentForProof += payloads.count
+            case .gaveUp(let flight, let reason):
+                logger.warning("\(flight) is not confirmed: \(reason)")
+            }
+        }
+
         /// Applies one message from aggregator `index`'s ack channel.
         /// - Returns: An error that ends the run, or `nil`.
         mutating func handle(
             _ frames: [Data], from index: Int, device: String, window: inout SyncWindow, queue: FileQueue
         ) throws -> AgentError? {
             let from = isSpread ? " from \(name(index))" : ""
+            if frames.count == 1, AckChannelType.of(frames[0]) == SummaryAnswer.messageType {
+                try handleSummaryAnswer(frames[0], from: index, device: device, queue: queue)
+                return nil
+            }
             // An ack is one frame (docs/PROTOCOL.md, Acks); a message of several is nobody's ack.
             guard frames.count == 1, let ack = try? WireCoding.decode(Ack.self, from: frames[0]) else {
                 logger.warning(
@@ -591,6 +672,11 @@ final class SyncEngine: Sendable {
                         "no aggregator speaks protocol version \(WireProtocol.version) (the last: \(name(index))); upgrade the agent or the aggregators"
                     )
             }
+            // The records of the batch this ack names, kept if it says `stored` (proof of delivery).
+            let payloads =
+                ack.status == .stored
+                ? window.batches.first { !$0.isDone && $0.first == ack.first && $0.last == ack.last }?.records.map(\.payload)
+                : nil
             switch window.apply(ack, now: now(), from: index) {
             case .ignored where ack.first == 0 && ack.last == 0 && ack.status == .forbidden:
                 // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
@@ -609,6 +695,8 @@ final class SyncEngine: Sendable {
                 if ack.status == .stored { perAggregator[index].lateAcks += 1 }
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
             case .stored(let records, let new, let duplicates):
+                try archive.append(payloads ?? [])
+                holdingsStale = true
                 statistics.acknowledged += records
                 perAggregator[index].acknowledged += records
                 statistics.new += new
@@ -692,6 +780,19 @@ final class SyncEngine: Sendable {
             if case .failed = ending, queue == nil { outcome.remaining = nil }
             outcome.problem = Self.problem(allLinks, options: options, retrying: false)
             outcome.aggregators = perAggregator
+            do {
+                let released = try archive.applyRetention(configuration.retention)
+                if !released.isEmpty {
+                    logger.info(
+                        "retention released the confirmed records of \(released.joined(separator: ", ")) (retention.days \(configuration.retention.days), retention.maxBytes \(configuration.retention.maxBytes))"
+                    )
+                }
+            } catch {
+                logger.warning("retention could not release confirmed records: \(error)")
+            }
+            outcome.unconfirmed = confirmer.unconfirmed
+            outcome.confirmedFlights = confirmer.confirmedFlights
+            outcome.setAsideHeld = SetAside.sequences(in: configuration.home).count
             writeState(SyncState(finished: outcome))
             return outcome
         }

@@ -105,6 +105,10 @@ public struct SyncStatistics: Sendable, Hashable, Codable {
     public var ignoredAcks = 0
     /// `limited` answers: the ground held this device to one of its limits.
     public var limited = 0
+    /// Flights the ground confirmed in this run (docs/AGENT.md, "Proof of delivery").
+    public var confirmedFlights = 0
+    /// Acknowledged records appended to the queue again because the ground no longer held all of their flight.
+    public var resentForProof = 0
     /// Seconds from start to end.
     public var elapsed: Double = 0
 
@@ -172,6 +176,12 @@ public struct SyncOutcome: Sendable {
     public var problem: String?
     /// Per aggregator, in the configured order.
     public var aggregators: [AggregatorStatistics] = []
+    /// Flights with acknowledged records the ground has not confirmed, and why (docs/AGENT.md, "Proof of delivery").
+    public var unconfirmed: [String: String] = [:]
+    /// Flights the ground has confirmed (in this run or before, for what the device holds now).
+    public var confirmedFlights: [String] = []
+    /// Records set aside in `rejected/` (this run's and earlier ones'): not delivered.
+    public var setAsideHeld = 0
 
     public init(ending: Ending, statistics: SyncStatistics, acknowledgedThrough: UInt64, remaining: Int?) {
         self.ending = ending
@@ -182,12 +192,38 @@ public struct SyncOutcome: Sendable {
 
     /// The process exit code: 0 when nothing is left to deliver (or drained), 75 when records remain, the error's
     /// code on failure.
+    ///
+    /// After those: 65 when this run set records aside (the ground refused them: not delivered), else 75 when a drained
+    /// run leaves a flight the ground did not confirm (docs/EXIT-CODES.md).
     public var exitCode: Int32 {
         switch ending {
-        case .drained: 0
-        case .stopped, .timedOut: remaining == 0 ? 0 : AgentError.Code.tryAgain.exitCode
-        case .failed(let error): error.code.exitCode
+        case .failed(let error): return error.code.exitCode
+        case .stopped, .timedOut:
+            if remaining != 0 { return AgentError.Code.tryAgain.exitCode }
+        case .drained: break
         }
+        if statistics.setAside > 0 { return AgentError.Code.dataError.exitCode }
+        if case .drained = ending, !unconfirmed.isEmpty { return AgentError.Code.tryAgain.exitCode }
+        return 0
+    }
+
+    /// What the delivery proof adds to the summary line: confirmed flights, those not confirmed and why, records set
+    /// aside. Empty when there is nothing to say.
+    public var deliverySummary: String {
+        var parts: [String] = []
+        let total = confirmedFlights.count + unconfirmed.count
+        if total > 0 {
+            parts.append("flights confirmed \(confirmedFlights.count) of \(total)")
+        }
+        for (flight, reason) in unconfirmed.sorted(by: { $0.key < $1.key }) {
+            parts.append("\(flight) NOT CONFIRMED: \(reason)")
+        }
+        if setAsideHeld > 0 {
+            parts.append(
+                "\(NumberText.grouped(setAsideHeld)) record\(setAsideHeld == 1 ? "" : "s") SET ASIDE (refused by the ground, not delivered; see `jetbridge-agent status`)"
+            )
+        }
+        return parts.joined(separator: "; ")
     }
 
     /// How it ended, for `sync-state.json` and the summary: `drained`, `stopped with 12 records unacknowledged`.
@@ -226,7 +262,8 @@ public struct SyncOutcome: Sendable {
             new: statistics.new, duplicates: statistics.duplicates, setAside: statistics.setAside,
             durationSeconds: (statistics.elapsed * 1000).rounded() / 1000, recordsPerSecond: recordsPerSecond,
             acknowledgedThrough: acknowledgedThrough, remaining: remaining, problem: problem,
-            aggregators: aggregators)
+            aggregators: aggregators, confirmedFlights: confirmedFlights, unconfirmedFlights: unconfirmed,
+            setAsideHeld: setAsideHeld)
     }
 
     /// One line: `sync drained: sent 5,000 records in 5 batches (0 resent); acknowledged 5,000 (4,990 new, 10
@@ -243,6 +280,7 @@ public struct SyncOutcome: Sendable {
             + "(\(g(s.new)) new, \(n(s.duplicates, "duplicate"))); set aside \(g(s.setAside)); "
             + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
             + (aggregators.count > 1 ? "; " + aggregatorSummary : "")
+            + (deliverySummary.isEmpty ? "" : "; " + deliverySummary)
     }
 
     /// With several aggregators, what each did: `via tcp://a:5560 3 batches, 2,000 acknowledged; tcp://b:5560 …`.
@@ -281,9 +319,16 @@ public struct SyncSummary: Codable, Sendable, Hashable {
     @NullWhenAbsent public var problem: String?
     /// Per aggregator, in the configured order (one element with one aggregator).
     public var aggregators: [AggregatorStatistics]
+    /// Flights the ground confirmed (docs/AGENT.md, "Proof of delivery").
+    public var confirmedFlights: [String] = []
+    /// Flights not confirmed, with why.
+    public var unconfirmedFlights: [String: String] = [:]
+    /// Records in `rejected/`: refused by the ground, not delivered.
+    public var setAsideHeld = 0
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case outcome, result, exitCode, recordsSent, batchesSent, resends, acknowledged, new, duplicates, setAside
         case durationSeconds, recordsPerSecond, acknowledgedThrough, remaining, problem, aggregators
+        case confirmedFlights, unconfirmedFlights, setAsideHeld
     }
 }

@@ -54,6 +54,13 @@ public struct SyncState: Codable, Sendable, Hashable {
         }
     }
 
+    /// The decoder for the files sync writes with ``encoder``.
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
     /// The encoder sync should use to write the file.
     public static var encoder: JSONEncoder {
         let encoder = JSONEncoder()

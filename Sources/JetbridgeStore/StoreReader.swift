@@ -33,6 +33,10 @@ public protocol StoreReader: AnyObject, Sendable {
     /// Deprecated, as ``recordCount(device:flight:)`` is: one indexed read per record.
     func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int
 
+    /// What the store holds of `device`'s records on `flight`, summarised as a device summarises what it holds
+    /// acknowledged (docs/PROTOCOL.md, "Proof of delivery"): from indexes, over that device's rows of that flight only.
+    func deliverySummary(device: String, flight: String) throws -> DeliverySummary
+
     /// When a batch was last stored, or `nil` before the first.
     func lastCommit() throws -> Date?
 

@@ -54,5 +54,16 @@ struct StatusCommand: ParsableCommand {
             set aside       \(Output.count(status.rejected, "record")) in \(status.rejectedDirectory)
             last sync       \(lastSync)\(lastRun)
             """)
+        // Per flight: what the ground holds of this device's records (docs/AGENT.md, "Proof of delivery").
+        for flight in status.flights {
+            let confirmed =
+                flight.confirmed
+                ? "confirmed \(flight.confirmedAt.map { $0.formatted(.iso8601) } ?? "")" : "NOT confirmed"
+            print(
+                "flight \(flight.flight)  captured \(NumberText.grouped(flight.captured)), acknowledged "
+                    + "\(NumberText.grouped(flight.acknowledged)), \(confirmed), set aside \(NumberText.grouped(flight.setAside))"
+                    + (flight.verdict == "delivered and confirmed" ? "" : ": \(flight.verdict)"))
+        }
+        print("verdict         \(status.verdict)")
     }
 }

@@ -30,9 +30,14 @@ struct SyncCommand: AsyncParsableCommand {
             configuration, and those past its list add aggregators. Batches are spread over the aggregators that \
             are up; one not acknowledged in time goes to the next.
 
-            Exit codes: 0 done (drained, or stopped with nothing left), 64 usage, 65 the ground refused this \
-            device (forbidden) or a batch kept coming back malformed, 66 no key pair (run `keys generate`), \
-            69 the ground speaks another protocol version, 75 stopped or timed out with records unacknowledged.
+            Proof of delivery: once everything is acknowledged, sync asks the ground to confirm each flight it \
+            holds records of, and sends a flight again when the ground no longer holds all of it (docs/AGENT.md).
+
+            Exit codes: 0 done (drained and every flight confirmed, or stopped with nothing left), 64 usage, \
+            65 the ground refused this device (forbidden), a batch kept coming back malformed, or the ground \
+            refused records of this run (set aside in rejected/, not delivered), 66 no key pair (run `keys \
+            generate`), 69 the ground speaks another protocol version, 75 stopped or timed out with records \
+            unacknowledged, or drained with a flight the ground did not confirm.
             """)
 
     @OptionGroup var options: AgentOptions
@@ -58,7 +63,7 @@ struct SyncCommand: AsyncParsableCommand {
             valueName: "key"))
     var serverKeys: [String] = []
 
-    @Flag(help: "Exit 0 once everything queued is acknowledged (75 if stopped first).")
+    @Flag(help: "Exit 0 once everything queued is acknowledged and every flight confirmed (75 if stopped first).")
     var untilDrained = false
 
     // Unconditional, so that `--timeout -1` reaches `validate()` and is refused with a reason, rather than read as
@@ -162,9 +167,20 @@ struct SyncCommand: AsyncParsableCommand {
         switch outcome.ending {
         case .failed(let error):
             throw error
-        case .drained:
-            return
-        case .stopped, .timedOut:
+        case .drained, .stopped, .timedOut:
+            if outcome.statistics.setAside > 0 && outcome.exitCode == AgentError.Code.dataError.exitCode {
+                throw AgentError(
+                    .dataError,
+                    "the ground refused \(outcome.statistics.setAside) record\(outcome.statistics.setAside == 1 ? "" : "s") in this sync: set aside in \(configuration.home.rejectedDirectory.path), not delivered; `jetbridge-agent status` lists them with the ground's reason"
+                )
+            }
+            if case .drained = outcome.ending {
+                guard outcome.exitCode != 0 else { return }
+                throw AgentError(
+                    .tryAgain,
+                    "sync drained, but the ground has not confirmed \(outcome.unconfirmed.keys.sorted().joined(separator: ", ")): run `jetbridge-agent sync` again (`jetbridge-agent status` shows what is missing)"
+                )
+            }
             if outcome.exitCode != 0 {
                 throw AgentError(
                     .tryAgain,

@@ -19,6 +19,11 @@ struct JetbridgeQueue: AsyncParsableCommand {
             fsck, status and dump never change the queue; append and ack open it (which repairs it). ack discards \
             records: it is for tests and recovery by hand, never for a device whose records the ground has not stored.
 
+            The queue deletes a segment once every record in it is acknowledged. Retention is the agent's: sync keeps \
+            what the ground acknowledged in <home>/delivered/ until the ground confirms the flight (then up to \
+            retention.days and retention.maxBytes, oldest confirmed first; unconfirmed records are never deleted, and \
+            capture stops at the cap instead). ack here writes nothing there.
+
             Exit codes follow sysexits (docs/EXIT-CODES.md): 0 done, 64 usage, 65 damage found (fsck) or an ack \
             past the last record, 66 no queue to ack, 1 other failures. The error line is JSON when \
             $JETBRIDGE_LOG_FORMAT is json.

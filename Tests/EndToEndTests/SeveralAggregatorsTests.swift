@@ -51,9 +51,11 @@ struct SeveralAggregatorsTests {
             let list = (0..<2).map {
                 #"{"data": \#(quoted(data[$0])), "acks": \#(quoted(acks[$0])), "serverPublicKey": \#(quoted(keys[$0]))}"#
             }
+            // Separate SQLite homes (no shared store) can never confirm a flight: each holds part of it. Proof of
+            // delivery is off for them; the shared PostgreSQL runs keep it on.
             let configuration = """
                 {"device": "\(device)", "ground": [\(list.joined(separator: ", "))],
-                 "sync": {"batchRecords": 10, "window": \(window), "ackTimeoutSeconds": 0.5}}
+                 "sync": {"batchRecords": 10, "window": \(window), "ackTimeoutSeconds": 0.5\(store == nil ? ", \"confirmDelivery\": false" : "")}}
                 """
             try Data(configuration.utf8).write(to: home.appendingPathComponent("agent.json"))
             let generated = try agent(["keys", "generate"])

@@ -71,9 +71,14 @@ struct SyncSocketTests {
         defer { ground.stop() }
 
         let outcome = try await sandbox.sync(ground)
-        #expect(outcome.exitCode == 0, "\(outcome.result)")
+        // A record the ground refused is not delivered: 65, and the summary line says so (it said 0 before).
+        #expect(outcome.exitCode == 65, "\(outcome.result)")
+        #expect(outcome.setAsideHeld == 1)
+        #expect(outcome.summary.contains("1 record SET ASIDE (refused by the ground, not delivered"), "\(outcome.summary)")
         #expect(outcome.statistics.setAside == 1)
         #expect(outcome.statistics.acknowledged == 29)
+        // The 29 delivered are confirmed by the ground.
+        #expect(outcome.confirmedFlights.count == 1 && outcome.unconfirmed.isEmpty, "\(outcome.unconfirmed)")
         #expect(Set(ground.delivered.withLock { $0.records.keys }) == Set(ids).subtracting([refused]))
         #expect(try sandbox.queueStatus().acknowledgedThrough == 30)
 

@@ -38,6 +38,8 @@ final class TestGround: Sendable {
         /// How many times a record was offered in a stored batch (duplicates included).
         var storedOffers = 0
         var hellos = 0
+        /// Summaries answered.
+        var summaries = 0
     }
 
     let context: ZeroMQContext
@@ -122,6 +124,10 @@ final class TestGround: Sendable {
                 // [routing id, hello]. The ack route is the routing id of a hello from the device's own key
                 // (docs/PROTOCOL.md, Acks).
                 while let message = try? router.receiveWithMetadata(options: .dontWait) {
+                    if message.frames.count == 2, AckChannelType.of(message.frames[1]) == FlightSummary.messageType {
+                        answerSummary(message, router: router)
+                        continue
+                    }
                     guard message.frames.count == 2,
                         let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
                         hello.device == message.userID
@@ -181,6 +187,22 @@ final class TestGround: Sendable {
         guard let ack, let route = routes[ack.device], let frame = try? WireCoding.encode(ack) else { return }
         // No route yet, or unroutable (the device is not connected): the device resends and the resend is deduplicated.
         try? router.send([route, frame], options: .dontWait)
+    }
+
+    /// Answers a summary (docs/PROTOCOL.md, "Proof of delivery") from the records stored, on the connection it came on.
+    private func answerSummary(_ message: ReceivedMessage, router: Socket) {
+        guard case .success(let summary) = FlightSummary.decode(message.frames[1]), summary.device == message.userID
+        else { return }
+        delivered.withLock { $0.summaries += 1 }
+        var held = DeliverySummary()
+        for bytes in delivered.withLock({ Array($0.records.values) }) {
+            guard let record = try? RecordCoding.decode(bytes), record.flight.rawValue == summary.flight,
+                record.device == summary.device
+            else { continue }
+            held.add(record)
+        }
+        guard let frame = try? WireCoding.encode(SummaryAnswer.comparing(summary, with: held)) else { return }
+        try? router.send([message.frames[0], frame], options: .dontWait)
     }
 
     /// Sends `frames` as the answer to `batch`; without a route the delivery is not counted.

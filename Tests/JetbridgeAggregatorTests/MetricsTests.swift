@@ -114,6 +114,21 @@ struct MetricsTests {
         await fixture.stop()
     }
 
+    @Test func everyAllowedDeviceHasItsSeriesBeforeItsFirstBatch() async throws {
+        // cart-3 never syncs: without its series an alert on `time() - last_batch > 3600` could never fire for it.
+        let before = Date().timeIntervalSince1970
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-3"]) { $0.metrics = "127.0.0.1:0" }
+        let (status, text) = try await Self.get(fixture.server, "/metrics")
+        #expect(status == 200)
+        for device in ["cart-1", "cart-3"] {
+            let last = Self.sample(text, "jetbridge_device_last_batch_timestamp_seconds", ["device": device])
+            #expect(last.map { $0 >= before.rounded(.down) && $0 <= Date().timeIntervalSince1970 + 1 } == true, "\(device): \(text)")
+            #expect(Self.sample(text, "jetbridge_records_total", ["device": device, "outcome": "new"]) == 0)
+            #expect(Self.sample(text, "jetbridge_batches_total", ["device": device, "status": "stored"]) == 0)
+        }
+        await fixture.stop()
+    }
+
     @Test func readyzGoesUnreadyWhenTheStoreCannotCommitAndBackAfterACommit() async throws {
         let fixture = try ServerFixture { $0.metrics = "127.0.0.1:0" }
         let device = try await fixture.device("cart-1")

@@ -258,7 +258,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [4, 4, 4])
+        #expect(versions == [5, 5, 5])
     }
 }
 

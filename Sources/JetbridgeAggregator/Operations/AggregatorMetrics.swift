@@ -91,6 +91,32 @@ final class AggregatorMetrics: Sendable {
         }
     }
 
+    /// Makes `device`'s series before its first batch (docs/AGGREGATOR.md, "Metrics"): its records and `stored`
+    /// batches at zero, and its last-batch gauge at `lastBatch` (its last sync in the store, or when the aggregator
+    /// started or the allow list named it), so that an alert on a cart silent since landing fires also for a cart
+    /// that never synced since the restart. A device already counted keeps its series as they are.
+    func declare(device: String, lastBatch: Date) {
+        devices.withLock { devices in
+            guard devices[device] == nil else { return }
+            var counters = DeviceCounters(
+                lastBatch: CoreMetrics.Gauge(
+                    label: "jetbridge_device_last_batch_timestamp_seconds", dimensions: [("device", device)],
+                    factory: factory))
+            for outcome in ["new", "duplicate", "rejected"] {
+                counter(
+                    &counters.records, outcome, label: "jetbridge_records_total",
+                    dimensions: [("device", device), ("outcome", outcome)]
+                ).increment(by: 0)
+            }
+            counter(
+                &counters.batches, "stored", label: "jetbridge_batches_total",
+                dimensions: [("device", device), ("status", "stored")]
+            ).increment(by: 0)
+            counters.lastBatch.record(lastBatch.timeIntervalSince1970)
+            devices[device] = counters
+        }
+    }
+
     /// The counter `cache` holds under `key`, made and kept there on first use.
     private func counter(
         _ cache: inout [String: CoreMetrics.Counter], _ key: String, label: String, dimensions: [(String, String)]
@@ -99,6 +125,12 @@ final class AggregatorMetrics: Sendable {
         let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
         cache[key] = counter
         return counter
+    }
+
+    /// A summary answered: `status` is the answer's (`confirmed`, `mismatch`, `rejected`, …).
+    func summary(status: String) {
+        CoreMetrics.Counter(label: "jetbridge_summaries_total", dimensions: [("status", status)], factory: factory)
+            .increment()
     }
 
     /// A handshake the ZAP handler decided.

@@ -132,6 +132,14 @@ public final class AggregatorServer: Service, Sendable {
         let metrics = ledger.metrics
         let connections = KeyConnections()
         self.connections = connections
+        // Every allowed device has its series from the start, its last batch as the store last saw it.
+        let lastSyncs = ((try? store.deviceReport().devices) ?? []).reduce(into: [String: Date]()) { syncs, row in
+            if let at = row.lastSync { syncs[row.device] = at }
+        }
+        let started = Date()
+        for device in allowlist.devices.keys {
+            metrics.declare(device: device, lastBatch: lastSyncs[device] ?? started)
+        }
         let handshakes = HandshakeMonitor(
             logger: logger, onDecision: { metrics.handshake(result: $0.result.rawValue) },
             onFailure: { metrics.handshake(result: "failed") })

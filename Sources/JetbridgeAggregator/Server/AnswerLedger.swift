@@ -103,6 +103,13 @@ final class AnswerLedger: Sendable {
         }
     }
 
+    /// A summary answered (docs/PROTOCOL.md, "Proof of delivery"): counted, then `send` answers it.
+    func summary(_ status: SummaryAnswer.Status, send: () -> Void) {
+        metrics.summary(status: status.rawValue)
+        send()
+        totals.withLock { $0.summaries[status.rawValue, default: 0] += 1 }
+    }
+
     /// One store transaction's commit (`apply`), successful or not; its batches are counted one by one as they are
     /// answered.
     func committed(in duration: Duration, succeeded: Bool = true) {

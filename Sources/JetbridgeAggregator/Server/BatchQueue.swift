@@ -10,6 +10,9 @@ enum StoreWork: Sendable {
     case rejection(device: String, reason: String)
     /// A batch answered `limited`, to count against its device.
     case limited(device: String, reason: String)
+    /// A device's summary of a flight to compare with the store (docs/PROTOCOL.md, "Proof of delivery"), answered to
+    /// `owner`'s route. It waits behind the batches read before it, so counts them once they commit.
+    case summary(FlightSummary, owner: String)
 }
 
 /// The bounded hand-off from the network thread to the store thread.

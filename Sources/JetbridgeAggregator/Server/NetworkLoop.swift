@@ -45,6 +45,11 @@ final class NetworkLoop: @unchecked Sendable {
     /// stored also on a connection admitted before the revocation.
     private var admitted: [String: String]
     private var limiter: DeviceLimiter
+    /// Summaries taken per device in the current second (``readSummary(_:route:key:)``): each costs the store a read
+    /// of the device's rows of a flight, so a device (or a stolen key) cannot keep the store thread busy with them.
+    private var summaryCounts: [String: (second: ContinuousClock.Instant, count: Int)] = [:]
+    /// Summaries one device may have answered from the store per second; past it they are answered `retry`.
+    static let summariesPerSecond = 20
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
@@ -125,6 +130,7 @@ final class NetworkLoop: @unchecked Sendable {
                             admitted = list.byPublicKey
                             limiter.allowlist = list
                             storeLimits.withLock { $0 = list.storeLimits }
+                            for device in list.devices.keys { ledger.metrics.declare(device: device, lastBatch: Date()) }
                         }
                     }
                 }
@@ -154,6 +160,7 @@ final class NetworkLoop: @unchecked Sendable {
         for message in mailbox.take() {
             switch message {
             case .ack(let ack, let owner): send(ack, to: owner)
+            case .summary(let answer, let owner): send(answer, to: owner)
             case .room: break  // the poll loop reads the data socket again
             case .done: done = true
             }
@@ -183,6 +190,11 @@ final class NetworkLoop: @unchecked Sendable {
     /// Encodes `ack` (the one place an ack is encoded) and sends it to `device`'s route (``sendAck(_:to:)``).
     private func send(_ ack: Ack, to device: String) {
         if let payload = Self.encode(ack) { sendAck(payload, to: device) }
+    }
+
+    /// Encodes a summary's answer and sends it to `device`'s route, as an ack: behind that device's held acks.
+    private func send(_ answer: SummaryAnswer, to device: String) {
+        if let payload = try? WireCoding.encode(answer) { sendAck(payload, to: device) }
     }
 
     /// An ack's wire bytes (docs/PROTOCOL.md, "Acks").
@@ -225,6 +237,10 @@ final class NetworkLoop: @unchecked Sendable {
                 logger.warning(
                     "another key took over the ack route of \(lost) (an agent that uses its device id as routing id); its acks wait for its next hello",
                     metadata: ["device": "\(lost)", "key": "\(key)"])
+            }
+            if message.frames.count >= 2, AckChannelType.of(message.frames[1]) == FlightSummary.messageType {
+                readSummary(message, route: route, key: key)
+                continue
             }
             guard message.frames.count == 2, let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
                 hello.type == Hello.messageType
@@ -270,6 +286,91 @@ final class NetworkLoop: @unchecked Sendable {
                     metadata: ["device": "\(hello.device)"])
             }
             flushHeld(for: hello.device)
+        }
+    }
+
+    /// Checks a summary and queues it for the store thread, or answers it at once when it is refused (docs/PROTOCOL.md,
+    /// "Proof of delivery"). Every message whose `type` is `summary` gets an answer, sent like an ack to the route of
+    /// the connection's device (in insecure mode, the device the summary names): a device can only ask about its own
+    /// records, and only its own key receives what the ground holds of them.
+    ///
+    /// Checks, in order: the key is still allowed (else `forbidden`, to this connection only, as for a hello); the
+    /// message is one frame; ``FlightSummary/decode(_:)``; the summary names the key's device (else `forbidden`); the
+    /// queue has room (else `retry`).
+    private func readSummary(_ message: ReceivedMessage, route: Data, key: String?) {
+        if let key, !Self.stillAllowed(message, admitted: admitted) {
+            let answer = SummaryAnswer(device: key, flight: "", status: .forbidden, reason: Self.revokedReason)
+            ledger.summary(.forbidden) {
+                if let payload = try? WireCoding.encode(answer) {
+                    try? sockets.router.send([route, payload], options: .dontWait)
+                }
+            }
+            return
+        }
+        let decoded: Result<FlightSummary, SummaryRejection> =
+            message.frames.count == 2
+            ? FlightSummary.decode(message.frames[1])
+            : .failure(
+                SummaryRejection(
+                    device: nil, flight: nil, status: .rejected,
+                    reason: "a summary is one frame; this message has \(message.frames.count - 1)"))
+        let owner: String
+        switch decoded {
+        case .success(let summary):
+            owner = key ?? summary.device
+            if let key, summary.device != key {
+                refuseSummary(
+                    SummaryRejection(
+                        device: summary.device, flight: summary.flight, status: .forbidden,
+                        reason: "the summary names device '\(Validation.visible(summary.device.prefix(64)))' but the "
+                            + "connection's key belongs to '\(key)'; a device may only ask about its own records"),
+                    owner: key)
+                return
+            }
+            guard queue.hasRoom else {
+                refuseSummary(
+                    SummaryRejection(
+                        device: summary.device, flight: summary.flight, status: .retry,
+                        reason: "the aggregator is busy; ask again later"),
+                    owner: owner)
+                return
+            }
+            let now = ContinuousClock.now
+            var taken = summaryCounts[owner] ?? (now, 0)
+            if now - taken.second >= .seconds(1) { taken = (now, 0) }
+            guard taken.count < Self.summariesPerSecond else {
+                refuseSummary(
+                    SummaryRejection(
+                        device: summary.device, flight: summary.flight, status: .retry,
+                        reason: "more than \(Self.summariesPerSecond) summaries in a second from this device; ask again later"),
+                    owner: owner)
+                return
+            }
+            taken.count += 1
+            if summaryCounts.count >= 100_000 { summaryCounts = [:] }
+            summaryCounts[owner] = taken
+            queue.push(.summary(summary, owner: owner))
+        case .failure(let rejection):
+            guard let known = key ?? rejection.device.flatMap({ (try? Validation.deviceID($0)) != nil ? $0 : nil })
+            else {
+                logger.debug("ignored a summary naming no device (insecure mode)", metadata: ["reason": "\(rejection.reason)"])
+                return
+            }
+            refuseSummary(rejection, owner: known)
+        }
+    }
+
+    /// Answers a refused summary to `owner`'s route, logged at most every 30 s per device.
+    private func refuseSummary(_ rejection: SummaryRejection, owner: String) {
+        let answer = rejection.answer(owner: owner)
+        ledger.summary(answer.status) { send(answer, to: owner) }
+        if answer.status != .retry, routes.shouldWarn(about: "summary " + owner) {
+            logger.warning(
+                "summary refused",
+                metadata: [
+                    "device": "\(owner)", "status": "\(answer.status.rawValue)",
+                    "reason": "\(InertText.escape(rejection.reason))",
+                ])
         }
     }
 

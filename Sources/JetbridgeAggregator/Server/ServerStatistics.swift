@@ -28,6 +28,8 @@ public struct ServerStatistics: Codable, Hashable, Sendable {
     public var allowlistReloads = 0
     /// Hellos received from devices whose key matched (each means the route for its acks exists).
     public var hellos = 0
+    /// Summaries answered, by answer status (`confirmed`, `mismatch`, `rejected`, …).
+    public var summaries: [String: Int] = [:]
 
     public init() {}
 

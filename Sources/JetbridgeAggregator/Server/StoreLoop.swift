@@ -123,7 +123,10 @@ struct StoreLoop: Sendable {
     /// One group: rejections counted, batches stored in ONE transaction, then one ack per batch.
     private func process(_ work: [StoreWork], failures: inout RepeatedFailure) {
         var batches: [IncomingBatch] = []
+        var summaries: [(FlightSummary, owner: String)] = []
         var records = 0
+        // Summaries are answered after the group's batches commit: a summary counts what was read before it.
+        defer { answer(summaries) }
         for item in work {
             switch item {
             case .batch(let batch, _):
@@ -131,6 +134,8 @@ struct StoreLoop: Sendable {
                 records += batch.records.count
             case .rejection(let device, let reason):
                 refusals.count(device: device, reason: reason, in: store)
+            case .summary(let summary, let owner):
+                summaries.append((summary, owner))
             case .limited(let device, let reason):
                 do { try store.recordLimited(device: device, reason: reason) } catch {
                     logger.warning(
@@ -220,6 +225,33 @@ struct StoreLoop: Sendable {
                 "device": "\(header.device)", "batch": "#\(header.first)…\(header.last)", "reason": "\(limit.reason)",
                 "retryAfter": "\(limit.retryAfter)",
             ])
+    }
+
+    /// Compares each summary with what the store holds for its device and flight, and posts the answers: `confirmed` or
+    /// `mismatch` with the store's count and digest, `retry` when the store cannot answer now.
+    private func answer(_ summaries: [(FlightSummary, owner: String)]) {
+        for (summary, owner) in summaries {
+            let answer: SummaryAnswer
+            do {
+                let held = try store.deliverySummary(device: summary.device, flight: summary.flight)
+                answer = .comparing(summary, with: held)
+                if answer.status == .mismatch {
+                    logger.notice(
+                        "a device's summary does not match the store; it will send the flight again",
+                        metadata: [
+                            "device": "\(summary.device)", "flight": "\(summary.flight)",
+                            "deviceCount": .stringConvertible(summary.count), "storeCount": .stringConvertible(held.count),
+                        ])
+                }
+            } catch {
+                answer = SummaryAnswer(
+                    device: summary.device, flight: summary.flight, status: .retry,
+                    reason: "the aggregator could not read the store now; ask again later")
+                logger.warning(
+                    "could not answer a summary", metadata: ["device": "\(summary.device)", "error": "\(error)"])
+            }
+            ledger.summary(answer.status) { mailbox.post(.summary(answer, owner: owner)) }
+        }
     }
 
     /// Posts `ack` for the network thread to send to its device's route.

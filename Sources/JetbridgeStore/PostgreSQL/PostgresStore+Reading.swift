@@ -1,6 +1,6 @@
 public import Foundation
 public import JetbridgeModel
-import JetbridgeProtocol
+public import JetbridgeProtocol
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -14,6 +14,23 @@ extension PostgresStore {
         try locked {
             try run("SELECT records FROM device_flights WHERE device = \(device) AND flight = \(flight)").first?
                 .decode(Int.self) ?? 0
+        }
+    }
+
+    /// What the store holds of `device`'s records on `flight` (docs/PROTOCOL.md, "Proof of delivery"), read through
+    /// the `(device, flight)` indexes (schema version 5), which carry the id and revision so that the rows themselves
+    /// need not be read once the table is vacuumed (an index-only scan).
+    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+        try locked {
+            var summary = DeliverySummary()
+            for row in try run("SELECT id, revision FROM orders WHERE device = \(device) AND flight = \(flight)") {
+                let (id, revision) = try row.decode((UUID, Int).self)
+                summary.add(order: id, revision: revision)
+            }
+            for row in try run("SELECT id FROM scans WHERE device = \(device) AND flight = \(flight)") {
+                summary.add(scan: try row.decode(UUID.self))
+            }
+            return summary
         }
     }
 

@@ -130,6 +130,13 @@ extension PostgresStore {
             ) AS stored GROUP BY device, flight
             """,
         ],
+        [
+            // Version 5: a device's summary of a flight (docs/PROTOCOL.md, "Proof of delivery") reads that device's
+            // rows of that flight and no other's, from the index alone: entries of one (device, flight) are in heap
+            // order, so an insert appends at one spot per device and flight.
+            "CREATE INDEX orders_device_flight ON orders (device, flight) INCLUDE (id, revision)",
+            "CREATE INDEX scans_device_flight ON scans (device, flight) INCLUDE (id)",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

@@ -81,6 +81,27 @@ struct HotStatement {
         return sqlite3_last_insert_rowid(connection) != 0 ? .inserted : .updated
     }
 
+    /// Runs a query whose first column is a 16-byte id and whose second, when `integers` is true, an integer; calls
+    /// `body` with each row's id and integer (0 without one). For reads of many rows: no `Row`, no `Data` per row.
+    /// - Throws: `DatabaseError`, and a `StoreError` (`corruptRow`) for an id that is not 16 bytes.
+    func forEachID(path: String, integers: Bool, _ body: (UUID, Int) -> Void) throws {
+        defer { sqlite3_reset(handle) }
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)),
+                    sql: statement.sql)
+            }
+            guard sqlite3_column_bytes(handle, 0) == 16, let blob = sqlite3_column_blob(handle, 0) else {
+                throw StoreError(.corruptRow, "a stored id is not 16 bytes (\(statement.sql))", path: path)
+            }
+            let id = UUID(uuid: UnsafeRawPointer(blob).loadUnaligned(as: uuid_t.self))
+            body(id, integers ? Int(sqlite3_column_int64(handle, 1)) : 0)
+        }
+    }
+
     /// Runs the statement with the values bound since the last run.
     ///
     /// - Returns: The rows it inserted or updated (0: the record was a duplicate).

@@ -132,6 +132,16 @@ extension SQLiteStore {
                     ) GROUP BY device, flight;
                     """)
         }
+        migrator.registerMigration("proof-of-delivery") { db in
+            // A device's summary of a flight (docs/PROTOCOL.md, "Proof of delivery") reads that device's rows of that
+            // flight and no other's. Entries of one (device, flight) are in rowid order, so each insert appends at one
+            // hot spot per device and flight, as `orders_flight` does per flight.
+            try db.execute(
+                sql: """
+                    CREATE INDEX orders_device_flight ON orders(device, flight);
+                    CREATE INDEX scans_device_flight ON scans(device, flight);
+                    """)
+        }
         return migrator
     }
 

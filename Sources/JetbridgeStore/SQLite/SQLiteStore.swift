@@ -337,6 +337,32 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// What the store holds of `device`'s records on `flight`, as the device summarises what it holds acknowledged
+    /// (docs/PROTOCOL.md, "Proof of delivery"): every order the device owns on the flight at its stored revision, and
+    /// every scan. Read through the `(device, flight)` indexes, so only that device's rows of that flight are visited.
+    ///
+    /// - Throws: `DatabaseError`.
+    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+        try calls.measure {
+            try pool.read { db in
+                var summary = DeliverySummary()
+                // Straight from SQLite's row buffers: a flight of 100,000 records is 100,000 rows.
+                let orders = try HotStatement(db, sql: Self.summaryOrdersSQL)
+                try orders.bind(device, at: 1)
+                try orders.bind(flight, at: 2)
+                try orders.forEachID(path: path, integers: true) { summary.add(order: $0, revision: $1) }
+                let scans = try HotStatement(db, sql: Self.summaryScansSQL)
+                try scans.bind(device, at: 1)
+                try scans.bind(flight, at: 2)
+                try scans.forEachID(path: path, integers: false) { id, _ in summary.add(scan: id) }
+                return summary
+            }
+        }
+    }
+
+    static let summaryOrdersSQL = "SELECT id, revision FROM orders WHERE device = ? AND flight = ?"
+    static let summaryScansSQL = "SELECT id FROM scans WHERE device = ? AND flight = ?"
+
     /// How many records (orders and scans) `device` first stored on `flight`: its `device_flights` counter.
     ///
     /// Deprecated (``StoreReader/recordCount(device:flight:)``): ``apply(_:at:limits:)`` checks the limit itself.

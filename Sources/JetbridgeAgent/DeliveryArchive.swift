@@ -1,0 +1,274 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import SystemSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What the ground acknowledged, kept on the device until the ground confirms its flight (docs/AGENT.md, "Proof of
+/// delivery"): `<home>/delivered/<CARRIERNUMBER>_<DATE>.records`, one file per flight, and `confirmed.json`.
+///
+/// Sync appends each stored batch's records here (durably, before the queue is acknowledged past them), so that a
+/// flight the ground no longer holds in full can be sent again after its queue segments are gone. A file is a run of
+/// frames: a 4-byte length and the CRC-32C of the payload (both little-endian, as in the queue), then the record's
+/// MessagePack bytes as the ground received them. A torn or damaged frame ends the file's reading (what followed it is
+/// sent again only if it is still in the queue).
+struct DeliveryArchive {
+    let directory: URL
+
+    init(home: AgentHome) {
+        directory = home.deliveredDirectory
+    }
+
+    /// One flight's confirmation: the summary the ground confirmed, and when.
+    struct Confirmation: Codable, Hashable, Sendable {
+        var count: Int
+        /// ``DeliverySummary/digestHex``.
+        var digest: String
+        var confirmedAt: Date
+        /// The flight's file size when the ground confirmed it: while the file has this size, it holds nothing the
+        /// ground has not confirmed (capture's check needs no decoding). Nil: not known.
+        var bytes: Int64?
+        /// Set when retention released the flight's records (after the confirmation).
+        var releasedAt: Date?
+        /// The summary of the records retention released (count and digest): later records of the flight are
+        /// summarised on top of it, since the ground still holds these.
+        var releasedCount: Int?
+        var releasedDigest: String?
+
+        var released: DeliverySummary? {
+            guard let releasedCount, let releasedDigest, let digest = UInt64(releasedDigest, radix: 16) else {
+                return nil
+            }
+            return DeliverySummary(count: releasedCount, digest: digest)
+        }
+
+        var summary: DeliverySummary? {
+            UInt64(digest, radix: 16).map { DeliverySummary(count: count, digest: $0) }
+        }
+    }
+
+    var confirmationsFile: URL { directory.appendingPathComponent("confirmed.json") }
+
+    func file(for flight: String) -> URL {
+        directory.appendingPathComponent(flight.replacingOccurrences(of: "/", with: "_") + ".records")
+    }
+
+    /// The flight a file name stands for, or nil for another file.
+    static func flight(ofFile name: String) -> String? {
+        guard name.hasSuffix(".records") else { return nil }
+        return String(name.dropLast(8)).replacingOccurrences(of: "_", with: "/")
+    }
+
+    /// Appends records the ground acknowledged stored, each to its flight's file, and makes them durable.
+    /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
+    func append(_ payloads: [Data]) throws(AgentError) {
+        guard !payloads.isEmpty else { return }
+        var byFlight: [String: Data] = [:]
+        for payload in payloads {
+            guard let record = try? RecordCoding.decode(payload) else { continue }
+            var frame = Data(capacity: payload.count + 8)
+            withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
+            withUnsafeBytes(of: Checksum.crc32c(payload).littleEndian) { frame.append(contentsOf: $0) }
+            frame.append(payload)
+            byFlight[record.flight.rawValue, default: Data()].append(frame)
+        }
+        try Files.makeDirectory(directory)
+        for (flight, bytes) in byFlight.sorted(by: { $0.key < $1.key }) {
+            let path = file(for: flight).path
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Self.failure("open", path) }
+            defer { close(fd) }
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written == bytes.count, fsync(fd) == 0 else { throw Self.failure("write", path) }
+        }
+        try Files.syncDirectory(directory)
+    }
+
+    static func failure(_ operation: String, _ path: String) -> AgentError {
+        let code = errno
+        return AgentError(
+            code == ENOSPC ? .tryAgain : .failure,
+            "cannot \(operation) \(path): \(String(cString: strerror(code)))"
+                + (code == ENOSPC ? "; free some space and try again" : ""))
+    }
+
+    /// Every record payload of one flight's file, in the order appended.
+    func payloads(flight: String) -> [Data] {
+        guard let data = try? Data(contentsOf: file(for: flight)) else { return [] }
+        var payloads: [Data] = []
+        var offset = data.startIndex
+        while data.endIndex - offset >= 8 {
+            let length = Int(Self.uint32(data, at: offset))
+            let crc = Self.uint32(data, at: offset + 4)
+            let start = offset + 8
+            guard data.endIndex - start >= length else { break }
+            let payload = data[start..<(start + length)]
+            guard Checksum.crc32c(payload) == crc else { break }
+            payloads.append(Data(payload))
+            offset = start + length
+        }
+        return payloads
+    }
+
+    private static func uint32(_ data: Data, at offset: Int) -> UInt32 {
+        (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[offset + $1]) << (8 * $1) }
+    }
+
+    /// Flights with a file here.
+    func flights() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.compactMap(Self.flight(ofFile:)).sorted()
+    }
+
+    /// Bytes held for `flight`.
+    func bytes(flight: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: file(for: flight).path)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// What the device holds acknowledged, per flight: each order at its highest revision (under that revision's
+    /// flight), each scan once. Read from every flight's file, since a revision may move an order to another flight.
+    func holdings() -> [String: Holding] {
+        var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
+        var scans: [UUID: (flight: String, payload: Data)] = [:]
+        for flight in flights() {
+            for payload in payloads(flight: flight) {
+                switch try? RecordCoding.decode(payload) {
+                case .order(let order):
+                    if (orders[order.id]?.revision ?? 0) < order.revision {
+                        orders[order.id] = (order.revision, order.flight.rawValue, payload)
+                    }
+                case .scan(let scan):
+                    if scans[scan.id] == nil { scans[scan.id] = (scan.flight.rawValue, payload) }
+                case nil: continue
+                }
+            }
+        }
+        var holdings: [String: Holding] = [:]
+        for flight in flights() { holdings[flight] = Holding() }
+        // Records retention released are still the ground's: the flight's summary starts from theirs.
+        for (flight, confirmation) in confirmations() {
+            guard let released = confirmation.released, holdings[flight] != nil else { continue }
+            holdings[flight]?.summary.merge(released)
+        }
+        for (id, order) in orders {
+            holdings[order.flight, default: Holding()].summary.add(order: id, revision: order.revision)
+            holdings[order.flight, default: Holding()].payloads.append(order.payload)
+        }
+        for (id, scan) in scans {
+            holdings[scan.flight, default: Holding()].summary.add(scan: id)
+            holdings[scan.flight, default: Holding()].payloads.append(scan.payload)
+        }
+        return holdings
+    }
+
+    /// One flight's acknowledged records: their summary and their bytes (each order's highest revision, each scan).
+    struct Holding {
+        var summary = DeliverySummary()
+        var payloads: [Data] = []
+    }
+
+    /// The confirmations recorded so far, by flight.
+    func confirmations() -> [String: Confirmation] {
+        guard let data = try? Data(contentsOf: confirmationsFile) else { return [:] }
+        return (try? SyncState.decoder.decode([String: Confirmation].self, from: data)) ?? [:]
+    }
+
+    /// Records that the ground confirmed `summary` for `flight`.
+    /// - Parameter bytes: The flight file's size the summary was computed from, when known.
+    func confirm(flight: String, summary: DeliverySummary, bytes: Int64?, at date: Date = Date()) throws(AgentError) {
+        var all = confirmations()
+        var confirmation = Confirmation(
+            count: summary.count, digest: summary.digestHex, confirmedAt: date, bytes: bytes)
+        confirmation.releasedCount = all[flight]?.releasedCount
+        confirmation.releasedDigest = all[flight]?.releasedDigest
+        all[flight] = confirmation
+        try save(all)
+    }
+
+    /// Forgets `flight`'s confirmation (keeping the summary of what retention released, which the ground still
+    /// counts): the ground no longer holds what it confirmed, so `status` must not say confirmed.
+    func unconfirm(flight: String) throws(AgentError) {
+        var all = confirmations()
+        guard var confirmation = all[flight] else { return }
+        if let released = confirmation.released {
+            confirmation.count = released.count
+            confirmation.digest = released.digestHex
+            confirmation.bytes = nil
+            all[flight] = confirmation
+        } else {
+            all[flight] = nil
+        }
+        try save(all)
+    }
+
+    /// Bytes kept of flights whose file holds records the ground has not confirmed: what capture's check counts.
+    func unconfirmedBytes() -> Int64 {
+        let confirmations = confirmations()
+        return flights().reduce(Int64(0)) { total, flight in
+            let size = bytes(flight: flight)
+            return total + (confirmations[flight]?.bytes == size ? 0 : size)
+        }
+    }
+
+    /// Bytes kept in all.
+    func totalBytes() -> Int64 { flights().reduce(Int64(0)) { $0 + bytes(flight: $1) } }
+
+    /// Refuses a capture once records the ground has not confirmed fill the retention cap: they are never deleted
+    /// to make room (docs/AGENT.md, "Retention").
+    /// - Throws: ``AgentError`` (`tryAgain`, exit 75) naming the cap and what to do.
+    func checkRoom(_ retention: AgentConfiguration.Retention) throws(AgentError) {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        let unconfirmed = unconfirmedBytes()
+        guard unconfirmed >= retention.maxBytes else { return }
+        throw AgentError(
+            .tryAgain,
+            "the records this device delivered but the ground has not confirmed fill the retention cap (\(unconfirmed) of retention.maxBytes \(retention.maxBytes) bytes in \(directory.path)); nothing was recorded: run `jetbridge-agent sync` so the ground confirms them, then try again"
+        )
+    }
+
+    /// Releases confirmed flights' records (docs/AGENT.md, "Retention"): those confirmed more than `retention.days`
+    /// ago, then, while everything kept exceeds `retention.maxBytes`, the oldest confirmed first. A flight whose file
+    /// holds anything the ground has not confirmed is never released, whatever the cap.
+    /// - Returns: The flights released, oldest confirmation first.
+    @discardableResult
+    func applyRetention(_ retention: AgentConfiguration.Retention, now: Date = Date()) throws(AgentError) -> [String] {
+        var all = confirmations()
+        var total = totalBytes()
+        let candidates = flights().compactMap { flight -> (String, Date, Int64)? in
+            guard let confirmation = all[flight], confirmation.bytes == bytes(flight: flight) else { return nil }
+            return (flight, confirmation.confirmedAt, bytes(flight: flight))
+        }.sorted { $0.1 < $1.1 }
+        var released: [String] = []
+        for (flight, confirmedAt, size) in candidates {
+            let expired = now.timeIntervalSince(confirmedAt) > retention.days * 86_400
+            guard expired || total > retention.maxBytes else { continue }
+            guard var confirmation = all[flight] else { continue }
+            try Files.remove(file(for: flight))
+            confirmation.releasedAt = now
+            confirmation.releasedCount = confirmation.count
+            confirmation.releasedDigest = confirmation.digest
+            confirmation.bytes = 0
+            all[flight] = confirmation
+            total -= size
+            released.append(flight)
+        }
+        if !released.isEmpty { try save(all) }
+        return released
+    }
+
+    func save(_ confirmations: [String: Confirmation]) throws(AgentError) {
+        try Files.makeDirectory(directory)
+        let data: Data
+        do {
+            data = try SyncState.encoder.encode(confirmations)
+        } catch {
+            throw AgentError(.failure, "cannot encode \(confirmationsFile.path): \(error)")
+        }
+        try Files.writeAtomically(data, to: confirmationsFile)
+    }
+}

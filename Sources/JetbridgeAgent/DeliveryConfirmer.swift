@@ -1,0 +1,160 @@
+import Foundation
+import JetbridgeProtocol
+
+/// Proof of delivery as a pure value type (docs/AGENT.md, "Proof of delivery"), like ``SyncWindow``: which flights
+/// to ask the ground about, what its answers mean, when to send a flight again and when to give up. The sync loop
+/// does the I/O: it sends the summaries this asks for, re-appends a flight's records to the queue when this says
+/// `resend`, and records confirmations.
+struct DeliveryConfirmer: Sendable {
+    struct Limits: Sendable {
+        /// Seconds without an answer before a summary is asked again (of the next aggregator).
+        var askAgain = 3.0
+        /// Seconds without any answer before the flight is given up for this run (an old ground ignores summaries).
+        var giveUp = 15.0
+        /// Resends of a flight after `mismatch`, at most, in one run.
+        var maxResends = 3
+        /// Seconds before asking again after `retry`.
+        var retryDelay = 1.0
+    }
+
+    enum State: Sendable, Hashable {
+        /// To be asked.
+        case unasked
+        /// Asked at `at` (first asked at `since`), `asks` times.
+        case asking(since: Double, at: Double, asks: Int)
+        /// Confirmed by the ground (now or in an earlier run).
+        case confirmed
+        /// Its records were appended to the queue again after a `mismatch`; asked again once they are acknowledged.
+        case resending
+        /// Not confirmed in this run, and why.
+        case gaveUp(String)
+    }
+
+    struct Flight: Sendable, Hashable {
+        var summary: DeliverySummary
+        var state: State
+        var resends = 0
+        /// The ground's count in its last `mismatch`.
+        var groundCount: Int?
+    }
+
+    /// What the loop does after an answer.
+    enum Action: Sendable, Hashable {
+        case none
+        /// Record the confirmation of `summary` for `flight`.
+        case confirmed(flight: String, summary: DeliverySummary)
+        /// Append the flight's acknowledged records to the queue again.
+        case resend(flight: String, groundCount: Int)
+        case gaveUp(flight: String, reason: String)
+    }
+
+    var limits = Limits()
+    private(set) var flights: [String: Flight] = [:]
+
+    /// Takes what the device holds acknowledged now. Every flight is asked about once per run, also one the ground
+    /// confirmed in an earlier run: the ground may have lost rows since (a failover, a restore), and the device still
+    /// holds what repairs it. A flight asked about in this run keeps its state while its summary stays the same.
+    /// - Parameter held: Per flight, the summary of its acknowledged records.
+    mutating func refresh(held: [String: DeliverySummary]) {
+        for (flight, summary) in held {
+            guard var entry = flights[flight], entry.summary == summary || entry.state == .resending else {
+                flights[flight] = Flight(summary: summary, state: .unasked)
+                continue
+            }
+            if entry.state == .resending || entry.state == .confirmed { entry.state = .unasked }
+            entry.summary = summary
+            flights[flight] = entry
+        }
+    }
+
+    /// Whether a flight waits for its resend to be acknowledged.
+    var isResending: Bool { flights.values.contains { $0.state == .resending } }
+
+    /// Flights to ask about now (first asks, asks again after a silence); gives up those silent too long.
+    /// - Parameter canSend: Whether an aggregator is usable now; without one nothing is due, but the time to give up
+    ///   runs (so a sync with no ground ends).
+    mutating func due(now t: Double, canSend: Bool = true) -> [(flight: String, summary: DeliverySummary, asks: Int)] {
+        var due: [(String, DeliverySummary, Int)] = []
+        for flight in flights.keys.sorted() {
+            guard var entry = flights[flight] else { continue }
+            switch entry.state {
+            case .unasked where !canSend:
+                entry.state = .asking(since: t, at: -.infinity, asks: 0)
+            case .unasked:
+                entry.state = .asking(since: t, at: t, asks: 1)
+                due.append((flight, entry.summary, 1))
+            case .asking(let since, _, _) where t - since >= limits.giveUp:
+                entry.state = .gaveUp("the ground did not answer its summary in \(Int(limits.giveUp)) s (an aggregator that predates proof of delivery?)")
+            case .asking(let since, let at, let asks) where canSend && t - at >= limits.askAgain:
+                entry.state = .asking(since: since, at: t, asks: asks + 1)
+                due.append((flight, entry.summary, asks + 1))
+            default: break
+            }
+            flights[flight] = entry
+        }
+        return due
+    }
+
+    /// Applies the ground's answer.
+    mutating func apply(_ answer: SummaryAnswer, now t: Double) -> Action {
+        guard var entry = flights[answer.flight], case .asking(let since, _, let asks) = entry.state else {
+            return .none
+        }
+        defer { flights[answer.flight] = entry }
+        switch answer.status {
+        case .confirmed where answer.held == entry.summary:
+            entry.state = .confirmed
+            return .confirmed(flight: answer.flight, summary: entry.summary)
+        case .confirmed, .mismatch:
+            let count = answer.held?.count ?? 0
+            entry.groundCount = count
+            guard entry.resends < limits.maxResends else {
+                let reason =
+                    "the ground holds \(count) of this device's \(entry.summary.count) records of the flight (or other revisions) after \(entry.resends) resends"
+                entry.state = .gaveUp(reason)
+                return .gaveUp(flight: answer.flight, reason: reason)
+            }
+            entry.resends += 1
+            entry.state = .resending
+            return .resend(flight: answer.flight, groundCount: count)
+        case .retry:
+            entry.state = .asking(since: since, at: t - limits.askAgain + limits.retryDelay, asks: asks)
+            return .none
+        case .rejected, .forbidden, .unsupportedVersion:
+            let reason = "the ground refused the summary (\(answer.status.rawValue)): \(SummaryAnswer.shown(answer.reason))"
+            entry.state = .gaveUp(reason)
+            return .gaveUp(flight: answer.flight, reason: reason)
+        }
+    }
+
+    /// No summary waits for an answer or a resend: every flight is confirmed or given up for this run.
+    var isSettled: Bool {
+        flights.values.allSatisfy {
+            switch $0.state {
+            case .confirmed, .gaveUp: true
+            default: false
+            }
+        }
+    }
+
+    /// Flights not confirmed, with why (those given up; those still in progress when the run ended).
+    var unconfirmed: [String: String] {
+        flights.compactMapValues { entry in
+            switch entry.state {
+            case .confirmed: nil
+            case .gaveUp(let reason): reason
+            case .resending: "its records were being sent again when the sync ended"
+            case .asking, .unasked: "not confirmed yet when the sync ended"
+            }
+        }
+    }
+
+    var confirmedFlights: [String] { flights.filter { $0.value.state == .confirmed }.keys.sorted() }
+}
+
+extension SummaryAnswer {
+    /// A reason from the ground as a device shows it (bounded, like an ack's).
+    static func shown(_ reason: String?) -> String {
+        reason.map { Ack.bounded($0, scalars: Ack.maxReasonScalars) } ?? "no reason given"
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import JetbridgeProtocol
+import Testing
+
+@testable import JetbridgeAgent
+
+/// ``DeliveryConfirmer`` without sockets, as ``SyncWindow`` is tested: when to ask, what the answers mean, when to
+/// send a flight again and when to give up.
+@Suite("Proof of delivery: the confirmer")
+struct DeliveryConfirmerTests {
+    static let flight = "ZA101/2026-11-21"
+
+    static func summary(_ count: Int) -> DeliverySummary {
+        var summary = DeliverySummary()
+        for index in 0..<count { summary.add(scan: UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", index))!) }
+        return summary
+    }
+
+    static func answer(_ status: SummaryAnswer.Status, held: DeliverySummary? = nil) -> SummaryAnswer {
+        SummaryAnswer(
+            device: "cart-1", flight: flight, status: status, count: held?.count, digest: held?.digestBytes,
+            reason: held == nil ? "by the test" : nil)
+    }
+
+    @Test func aFlightIsAskedOnceThenAgainAfterSilenceAndGivenUpAfterTheWait() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        #expect(confirmer.due(now: 0).map(\.flight) == [Self.flight])
+        #expect(confirmer.due(now: 1).isEmpty)
+        #expect(confirmer.due(now: 3).map(\.asks) == [2])
+        #expect(!confirmer.isSettled)
+        #expect(confirmer.due(now: 15).isEmpty)
+        #expect(confirmer.isSettled)
+        #expect(confirmer.unconfirmed[Self.flight]?.contains("did not answer") == true)
+    }
+
+    @Test func withoutAGroundNothingIsSentButTheWaitRuns() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        #expect(confirmer.due(now: 0, canSend: false).isEmpty)
+        // The link comes up: asked at once.
+        #expect(confirmer.due(now: 1).map(\.asks) == [1])
+        #expect(confirmer.due(now: 16).isEmpty && confirmer.isSettled)
+    }
+
+    @Test func mismatchResendsAtMostThreeTimesThenGivesUp() {
+        var confirmer = DeliveryConfirmer()
+        let held = Self.summary(10)
+        confirmer.refresh(held: [Self.flight: held])
+        for round in 1...3 {
+            _ = confirmer.due(now: Double(round))
+            #expect(
+                confirmer.apply(Self.answer(.mismatch, held: Self.summary(9)), now: Double(round))
+                    == .resend(flight: Self.flight, groundCount: 9))
+            #expect(confirmer.isResending && !confirmer.isSettled)
+            // The resend acknowledged: the same summary, asked again.
+            confirmer.refresh(held: [Self.flight: held])
+        }
+        _ = confirmer.due(now: 4)
+        guard case .gaveUp(_, let reason) = confirmer.apply(Self.answer(.mismatch, held: Self.summary(9)), now: 4) else {
+            Issue.record("not given up after 3 resends")
+            return
+        }
+        #expect(reason.contains("holds 9 of this device's 10"))
+        #expect(confirmer.isSettled && confirmer.confirmedFlights.isEmpty)
+    }
+
+    @Test func confirmedOnlyForTheSummaryAskedAndLateAnswersAreIgnored() {
+        var confirmer = DeliveryConfirmer()
+        let held = Self.summary(4)
+        confirmer.refresh(held: [Self.flight: held])
+        // An answer before any ask (late, from an earlier run): ignored.
+        #expect(confirmer.apply(Self.answer(.confirmed, held: held), now: 0) == .none)
+        _ = confirmer.due(now: 0)
+        #expect(confirmer.apply(Self.answer(.confirmed, held: held), now: 0.1) == .confirmed(flight: Self.flight, summary: held))
+        #expect(confirmer.isSettled && confirmer.confirmedFlights == [Self.flight])
+        // More captured and acknowledged: a new summary, asked again.
+        confirmer.refresh(held: [Self.flight: Self.summary(5)])
+        #expect(!confirmer.isSettled && confirmer.due(now: 1).count == 1)
+        // `confirmed` naming another summary than the one asked is not a confirmation of this one.
+        #expect(confirmer.apply(Self.answer(.confirmed, held: held), now: 1.1) == .resend(flight: Self.flight, groundCount: 4))
+    }
+
+    @Test func refusalsGiveUpWithTheGroundsReasonAndRetryAsksSoon() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(2)])
+        _ = confirmer.due(now: 0)
+        #expect(confirmer.apply(Self.answer(.retry), now: 0.5) == .none)
+        #expect(confirmer.due(now: 1.4).isEmpty && confirmer.due(now: 1.6).count == 1)
+        guard case .gaveUp(_, let reason) = confirmer.apply(Self.answer(.forbidden), now: 2) else {
+            Issue.record("forbidden did not give up")
+            return
+        }
+        #expect(reason.contains("forbidden") && reason.contains("by the test"))
+        #expect(confirmer.isSettled)
+    }
+}
