@@ -1,0 +1,257 @@
+public import Foundation
+internal import GRDB
+public import JetbridgeModel
+
+/// The console's reads (``ConsoleReading``), each bounded by an index: `scans(flight, tag, point)` gives a flight's
+/// bags in tag order with their status without touching the table, `scans(flight, device)` the devices of a flight
+/// and their counts, `orders(flight)` its orders. Lists of distinct flights and devices are loose index scans (one
+/// seek per value, SQLite's recursive-CTE idiom), so they cost per flight, not per record. The plans are checked by
+/// `ConsoleStoreTests` (EXPLAIN QUERY PLAN) and timed by `console-benchmark`.
+extension SQLiteStore: ConsoleReading {
+    public func consoleFlights() throws -> [FlightID] {
+        try pool.read { db in
+            let withOrders = try String.fetchAll(db, sql: "SELECT flight FROM flights")
+            let withScans = try String.fetchAll(db, sql: Self.scanFlightsSQL)
+            return try Set(withOrders + withScans).sorted().map(flightID)
+        }
+    }
+
+    public func consoleSummary(flight: FlightID) throws -> ConsoleFlightSummary {
+        try pool.read { db in
+            let counts = try Self.bagCounts(flight, in: db)
+            var devices = Set(try String.fetchAll(db, sql: Self.scanDevicesSQL, arguments: [flight.rawValue]))
+            let orders: [Order]
+            do {
+                orders = try decodeOrders(
+                    db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+            } catch let error as DatabaseError {
+                throw error
+            } catch {
+                devices.formUnion(
+                    try String.fetchAll(
+                        db, sql: "SELECT DISTINCT device FROM orders WHERE flight = ?", arguments: [flight.rawValue]))
+                let count = try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+                return ConsoleFlightSummary(
+                    flight: flight, devices: devices.sorted(), orders: count ?? 0, currency: "", revenue: 0,
+                    items: [], bags: counts, error: "\(error)")
+            }
+            devices.formUnion(orders.map(\.device))
+            return Self.summary(flight: flight, orders: orders, bags: counts, devices: devices.sorted())
+        }
+    }
+
+    public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {
+        try pool.read { db in
+            var orders: [String: Int] = [:]
+            var scans: [String: Int] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT device, count(*) FROM orders WHERE flight = ? GROUP BY device",
+                arguments: [flight.rawValue])
+            {
+                orders[row[0]] = row[1]
+            }
+            for row in try Row.fetchAll(db, sql: Self.scanDeviceCountsSQL, arguments: [flight.rawValue]) {
+                scans[row[0]] = row[1]
+            }
+            let devices = Set(orders.keys).union(scans.keys).sorted()
+            var statistics: [String: DeviceStatistics] = [:]
+            for device in devices {
+                if let row = try Row.fetchOne(
+                    db, sql: "\(Self.deviceStatisticsSQL) WHERE device = ?", arguments: [device])
+                {
+                    statistics[device] = Self.statistics(row)
+                }
+            }
+            return devices.map {
+                ConsoleFlightDevice(
+                    device: $0, orders: orders[$0] ?? 0, scans: scans[$0] ?? 0, statistics: statistics[$0])
+            }
+        }
+    }
+
+    public func consoleBags(flight: FlightID, status: BagStatus?, after: UUID?, limit: Int) throws -> ConsoleBagPage {
+        try pool.read { db in
+            let unloading = try Self.unloading(flight, in: db)
+            let having: String
+            switch status {
+            case nil: having = ""
+            case .arrived: having = " HAVING max(point) = 1"
+            case .missing where unloading, .inTransit where !unloading: having = " HAVING max(point) = 0"
+            case .missing, .inTransit, .checked: return ConsoleBagPage(bags: [], next: nil)
+            }
+            let afterBytes = after.map { withUnsafeBytes(of: $0.uuid) { Data($0) } } ?? Data()
+            let tags = try Data.fetchAll(
+                db,
+                sql: """
+                    SELECT tag FROM scans WHERE flight = ? AND tag > ? GROUP BY tag\(having) ORDER BY tag LIMIT ?
+                    """,
+                arguments: [flight.rawValue, afterBytes, limit + 1])
+            let page = Array(tags.prefix(limit))
+            var bags: [ConsoleBag] = []
+            if !page.isEmpty {
+                let marks = Array(repeating: "?", count: page.count).joined(separator: ", ")
+                var arguments: StatementArguments = [flight.rawValue]
+                for tag in page { arguments += [tag] }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT \(Self.scanColumns) FROM scans WHERE flight = ? AND tag IN (\(marks)) ORDER BY tag",
+                    arguments: arguments)
+                bags = try Self.consoleBags(rows: rows, flight: flight, unloading: unloading)
+            }
+            return ConsoleBagPage(bags: bags, next: tags.count > limit ? bags.last?.bag.tagID : nil)
+        }
+    }
+
+    public func consoleBag(tag: UUID) throws -> [ConsoleBag] {
+        try pool.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    WITH RECURSIVE f(flight) AS (\(Self.scanFlightsRecursion))
+                    SELECT \(Self.scanColumns.split(separator: ",").map { "s.\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", "))
+                    FROM f JOIN scans s ON s.flight = f.flight AND s.tag = ? WHERE f.flight IS NOT NULL
+                    ORDER BY s.flight
+                    """,
+                arguments: [withUnsafeBytes(of: tag.uuid) { Data($0) }])
+            var result: [ConsoleBag] = []
+            var index = 0
+            while index < rows.count {
+                let flightText: String = rows[index][0]
+                var end = index
+                while end < rows.count, (rows[end][0] as String) == flightText { end += 1 }
+                let flight = try flightID(flightText)
+                result += try Self.consoleBags(
+                    rows: Array(rows[index..<end]), flight: flight, unloading: Self.unloading(flight, in: db))
+                index = end
+            }
+            return result
+        }
+    }
+
+    // MARK: Queries
+
+    static let scanColumns = "flight, tag, owner, weight, point, scanned_at, id, device"
+
+    /// Distinct flights of `scans`, one seek each on `scans(flight, tag, point)`.
+    static let scanFlightsRecursion = """
+        SELECT (SELECT min(flight) FROM scans)
+        UNION ALL
+        SELECT (SELECT min(flight) FROM scans WHERE scans.flight > f.flight) FROM f WHERE f.flight IS NOT NULL
+        """
+
+    static let scanFlightsSQL = """
+        WITH RECURSIVE f(flight) AS (\(scanFlightsRecursion)) SELECT flight FROM f WHERE flight IS NOT NULL
+        """
+
+    /// Distinct devices of one flight's scans, one seek each on `scans(flight, device)`.
+    static let scanDevicesSQL = """
+        WITH RECURSIVE d(device) AS (
+            SELECT (SELECT min(device) FROM scans WHERE flight = ?1)
+            UNION ALL
+            SELECT (SELECT min(device) FROM scans WHERE flight = ?1 AND device > d.device) FROM d
+            WHERE d.device IS NOT NULL
+        )
+        SELECT device FROM d WHERE device IS NOT NULL
+        """
+
+    static let scanDeviceCountsSQL = """
+        SELECT device, count(*) FROM scans INDEXED BY scans_flight_device WHERE flight = ? GROUP BY device
+        """
+
+    /// A flight's bags: how many, and how many have a destination scan (every scan is at one of the two points, so
+    /// the others departed), from the index alone.
+    static let bagCountsSQL = """
+        SELECT count(*), coalesce(sum(arrived), 0)
+        FROM (SELECT max(point) AS arrived FROM scans INDEXED BY scans_flight_tag WHERE flight = ? GROUP BY tag)
+        """
+
+    static let unloadingSQL = "SELECT EXISTS (SELECT 1 FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 1)"
+
+    static let deviceStatisticsSQL = """
+        SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
+            last_reject_reason, limited
+        FROM devices
+        """
+
+    /// Every console query with example arguments, for EXPLAIN QUERY PLAN (tests and `console-benchmark`).
+    public static let consoleQueries: [(name: String, sql: String, arguments: [String])] = [
+        ("flights with scans", scanFlightsSQL, []),
+        ("devices of a flight's scans", scanDevicesSQL, ["ZA101/2026-11-21"]),
+        ("scans per device of a flight", scanDeviceCountsSQL, ["ZA101/2026-11-21"]),
+        ("bags by status of a flight", bagCountsSQL, ["ZA101/2026-11-21"]),
+        ("whether a flight is unloading", unloadingSQL, ["ZA101/2026-11-21"]),
+        (
+            "a page of missing bags",
+            "SELECT tag FROM scans WHERE flight = ? AND tag > X'' GROUP BY tag HAVING max(point) = 0 ORDER BY tag LIMIT 51",
+            ["ZA101/2026-11-21"]
+        ),
+        ("the scans of a page's bags", "SELECT \(scanColumns) FROM scans WHERE flight = ? AND tag IN (X'00') ORDER BY tag", ["ZA101/2026-11-21"]),
+        (
+            "one tag on every flight",
+            "WITH RECURSIVE f(flight) AS (\(scanFlightsRecursion)) SELECT s.id FROM f JOIN scans s ON s.flight = f.flight AND s.tag = X'00' WHERE f.flight IS NOT NULL",
+            []
+        ),
+        ("orders of a flight", "SELECT record FROM orders WHERE flight = ?", ["ZA101/2026-11-21"]),
+        ("orders per device of a flight", "SELECT device, count(*) FROM orders WHERE flight = ? GROUP BY device", ["ZA101/2026-11-21"]),
+    ]
+
+    /// `EXPLAIN QUERY PLAN` of every console query: name, then the plan's lines.
+    public func consoleQueryPlans() throws -> [(name: String, plan: [String])] {
+        try pool.read { db in
+            try Self.consoleQueries.map { query in
+                let rows = try Row.fetchAll(
+                    db, sql: "EXPLAIN QUERY PLAN \(query.sql)", arguments: StatementArguments(query.arguments))
+                return (query.name, rows.map { $0["detail"] as String })
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    static func bagCounts(_ flight: FlightID, in db: Database) throws -> ConsoleBagCounts {
+        let row = try Row.fetchOne(db, sql: bagCountsSQL, arguments: [flight.rawValue])
+        let total: Int = row?[0] ?? 0
+        let arrived: Int = row?[1] ?? 0
+        return ConsoleBagCounts(total: total, arrived: arrived, departedOnly: total - arrived)
+    }
+
+    static func unloading(_ flight: FlightID, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: unloadingSQL, arguments: [flight.rawValue]) ?? false
+    }
+
+    static func statistics(_ row: Row) -> DeviceStatistics {
+        DeviceStatistics(
+            device: row[0], lastSync: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
+            batches: row[2], records: row[3], new: row[4], duplicates: row[5], rejects: row[6],
+            lastRejectAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
+            lastRejectReason: row[8], limited: row[9])
+    }
+
+    /// Folds scan rows (``scanColumns``, sorted by tag) of one flight into bags with their status and newest scan.
+    static func consoleBags(rows: [Row], flight: FlightID, unloading: Bool) throws -> [ConsoleBag] {
+        var bags: [ConsoleBag] = []
+        var newest: [UUID: (device: String, point: ScanPoint)] = [:]
+        for row in rows {
+            let owner = try ownerValue(row[2])
+            let point: ScanPoint = (row[4] as Int) == 0 ? .origin : .destination
+            let scan = Scan(
+                id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]), point: point,
+                scannedAt: Date(timeIntervalSinceReferenceDate: row[5]), flight: flight, device: row[7])
+            newest[scan.id] = (scan.device, point)
+            if let last = bags.last, last.bag.tagID == scan.tag.id {
+                bags[bags.count - 1].bag.apply(scan)
+            } else {
+                bags.append(ConsoleBag(bag: BagState(scan: scan), status: .checked, lastDevice: nil, lastPoint: nil))
+            }
+        }
+        for index in bags.indices {
+            let bag = bags[index].bag
+            bags[index].status =
+                bag.arrivedAt != nil ? .arrived : bag.departedAt != nil ? (unloading ? .missing : .inTransit) : .checked
+            bags[index].lastDevice = newest[bag.newestScanID]?.device
+            bags[index].lastPoint = newest[bag.newestScanID]?.point
+        }
+        return bags
+    }
+}
