@@ -88,6 +88,27 @@ struct ConsoleStoreTests {
         #expect(bag.lastPoint != nil)
     }
 
+    /// The SQLite engine keeps a flight's decoded sales while its orders are unchanged: a new order, a correction
+    /// (a higher revision) and an order moved to another flight must each show at once.
+    @Test func keptSalesFollowEveryChangeOfTheOrders() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        defer { try? store.close() }
+        _ = try store.apply([batch("cart-1", 1, [order(1), order(2)])])
+        #expect(try store.consoleSummary(flight: flightA).revenue == 800)
+        #expect(try store.consoleSummary(flight: flightA).revenue == 800)
+        _ = try store.apply([batch("cart-1", 3, [order(3, lines: [(chips, 1)])])])
+        #expect(try store.consoleSummary(flight: flightA).revenue == 1_100)
+        _ = try store.apply([batch("cart-1", 4, [order(1, revision: 2, lines: [(popcorn, 1)])])])
+        let corrected = try store.consoleSummary(flight: flightA)
+        #expect(corrected.revenue == 1_100 - 400 + 400 && corrected.items.map(\.name) == ["Chips", "Peanuts", "Popcorn"])
+        _ = try store.apply([batch("cart-1", 5, [order(2, revision: 2, flight: flightB)])])
+        #expect(try store.consoleSummary(flight: flightA).revenue == 700)
+        #expect(try store.consoleSummary(flight: flightA).orders == 2)
+        #expect(try store.consoleSummary(flight: flightB).revenue == 400)
+    }
+
     @Test(
         .enabled(
             if: TestPostgres.enabled,

@@ -1,6 +1,7 @@
 public import Foundation
 internal import GRDB
 public import JetbridgeModel
+import SystemSupport
 
 /// The console's reads (``ConsoleReading``), each bounded by an index: `scans(flight, tag, point)` gives a flight's
 /// bags in tag order with their status without touching the table, `scans(flight, device)` the devices of a flight
@@ -20,25 +21,43 @@ extension SQLiteStore: ConsoleReading {
         try pool.read { db in
             let counts = try Self.bagCounts(flight, in: db)
             var devices = Set(try String.fetchAll(db, sql: Self.scanDevicesSQL, arguments: [flight.rawValue]))
-            let orders: [Order]
-            do {
-                orders = try decodeOrders(
-                    db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue])
-            } catch let error as DatabaseError {
-                throw error
-            } catch {
-                devices.formUnion(
-                    try String.fetchAll(
-                        db, sql: "SELECT DISTINCT device FROM orders WHERE flight = ?", arguments: [flight.rawValue]))
-                let count = try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM orders WHERE flight = ?", arguments: [flight.rawValue])
-                return ConsoleFlightSummary(
-                    flight: flight, devices: devices.sorted(), orders: count ?? 0, currency: "", revenue: 0,
-                    items: [], bags: counts, error: "\(error)")
+            let version = try Row.fetchOne(db, sql: Self.ordersVersionSQL, arguments: [flight.rawValue])
+            let key = ConsoleSales.Version(
+                count: version?[0] ?? 0, lastRow: version?[1] ?? 0, revisions: version?[2] ?? 0)
+            if var summary = consoleSales.summary(flight, at: key) {
+                summary.bags = counts
+                summary.devices = devices.union(summary.devices).sorted()
+                return summary
             }
-            devices.formUnion(orders.map(\.device))
-            return Self.summary(flight: flight, orders: orders, bags: counts, devices: devices.sorted())
+            let summary = try sales(flight, bags: counts, scanDevices: devices, in: db)
+            consoleSales.keep(summary, at: key)
+            return summary
         }
+    }
+
+    /// A flight's sales decoded from its orders (the part of a summary ``ConsoleSales`` keeps).
+    private func sales(
+        _ flight: FlightID, bags counts: ConsoleBagCounts, scanDevices: Set<String>, in db: Database
+    ) throws -> ConsoleFlightSummary {
+        var devices = scanDevices
+        let orders: [Order]
+        do {
+            orders = try decodeOrders(
+                db, sql: "SELECT record FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+        } catch let error as DatabaseError {
+            throw error
+        } catch {
+            devices.formUnion(
+                try String.fetchAll(
+                    db, sql: "SELECT DISTINCT device FROM orders WHERE flight = ?", arguments: [flight.rawValue]))
+            let count = try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM orders WHERE flight = ?", arguments: [flight.rawValue])
+            return ConsoleFlightSummary(
+                flight: flight, devices: devices.sorted(), orders: count ?? 0, currency: "", revenue: 0,
+                items: [], bags: counts, error: "\(error)")
+        }
+        devices.formUnion(orders.map(\.device))
+        return Self.summary(flight: flight, orders: orders, bags: counts, devices: devices.sorted())
     }
 
     public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {
@@ -168,6 +187,11 @@ extension SQLiteStore: ConsoleReading {
 
     static let unloadingSQL = "SELECT EXISTS (SELECT 1 FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 1)"
 
+    /// What changes whenever a flight's orders do: a new order adds a row (and a higher rowid), a correction raises
+    /// a revision (revisions only rise), an order moved away lowers the count. Read through `orders(flight)` and the
+    /// rows' revisions: milliseconds, where decoding a big flight's orders again takes a second.
+    static let ordersVersionSQL = "SELECT count(*), coalesce(max(rowid), 0), coalesce(sum(revision), 0) FROM orders WHERE flight = ?"
+
     static let deviceStatisticsSQL = """
         SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
             last_reject_reason, limited
@@ -193,6 +217,7 @@ extension SQLiteStore: ConsoleReading {
             []
         ),
         ("orders of a flight", "SELECT record FROM orders WHERE flight = ?", ["ZA101/2026-11-21"]),
+        ("whether a flight's orders changed", ordersVersionSQL, ["ZA101/2026-11-21"]),
         ("orders per device of a flight", "SELECT device, count(*) FROM orders WHERE flight = ? GROUP BY device", ["ZA101/2026-11-21"]),
     ]
 
@@ -253,5 +278,30 @@ extension SQLiteStore: ConsoleReading {
             bags[index].lastPoint = newest[bag.newestScanID]?.point
         }
         return bags
+    }
+}
+
+/// The console's decoded sales per flight, with the version of the flight's orders they were decoded at
+/// (``SQLiteStore/ordersVersionSQL``): a board polled every few seconds decodes a flight's orders again only when they
+/// changed. At most ``limit`` flights are kept; past it the cache starts again empty.
+final class ConsoleSales: Sendable {
+    struct Version: Hashable, Sendable {
+        var count: Int
+        var lastRow: Int64
+        var revisions: Int64
+    }
+
+    static let limit = 20_000
+    private let kept = Locked<[String: (Version, ConsoleFlightSummary)]>([:])
+
+    func summary(_ flight: FlightID, at version: Version) -> ConsoleFlightSummary? {
+        kept.withLock { kept in kept[flight.rawValue].flatMap { $0.0 == version ? $0.1 : nil } }
+    }
+
+    func keep(_ summary: ConsoleFlightSummary, at version: Version) {
+        kept.withLock { kept in
+            if kept.count >= Self.limit { kept = [:] }
+            kept[summary.flight.rawValue] = (version, summary)
+        }
     }
 }
