@@ -5,9 +5,10 @@ public import JetbridgeModel
 /// one bag, so that every page answers in well under a second at real sizes (a flight with 600,000 bags, a store of
 /// 10 million records) and polling every few seconds costs the store little.
 ///
-/// The SQLite engine answers each from its indexes (`scans(flight, tag, point)` and `scans(flight, device)`, migration
-/// `console-indexes`: docs/STORE.md). The defaults below answer from ``StoreReader``'s whole-flight reads; the
-/// PostgreSQL engine uses them for now, which is correct but reads a whole flight's bags per answer.
+/// Both engines answer each from their indexes (`scans(flight, tag, point)` and `scans(flight, device)`: SQLite's
+/// migration `console-indexes`, PostgreSQL's schema version 6; docs/STORE.md). The defaults below answer from
+/// ``StoreReader``'s whole-flight reads, for an engine without such indexes: correct, but a page of a big flight reads
+/// all its bags.
 public protocol ConsoleReading: StoreReader {
     /// Every flight with an order or a scan, sorted by flight id.
     func consoleFlights() throws -> [FlightID]
@@ -18,7 +19,8 @@ public protocol ConsoleReading: StoreReader {
     /// The devices that stored records of `flight`, by device id, with how many of each kind and their statistics.
     func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice]
 
-    /// One page of `flight`'s bags in tag id order, after `after`, only `status` (all when `nil`).
+    /// One page of `flight`'s bags in tag id order, after `after`, only `status` (all when `nil`); at most `limit`
+    /// bags, and at most 500 whatever `limit` says.
     func consoleBags(flight: FlightID, status: BagStatus?, after: UUID?, limit: Int) throws -> ConsoleBagPage
 
     /// Every bag with tag id `tag`, on any flight (a tag is printed per flight; a reused one shows on several).
@@ -184,5 +186,3 @@ extension ConsoleReading {
         }
     }
 }
-
-extension PostgresStore: ConsoleReading {}

@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeProtocol
 import JetbridgeStore
 import JetbridgeTestKit
 import Logging
@@ -13,10 +14,13 @@ struct ConsoleStoreTests {
     /// Applies the parity data set and a flight whose bags are all still in the air.
     static func filled(_ store: any StoreWriter) throws {
         for group in StoreParityTests.groups() { _ = try store.apply(group) }
-        let inAir = try FlightID("ZA300/2026-11-21")
-        _ = try store.apply([
-            batch("ramp-9", 1, (0..<12).map { scan(50_000 + $0, tag: 9_000 + $0 % 7, flight: inAir, device: "ramp-9") })
-        ])
+        _ = try store.apply([inAir()])
+    }
+
+    /// Twelve scans at the origin of seven bags of a flight none of whose bags arrived yet.
+    static func inAir() throws -> IncomingBatch {
+        let flight = try FlightID("ZA300/2026-11-21")
+        return batch("ramp-9", 1, (0..<12).map { scan(50_000 + $0, tag: 9_000 + $0 % 7, flight: flight, device: "ramp-9") })
     }
 
     /// Every console read equals what the reports (and ``StoreReader``'s whole-flight reads) say.
@@ -107,6 +111,40 @@ struct ConsoleStoreTests {
         #expect(try store.consoleSummary(flight: flightA).revenue == 700)
         #expect(try store.consoleSummary(flight: flightA).orders == 2)
         #expect(try store.consoleSummary(flight: flightB).revenue == 400)
+    }
+
+    /// The SQLite engine keeps each flight's bag counts and scans per device and catches up with the scans stored
+    /// since: after every group of the parity data set they equal the luggage report's and the stored scans' counts.
+    @Test func keptTalliesCatchUpWithNewScans() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        defer { try? store.close() }
+        var stored: [UUID: String] = [:]
+        for group in StoreParityTests.groups() {
+            let outcomes = try store.apply(group)
+            for (batch, outcome) in zip(group, outcomes) where outcome.rejection == nil {
+                for element in batch.records {
+                    if case .scan(let scan) = element.record, stored[scan.id] == nil {
+                        stored[scan.id] = scan.flight.rawValue + " " + scan.device
+                    }
+                }
+            }
+            let luggage = try store.luggageReport(flight: nil, status: [])
+            for flight in try store.consoleFlights() {
+                let rows = luggage.bags.filter { $0.bag.flight == flight }
+                let summary = try store.consoleSummary(flight: flight)
+                #expect(summary.bags.total == rows.count)
+                #expect(summary.bags.arrived == rows.count { $0.status == .arrived })
+                #expect(summary.bags.missing == rows.count { $0.status == .missing })
+                #expect(summary.bags.inTransit == rows.count { $0.status == .inTransit })
+                for device in try store.consoleDevices(flight: flight) {
+                    #expect(device.scans == stored.values.count { $0 == flight.rawValue + " " + device.device })
+                }
+            }
+        }
+        _ = try store.apply([Self.inAir()])
+        try Self.checkAgreement(store)
     }
 
     @Test(

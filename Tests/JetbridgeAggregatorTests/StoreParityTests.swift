@@ -258,7 +258,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [3, 3, 3])
+        #expect(versions == [4, 4, 4])
     }
 }
 

@@ -108,6 +108,15 @@ extension PostgresStore {
                 ADD COLUMN claimed_until timestamptz
             """,
         ],
+        // Schema version 6 once the migrations of two other branches (4 and 5) are merged before it; 4 on this
+        // branch alone. The console's reads (PostgresStore+Console.swift): a flight's bags with their status from
+        // the index alone (index-only scans of (flight, tag, point); the old (flight, tag) index is replaced by it),
+        // and a flight's devices. SQLite's `console-indexes`.
+        [
+            "DROP INDEX scans_flight_tag",
+            "CREATE INDEX scans_flight_tag ON scans (flight, tag, point)",
+            "CREATE INDEX scans_flight_device ON scans (flight, device)",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

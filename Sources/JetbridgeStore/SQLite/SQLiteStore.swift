@@ -34,6 +34,8 @@ public final class SQLiteStore: Sendable {
     let calls = StoreCalls()
     /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
     let consoleSales = ConsoleSales()
+    /// The console's bag counts and scans per device per flight, caught up with new scans (``ConsoleTallies``).
+    let consoleTallies = ConsoleTallies()
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
