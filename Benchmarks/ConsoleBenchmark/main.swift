@@ -264,25 +264,33 @@ for (name, path) in pages {
             format: "  %-46@ %7.1f %7.1f %7.1f  %8d%@", name as NSString, times[0], times[times.count / 2],
             times[times.count - 1], bytes, (status == 200 ? "" : "  status \(status)") as NSString))
 }
-// Live: 2,000 more scans of the big flight stored (arrivals of missing bags and new bags), then its page again: the
-// kept counts catch up with the new scans instead of counting 1.2 million index entries again.
-try DatabaseQueue(path: storePath).write { db in
-    try db.execute(
-        sql: """
-            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-            SELECT randomblob(16), flight, tag, 1, scanned_at + 7300, owner, weight, 'ramp-late'
-            FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
-            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-            SELECT randomblob(16), flight, randomblob(16), 0, scanned_at, owner, weight, 'ramp-late'
-            FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
-            """, arguments: [bigFlight.rawValue, bigFlight.rawValue])
+// Live: 2,000 more scans of the big flight stored (1,000 arrivals, 1,000 new bags), then its page and the board
+// again, three rounds: the kept counts catch up with the new scans instead of counting 1.2 million index entries.
+var afterTimes: [String: [Double]] = [:]
+let livePages = [("after 2,000 new scans: flight 600k bags", "/api/flight?flight=\(bigQuoted)"), ("after 2,000 new scans: board", "/api/flights")]
+for _ in 0..<3 {
+    try DatabaseQueue(path: storePath).write { db in
+        try db.execute(
+            sql: """
+                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                SELECT randomblob(16), flight, tag, 1, scanned_at + 7300, owner, weight, 'ramp-late'
+                FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
+                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                SELECT randomblob(16), flight, randomblob(16), 0, scanned_at, owner, weight, 'ramp-late'
+                FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
+                """, arguments: [bigFlight.rawValue, bigFlight.rawValue])
+    }
+    for (name, path) in livePages {
+        let start = ContinuousClock.now
+        _ = try await URLSession.shared.data(from: URL(string: "http://\(console)\(path)")!)
+        let duration = ContinuousClock.now - start
+        afterTimes[name, default: []].append(
+            Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15)
+    }
 }
-for (name, path) in [("after 2,000 new scans: flight 600k bags", "/api/flight?flight=\(bigQuoted)"), ("after 2,000 new scans: board", "/api/flights")] {
-    let start = ContinuousClock.now
-    let (data, _) = try await URLSession.shared.data(from: URL(string: "http://\(console)\(path)")!)
-    let duration = ContinuousClock.now - start
-    let ms = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
-    print(String(format: "  %-46@ %7.1f  (one run)  %8d", name as NSString, ms, data.count))
+for (name, _) in livePages {
+    let times = afterTimes[name]!.sorted()
+    print(String(format: "  %-46@ %7.1f %7.1f %7.1f  (3 rounds)", name as NSString, times[0], times[1], times[2]))
 }
 server.stop()
 await server.finished()

@@ -261,14 +261,19 @@ extension SQLiteStore: ConsoleReading {
         if var tally = consoleTallies.tally(flight), tally.lastRow <= lastRow {
             guard tally.lastRow < lastRow else { return tally }
             var fresh: [(device: String, tag: Data, point: Int)] = []
+            // Prepared once per connection: a catch-up after a bulk sync asks one seek per new bag.
+            let since = try db.cachedStatement(
+                sql: """
+                    SELECT tag, point FROM scans INDEXED BY scans_flight_device
+                    WHERE flight = ? AND device = ? AND rowid > ?
+                    """)
+            let before = try db.cachedStatement(
+                sql: """
+                    SELECT max(point) FROM scans INDEXED BY scans_flight_tag
+                    WHERE flight = ? AND tag = ? AND rowid <= ?
+                    """)
             for device in devices {
-                let rows = try Row.fetchCursor(
-                    db,
-                    sql: """
-                        SELECT tag, point FROM scans INDEXED BY scans_flight_device
-                        WHERE flight = ? AND device = ? AND rowid > ?
-                        """,
-                    arguments: [flight.rawValue, device, tally.lastRow])
+                let rows = try Row.fetchCursor(since, arguments: [flight.rawValue, device, tally.lastRow])
                 while let row = try rows.next() {
                     fresh.append((device, row[0], row[1]))
                     if fresh.count > ConsoleTallies.catchUpLimit { break }
@@ -282,15 +287,9 @@ extension SQLiteStore: ConsoleReading {
                     newest[scan.tag] = max(newest[scan.tag] ?? 0, scan.point)
                 }
                 for (tag, point) in newest {
-                    let before = try Int.fetchOne(
-                        db,
-                        sql: """
-                            SELECT max(point) FROM scans INDEXED BY scans_flight_tag
-                            WHERE flight = ? AND tag = ? AND rowid <= ?
-                            """,
-                        arguments: [flight.rawValue, tag, tally.lastRow])
-                    if before == nil { tally.total += 1 }
-                    if point == 1 && before != 1 { tally.arrived += 1 }
+                    let earlier = try Int.fetchOne(before, arguments: [flight.rawValue, tag, tally.lastRow])
+                    if earlier == nil { tally.total += 1 }
+                    if point == 1 && earlier != 1 { tally.arrived += 1 }
                 }
                 tally.lastRow = lastRow
                 consoleTallies.keep(tally, for: flight)
