@@ -180,6 +180,14 @@ struct ConsoleAPI: Sendable {
             revenueByCurrency: totals.values.sorted { $0.currency < $1.currency }, note: note)
     }
 
+    /// Reads today's flights' totals once, so that the store keeps them for the board's first answer. Failures are
+    /// left for the answers to report.
+    func warm() {
+        let today = Self.day(now())
+        guard let flights = try? store.consoleFlights() else { return }
+        for flight in flights where flight.date == today { _ = try? store.consoleSummary(flight: flight) }
+    }
+
     // MARK: One flight
 
     struct DeviceLine: Encodable {

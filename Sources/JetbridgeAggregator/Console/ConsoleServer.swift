@@ -54,6 +54,12 @@ final class ConsoleServer: Sendable {
         pool.start()
         let pool = pool
         let api = api
+        // The landing page's flights decoded once before anyone asks (a big flight's orders take a while the first
+        // time; later answers use the kept totals): one pool thread, in the background.
+        pool.submit { state in
+            guard state == .active else { return }
+            api.warm()
+        }
         http.start(answering: { request, eventLoop in
             guard request.method == .GET || request.method == .HEAD else {
                 return eventLoop.makeSucceededFuture(
