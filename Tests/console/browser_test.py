@@ -204,6 +204,9 @@ def main():
         # 6. Devices.
         browser.get(base + "/devices")
         wait_until("three devices", lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr[data-device]")) == 3)
+        # --insecure has no allow list: no device is shown as revoked (nor its row as a problem).
+        assert "revoked" not in browser.find_element(By.TAG_NAME, "main").text
+        assert not browser.find_elements(By.CSS_SELECTOR, "tr.problem[data-device]")
         browser.save_screenshot(os.path.join(out, "5-devices.png"))
         print(f"console browser test passed; screenshots in {out}")
     finally:

@@ -9,6 +9,8 @@ import NIOHTTP1
 struct ConsoleAPI: Sendable {
     let store: any ConsoleReading
     let devicesFile: URL
+    /// `--insecure`: no allow list is consulted, so no device is shown as revoked.
+    var insecure = false
     /// The clock (tests fix it).
     var now: @Sendable () -> Date = { Date() }
 
@@ -276,10 +278,11 @@ struct ConsoleAPI: Sendable {
             var batches, records, new, duplicates, rejects, limited: Int
             var lastRejectAt: Date?
             var lastRejectReason: String?
-            /// On the allow list now (`false`: revoked, or never allowed).
-            var allowed: Bool
+            /// On the allow list now (`false`: revoked, or never allowed); `nil` in insecure mode, which has none.
+            var allowed: Bool?
         }
         var now: Date
+        var insecure: Bool
         var devices: [Line]
         var allowListError: String?
     }
@@ -291,13 +294,14 @@ struct ConsoleAPI: Sendable {
             allowListError = InertText.escape("\(error)")
         }
         return DevicesPage(
-            now: now(),
+            now: now(), insecure: insecure,
             devices: try store.deviceReport().devices.map {
                 .init(
                     device: InertText.escape($0.device), lastSync: $0.lastSync, batches: $0.batches,
                     records: $0.records, new: $0.new, duplicates: $0.duplicates, rejects: $0.rejects,
                     limited: $0.limited, lastRejectAt: $0.lastRejectAt,
-                    lastRejectReason: $0.lastRejectReason.map(InertText.escape), allowed: allowed.contains($0.device))
+                    lastRejectReason: $0.lastRejectReason.map(InertText.escape),
+                    allowed: insecure ? nil : allowed.contains($0.device))
             }, allowListError: allowListError)
     }
 

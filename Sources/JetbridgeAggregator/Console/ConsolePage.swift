@@ -258,13 +258,15 @@ struct ConsolePage {
               const out = [el("h1", { text: "Devices" })];
               if (d.allowListError) out.push(el("p", { cls: "err", text: "The allow list cannot be read: " + d.allowListError }));
               out.push(table(["Device", "Last seen", "Since", "Batches", "Records", "New", "Duplicates", "Rejected", "Last rejection", "Limited", "Allow list"],
-                d.devices.map((x) => el("tr", { cls: x.rejects || !x.allowed ? "problem" : null, "data-device": x.device },
+                d.devices.map((x) => el("tr", { cls: x.rejects || x.allowed === false ? "problem" : null, "data-device": x.device },
                   el("td", { cls: "id mono", text: x.device }), el("td", { cls: "time", text: time(x.lastSync) }), el("td", { cls: "nw", text: ago(x.lastSync, d.now) }),
                   el("td", { cls: "n", text: n(x.batches) }), el("td", { cls: "n", text: n(x.records) }), el("td", { cls: "n", text: n(x.new) }),
                   el("td", { cls: "n", text: n(x.duplicates) }), el("td", { cls: "n " + (x.rejects ? "missing" : "muted"), text: n(x.rejects) }),
                   el("td", { text: x.lastRejectReason ? `${time(x.lastRejectAt)}: ${x.lastRejectReason}` : "" }),
                   el("td", { cls: "n " + (x.limited ? "missing" : "muted"), text: n(x.limited) }),
-                  el("td", { cls: x.allowed ? "arrived" : "missing", text: x.allowed ? "allowed" : "revoked" }))), [3, 4, 5, 6, 7, 9]));
+                  x.allowed === null || x.allowed === undefined
+                    ? el("td", { cls: "muted", text: "none (insecure mode)" })
+                    : el("td", { cls: x.allowed ? "arrived" : "missing", text: x.allowed ? "allowed" : "revoked" }))), [3, 4, 5, 6, 7, 9]));
               return out;
             }];
           },

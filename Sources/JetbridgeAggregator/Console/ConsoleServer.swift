@@ -36,17 +36,18 @@ final class ConsoleServer: Sendable {
     ///   - endpoint: `HOST:PORT`, as ``endpoint(_:)`` normalised it.
     ///   - store: The console's own reader.
     ///   - home: Where the allow list is (the devices page shows revoked devices).
+    ///   - insecure: `--insecure`: there is no allow list to show.
     ///   - limits: The bounds on clients (the metrics endpoint's).
     ///   - logger: Where the connection cap biting is logged.
     /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:)``.
     init(
-        endpoint: String, store: any ConsoleReading, home: AggregatorHome, limits: HTTPLimits = HTTPLimits(),
-        logger: Logger
+        endpoint: String, store: any ConsoleReading, home: AggregatorHome, insecure: Bool,
+        limits: HTTPLimits = HTTPLimits(), logger: Logger
     ) throws {
         http = try MetricsServer(endpoint: endpoint, limits: limits, name: "console", logger: logger)
         self.endpoint = http.endpoint
         pool = NIOThreadPool(numberOfThreads: Self.readThreads)
-        api = ConsoleAPI(store: store, devicesFile: home.devicesFile)
+        api = ConsoleAPI(store: store, devicesFile: home.devicesFile, insecure: insecure)
     }
 
     /// Starts answering.

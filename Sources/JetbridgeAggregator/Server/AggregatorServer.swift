@@ -202,7 +202,8 @@ public final class AggregatorServer: Service, Sendable {
                 }
                 do {
                     consoleServerOrNil = try ConsoleServer(
-                        endpoint: endpoint, store: consoleStore, home: home, logger: logger)
+                        endpoint: endpoint, store: consoleStore, home: home, insecure: configuration.insecure,
+                        logger: logger)
                 } catch {
                     try? reader.close()
                     throw error
