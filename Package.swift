@@ -192,6 +192,17 @@ let package = Package(
             ],
             path: "Benchmarks/StoreBenchmark"
         ),
+        // The console at real size (issue 26): a 10-million-record store built by bulk inserts, each page timed over
+        // HTTP against a real server with its console.
+        .executableTarget(
+            name: "console-benchmark",
+            dependencies: [
+                "BenchmarkSupport", "JetbridgeAggregator", "JetbridgeStore", "JetbridgeModel", "JetbridgeProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ConsoleBenchmark"
+        ),
         .executableTarget(
             name: "jetbridge-agent",
             dependencies: [

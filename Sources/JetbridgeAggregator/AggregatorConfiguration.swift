@@ -42,13 +42,15 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     public var statsIntervalSeconds = 10.0
     /// `HOST:PORT` of the HTTP endpoint for `/metrics`, `/healthz` and `/readyz`; nil (the default): none.
     public var metrics: String? = nil
+    /// `HOST:PORT` (or a port alone: loopback) of the operator's console; nil (the default): none.
+    public var console: String? = nil
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case dataEndpoint, acksEndpoint, store, receipts, insecure, transactionMaxBatches, transactionMaxRecords
         case transactionDelayMilliseconds, queueMaxBatches, queueMaxBytes, receiveHighWaterMark, checkpointIdleSeconds
-        case statsIntervalSeconds, receiptsIntervalSeconds, metrics
+        case statsIntervalSeconds, receiptsIntervalSeconds, metrics, console
     }
 
     public init(from decoder: any Decoder) throws {
@@ -81,6 +83,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         statsIntervalSeconds = try value(.statsIntervalSeconds, defaults.statsIntervalSeconds)
         receiptsIntervalSeconds = try value(.receiptsIntervalSeconds, defaults.receiptsIntervalSeconds)
         metrics = try container.decodeIfPresent(String.self, forKey: .metrics)
+        console = try container.decodeIfPresent(String.self, forKey: .console)
         try validate()
     }
 
@@ -113,6 +116,11 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         if let metrics {
             do { _ = try MetricsServer.parse(metrics) } catch let error as AggregatorError {
                 throw AggregatorError(.dataError, "configuration key 'metrics': \(error.message)")
+            }
+        }
+        if let console {
+            do { _ = try ConsoleServer.endpoint(console) } catch let error as AggregatorError {
+                throw AggregatorError(.badConfiguration, "configuration key 'console': \(error.message)")
             }
         }
     }

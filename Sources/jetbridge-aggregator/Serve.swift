@@ -35,6 +35,14 @@ struct Serve: AsyncParsableCommand {
             valueName: "host:port"))
     var metrics: String?
 
+    @Option(
+        name: .customLong("console"),
+        help: ArgumentHelp(
+            "Serve the operator's console (a read-only web board) over HTTP, e.g. 127.0.0.1:9570, or a port alone "
+                + "for loopback (default: off). No sign-in yet: bind it to loopback or a management network.",
+            valueName: "host:port"))
+    var console: String?
+
     @Flag(help: "Turn CURVE off and take device ids on trust. Development only.")
     var insecure = false
 
@@ -52,6 +60,13 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--metrics: \(error.message.replacingOccurrences(of: "configuration key 'metrics': ", with: ""))")
             }
         }
+        if let console {
+            var probe = AggregatorConfiguration()
+            probe.console = console
+            do { try probe.validate() } catch let error as AggregatorError {
+                throw ValidationError("--console: \(error.message.replacingOccurrences(of: "configuration key 'console': ", with: ""))")
+            }
+        }
     }
 
     func run() async throws {
@@ -60,6 +75,7 @@ struct Serve: AsyncParsableCommand {
         if let acksEndpoint { configuration.acksEndpoint = acksEndpoint }
         if insecure { configuration.insecure = true }
         if let metrics { configuration.metrics = metrics }
+        if let console { configuration.console = console }
         let logger = Logger(label: "jetbridge-aggregator")
         // Before the server sizes anything by it (the metrics endpoint's connection cap): every device costs two
         // sockets, and the soft limit is often 1,024 where the hard one allows far more.

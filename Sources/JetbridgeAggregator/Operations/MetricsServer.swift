@@ -5,8 +5,8 @@ import NIOHTTP1
 import NIOPosix
 import SystemSupport
 
-/// The HTTP endpoint of `serve --metrics HOST:PORT`: SwiftNIO's HTTP/1 server on one event-loop thread of its own
-/// (the answers read the store, which blocks; nothing else runs there).
+/// The HTTP endpoint of `serve --metrics HOST:PORT`, and of `serve --console HOST:PORT` (``ConsoleServer``):
+/// SwiftNIO's HTTP/1 server on one event-loop thread of its own.
 ///
 /// Bound in ``init(endpoint:limits:logger:)`` so a busy port fails at start with a clear error; answers 503 "starting"
 /// until ``start(_:)`` gives it the responder. Its clients are held to ``HTTPLimits``: a capped number of
@@ -17,15 +17,49 @@ final class MetricsServer: Sendable {
         var status: HTTPResponseStatus
         var contentType = "text/plain; charset=utf-8"
         var body: String
+        /// More header fields (the console's Content-Security-Policy, Cache-Control).
+        var headers: [(name: String, value: String)] = []
     }
 
+    /// A request as the responders see it: its method, its path and its query's parameters (percent-decoded; the
+    /// first of a repeated name wins).
+    struct Request: Sendable {
+        var method: HTTPMethod
+        var path: String
+        var query: [String: String]
+
+        init(method: HTTPMethod, uri: String) {
+            self.method = method
+            let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            path = String(parts.first ?? "")
+            var query: [String: String] = [:]
+            if parts.count > 1 {
+                for pair in parts[1].split(separator: "&") {
+                    let field = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    func decode(_ text: Substring) -> String {
+                        String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
+                    }
+                    let name = decode(field[0])
+                    if query[name] == nil { query[name] = field.count > 1 ? decode(field[1]) : "" }
+                }
+            }
+            self.query = query
+        }
+    }
+
+    /// Answers at once, on the event loop: nothing it calls may block (the metrics answers read memory only).
     typealias Responder = @Sendable (_ method: HTTPMethod, _ path: String) -> Response
+
+    /// Answers later: the future completes when the answer is ready (the console reads the store on a thread pool,
+    /// never on the event loop, where SwiftNIO traps a blocking wait). Requests on one connection are answered in
+    /// order (NIO's pipelining handler holds the next until the answer's end is written).
+    typealias FutureResponder = @Sendable (_ request: Request, _ eventLoop: any EventLoop) -> EventLoopFuture<Response>
 
     /// The responder in a struct: a function stored as `Locked`'s generic value itself is wrapped in two more
     /// reabstraction thunks at every `inout` access, and every answer called through all of them: the stack grew by
     /// two frames per answer until, some 37,000 answers after start, the thread's stack overflowed (a crash).
     fileprivate struct Answering: Sendable {
-        let respond: Responder
+        let respond: FutureResponder
     }
 
     /// The address actually bound, `HOST:PORT` (a port 0 resolved).
@@ -40,19 +74,21 @@ final class MetricsServer: Sendable {
     /// - Parameters:
     ///   - endpoint: `HOST:PORT`, e.g. `127.0.0.1:9560`, `0.0.0.0:9560`, `[::1]:9560`.
     ///   - limits: The bounds on clients (`serve` takes the defaults; tests make them small).
+    ///   - name: The endpoint in errors and logs (`metrics endpoint`, `console`).
     ///   - logger: Where the connection cap biting is logged.
     /// - Throws: ``AggregatorError`` `.badConfiguration` for a malformed endpoint, `.unavailable` when it cannot be
     ///   bound (in use, no such address).
-    init(endpoint: String, limits: HTTPLimits = HTTPLimits(), logger: Logger = Logger(label: "jetbridge-aggregator"))
-        throws
-    {
-        let (host, port) = try Self.parse(endpoint)
+    init(
+        endpoint: String, limits: HTTPLimits = HTTPLimits(), name: String = "metrics endpoint",
+        logger: Logger = Logger(label: "jetbridge-aggregator")
+    ) throws {
+        let (host, port) = try Self.parse(endpoint, what: "the \(name)")
         let answering = Locked<Answering?>(nil)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // The cap leaves the devices' sockets, the store and the logs most of the process's file descriptors.
         let connections = HTTPConnections(
             cap: limits.connectionCap(openFiles: OpenFilesLimit.current), eventLoop: group.next(),
-            what: "metrics endpoint", logger: logger)
+            what: name, logger: logger)
         let decoderLimits = {
             var decoder = NIOHTTPDecoderLimitConfiguration()
             decoder.maxHeaderFieldSize = limits.maxRequestHeadBytes
@@ -91,7 +127,7 @@ final class MetricsServer: Sendable {
             try? group.syncShutdownGracefully()
             // NIO's IOError describes the call (`bind(descriptor:ptr:bytes:)`); the operator needs the reason.
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
-            throw AggregatorError(.unavailable, "cannot bind the metrics endpoint \(endpoint): \(reason)")
+            throw AggregatorError(.unavailable, "cannot bind the \(name) \(endpoint): \(reason)")
         }
         let bound = channel.localAddress?.port ?? port
         self.endpoint = host.contains(":") ? "[\(host)]:\(bound)" : "\(host):\(bound)"
@@ -102,6 +138,15 @@ final class MetricsServer: Sendable {
 
     /// Starts answering with `responder`.
     func start(_ responder: @escaping Responder) {
+        answering.withLock {
+            $0 = Answering(respond: { request, loop in
+                loop.makeSucceededFuture(responder(request.method, request.path))
+            })
+        }
+    }
+
+    /// Starts answering with `responder`, whose answers come later.
+    func start(answering responder: @escaping FutureResponder) {
         answering.withLock { $0 = Answering(respond: responder) }
     }
 
@@ -114,10 +159,12 @@ final class MetricsServer: Sendable {
 
     /// Splits `HOST:PORT` (`[v6]:PORT` for IPv6).
     /// - Throws: ``AggregatorError`` `.badConfiguration` naming the value.
-    static func parse(_ endpoint: String) throws -> (host: String, port: Int) {
+    static func parse(_ endpoint: String, what: String = "the metrics endpoint", port example: Int = 9560) throws
+        -> (host: String, port: Int)
+    {
         let bad = AggregatorError(
             .badConfiguration,
-            "the metrics endpoint '\(endpoint)' is not HOST:PORT (e.g. 127.0.0.1:9560, 0.0.0.0:9560, [::1]:9560)")
+            "\(what) '\(endpoint)' is not HOST:PORT (e.g. 127.0.0.1:\(example), 0.0.0.0:\(example), [::1]:\(example))")
         guard let colon = endpoint.lastIndex(of: ":"), let port = Int(endpoint[endpoint.index(after: colon)...]),
             (0...65_535).contains(port)
         else { throw bad }
@@ -166,13 +213,31 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private func answer(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
-        let path = String(request.uri.split(separator: "?", maxSplits: 1).first ?? "")
-        let response =
-            answering.withLock { $0 }?.respond(request.method, path)
-            ?? MetricsServer.Response(status: .serviceUnavailable, body: "starting\n")
+        guard let answering = answering.withLock({ $0 }) else {
+            write(MetricsServer.Response(status: .serviceUnavailable, body: "starting\n"), to: request, context: context)
+            return
+        }
+        let future = answering.respond(MetricsServer.Request(method: request.method, uri: request.uri), context.eventLoop)
+        // Mostly completed already (the metrics); the console's complete on a pool thread and hop back here.
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        future.hop(to: context.eventLoop).whenComplete { result in
+            let (handler, context) = bound.value
+            let response: MetricsServer.Response
+            switch result {
+            case .success(let answer): response = answer
+            case .failure(let error):
+                response = MetricsServer.Response(status: .internalServerError, body: "failed: \(error)\n")
+            }
+            handler.write(response, to: request, context: context)
+        }
+    }
+
+    private func write(_ response: MetricsServer.Response, to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
         let body = context.channel.allocator.buffer(string: response.body)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
+        for field in response.headers { headers.add(name: field.name, value: field.value) }
         headers.add(name: "Content-Length", value: "\(body.readableBytes)")
         let keepAlive = request.isKeepAlive
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")

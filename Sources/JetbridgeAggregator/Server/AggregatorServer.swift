@@ -49,6 +49,8 @@ public final class AggregatorServer: Service, Sendable {
     public let insecure: Bool
     /// The metrics endpoint actually bound (`HOST:PORT`), when `metrics` is configured.
     public let metricsEndpoint: String?
+    /// The console actually bound (`HOST:PORT`), when `console` is configured.
+    public let consoleEndpoint: String?
 
     let configuration: AggregatorConfiguration
     let home: AggregatorHome
@@ -65,6 +67,8 @@ public final class AggregatorServer: Service, Sendable {
     /// Every answer, counted once; `/metrics`, the statistics and `status` are its views.
     let ledger: AnswerLedger
     let metricsServer: MetricsServer?
+    /// `serve --console`: its own store reader, its own HTTP thread and read pool.
+    let consoleServer: ConsoleServer?
     /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit. Written by
     /// the store thread.
     let storeProblem = Locked<String?>(nil)
@@ -154,6 +158,7 @@ public final class AggregatorServer: Service, Sendable {
         var zapHandler: ZAPHandler?
         var contextOrNil: ZeroMQContext?
         var metricsServerOrNil: MetricsServer?
+        var consoleServerOrNil: ConsoleServer?
         do {
             let context = try ZeroMQContext(ioThreads: 1)
             contextOrNil = context
@@ -209,6 +214,25 @@ public final class AggregatorServer: Service, Sendable {
             if let endpoint = configuration.metrics { metricsServerOrNil = try MetricsServer(endpoint: endpoint) }
             self.metricsServer = metricsServerOrNil
             self.metricsEndpoint = metricsServerOrNil?.endpoint
+            if let console = configuration.console {
+                let endpoint = try ConsoleServer.endpoint(console)
+                // A reader of its own: the console's reads never wait for (or hold) the store thread's connection.
+                let reader = try storeLocation.open(create: true, logger: logger)
+                guard let consoleStore = reader as? any ConsoleReading else {
+                    try? reader.close()
+                    throw AggregatorError(.other, "the store \(storeLocation) cannot serve the console")
+                }
+                do {
+                    consoleServerOrNil = try ConsoleServer(
+                        endpoint: endpoint, store: consoleStore, home: home, insecure: configuration.insecure,
+                        logger: logger)
+                } catch {
+                    try? reader.close()
+                    throw error
+                }
+            }
+            self.consoleServer = consoleServerOrNil
+            self.consoleEndpoint = consoleServerOrNil?.endpoint
             self.context = context
             self.zap = zapHandler
             let refusals = BatchRefusals(ledger: ledger, logger: logger)
@@ -225,6 +249,7 @@ public final class AggregatorServer: Service, Sendable {
         } catch {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()
+            consoleServerOrNil?.shutdown()
             zapHandler?.stop()
             contextOrNil?.terminate()
             try? store.close()
@@ -274,12 +299,14 @@ public final class AggregatorServer: Service, Sendable {
 
     // MARK: Lifecycle
 
-    /// The services ``run()`` runs, in start order (shut down in reverse): metrics, status, receipts, store, ingress.
+    /// The services ``run()`` runs, in start order (shut down in reverse): metrics, console, status, receipts, store,
+    /// ingress.
     var services: [any Service] {
         var services: [any Service] = []
         if let metricsServer {
             services.append(MetricsService(server: metricsServer) { [self] method, path in answer(method, path) })
         }
+        if let consoleServer { services.append(ConsoleService(server: consoleServer)) }
         services.append(StatusService(server: self))
         services.append(ReceiptsService(worker: receipts))
         services.append(StoreService(loop: storeLoop, queue: queue))
@@ -310,6 +337,7 @@ public final class AggregatorServer: Service, Sendable {
                     "store": "\(storeLocation)", "receipts": "\(home.resolve(configuration.receipts).path)",
                     "allowedDevices": .stringConvertible(allowedDevices),
                     "metrics": "\(metricsEndpoint.map { "http://\($0)/metrics" } ?? "off")",
+                    "console": "\(consoleEndpoint.map { "http://\($0)/" } ?? "off")",
                 ])
             if insecure { StoreLoop.warnInsecure(logger) }
             // The group and its services' tasks on a thread of their own, not the cooperative pool: their start and
@@ -340,7 +368,10 @@ public final class AggregatorServer: Service, Sendable {
 
     /// After the services: the final checkpoint, the store, the ZeroMQ context, the home's lock.
     private func finish() {
-        if metricsServer != nil, case .stopRequested = phase.withLock({ $0 }) { metricsServer?.shutdown() }
+        if case .stopRequested = phase.withLock({ $0 }) {
+            metricsServer?.shutdown()
+            consoleServer?.shutdown()
+        }
         do { try store.idleMaintenance() } catch {
             logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
         }

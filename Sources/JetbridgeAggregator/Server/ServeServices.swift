@@ -12,6 +12,7 @@ import SystemSupport
 //   store     commits and answers what was queued, then ends (the queue is closed and drained)
 //   receipts  refreshes at most one more group of seats
 //   status    writes no more status files and removes the last one
+//   console   stops answering HTTP, closes its read pool and its store reader
 //   metrics   stops answering HTTP (`/readyz` says "stopping" until then)
 //
 // A service that fails (a socket or store thread that cannot go on) cancels the group: every loop stops at once, and
@@ -103,5 +104,19 @@ struct MetricsService: Service, CustomStringConvertible {
         try? await gracefulShutdown()
         let server = server
         await runOnOwnThread("jb-metrics-stop") { server.shutdown() }
+    }
+}
+
+/// The operator's console (``ConsoleServer``, bound by the builder): answers from its start in the group until its
+/// shutdown, just before the metrics endpoint's.
+struct ConsoleService: Service, CustomStringConvertible {
+    var description: String { "console (the console's HTTP endpoint)" }
+    let server: ConsoleServer
+
+    func run() async throws {
+        server.start()
+        try? await gracefulShutdown()
+        let server = server
+        await runOnOwnThread("jb-console-stop") { server.shutdown() }
     }
 }

@@ -137,6 +137,14 @@ extension PostgresStore {
             "CREATE INDEX orders_device_flight ON orders (device, flight) INCLUDE (id, revision)",
             "CREATE INDEX scans_device_flight ON scans (device, flight) INCLUDE (id)",
         ],
+        [
+            // Version 6: the console's reads (PostgresStore+Console.swift): a flight's bags with their status from
+            // the index alone (index-only scans of (flight, tag, point); the old (flight, tag) index is replaced by
+            // it), and a flight's devices. SQLite's `console-indexes`.
+            "DROP INDEX scans_flight_tag",
+            "CREATE INDEX scans_flight_tag ON scans (flight, tag, point)",
+            "CREATE INDEX scans_flight_device ON scans (flight, device)",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

@@ -123,6 +123,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// The waits for the server in progress, a statement's answer or a connection (``busySince``): read without
     /// `lock`, which the thread that waits holds.
     let waits = StoreCalls()
+    /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
+    let consoleSales = ConsoleSales()
     // Guarded by `lock` (hence @unchecked Sendable).
     var connection: PostgresConnection
     /// Set when the connection failed (rather than the server refusing a statement): the next call reconnects.

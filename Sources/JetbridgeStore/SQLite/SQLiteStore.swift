@@ -3,6 +3,7 @@ internal import GRDB
 import JetbridgeModel
 public import JetbridgeProtocol
 public import Logging
+import SystemSupport
 
 /// The aggregator's embedded store: one SQLite file (WAL) holding every order at its latest revision, every scan,
 /// per-device statistics and the receipts waiting to be rewritten.
@@ -31,6 +32,10 @@ public final class SQLiteStore: Sendable {
     let logger: Logger
     /// The writes in progress (``StoreReader/busySince``).
     let calls = StoreCalls()
+    /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
+    let consoleSales = ConsoleSales()
+    /// The console's bag counts and scans per device per flight, caught up with new scans (``ConsoleTallies``).
+    let consoleTallies = ConsoleTallies()
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///

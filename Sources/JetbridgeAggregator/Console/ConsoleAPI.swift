@@ -1,0 +1,371 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeStore
+import NIOHTTP1
+
+/// The console's JSON answers (`/api/…`), each one bounded page of one store read (``ConsoleReading``). Called on the
+/// console's read pool, never on the event loop. Device text (device ids, item names, reasons) is escaped with
+/// ``InertText`` before it is encoded; the page shows it through `textContent` only.
+struct ConsoleAPI: Sendable {
+    let store: any ConsoleReading
+    let devicesFile: URL
+    /// `--insecure`: no allow list is consulted, so no device is shown as revoked.
+    var insecure = false
+    /// The clock (tests fix it).
+    var now: @Sendable () -> Date = { Date() }
+
+    /// Flights per page of the board.
+    static let flightsPerPage = 25
+    /// Bags per page of a flight.
+    static let bagsPerPage = 50
+    /// Flights whose totals the "problems only" filter reads at most (one day's flights at a large airport).
+    static let problemScanLimit = 400
+
+    func answer(_ request: MetricsServer.Request) -> MetricsServer.Response {
+        do {
+            let body: any Encodable
+            switch request.path {
+            case "/api/flights": body = try flights(request.query)
+            case "/api/flight": body = try flight(request.query)
+            case "/api/devices": body = try devices()
+            case "/api/bag": body = try bag(request.query)
+            case "/api/receipt": body = try receipt(request.query)
+            default:
+                return Self.json(.notFound, Failure(error: "no such endpoint \(InertText.escape(request.path))"))
+            }
+            return Self.json(.ok, body)
+        } catch let error as Refusal {
+            return Self.json(.badRequest, Failure(error: error.message))
+        } catch {
+            return Self.json(.serviceUnavailable, Failure(error: "the store did not answer: \(InertText.escape("\(error)"))"))
+        }
+    }
+
+    /// A request the console cannot answer as asked: 400 with this message.
+    struct Refusal: Error {
+        var message: String
+    }
+
+    struct Failure: Encodable {
+        var error: String
+    }
+
+    static func json(_ status: HTTPResponseStatus, _ body: any Encodable) -> MetricsServer.Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let text = (try? encoder.encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return .init(
+            status: status, contentType: "application/json; charset=utf-8", body: text,
+            headers: [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+    }
+
+    // MARK: Flights
+
+    struct BagCounts: Encodable {
+        var total, arrived, inTransit, missing, checked: Int
+    }
+
+    struct Item: Encodable {
+        var name: String
+        var count: Int
+        var revenue: Int
+        var revenueText: String
+    }
+
+    struct FlightLine: Encodable {
+        var flight: String
+        var date: String
+        var devices: [String]
+        var orders: Int
+        var currency: String
+        /// Minor units of `currency`.
+        var revenue: Int
+        var revenueText: String
+        var items: [Item]
+        var bags: BagCounts
+        var error: String?
+        /// Missing bags, or sales that cannot be totalled.
+        var problem: Bool
+    }
+
+    struct CurrencyTotal: Encodable {
+        var currency: String
+        var revenue: Int
+        var revenueText: String
+        var flights: Int
+    }
+
+    struct FlightsPage: Encodable {
+        var now: Date
+        var today: String
+        var date: String?
+        var dates: [String]
+        var flights: [FlightLine]
+        var page: Int
+        var pages: Int
+        var matching: Int
+        /// Revenue of the listed flights per currency: never added across currencies.
+        var revenueByCurrency: [CurrencyTotal]
+        var note: String?
+    }
+
+    static func line(_ summary: ConsoleFlightSummary) -> FlightLine {
+        let bags = summary.bags
+        return FlightLine(
+            flight: summary.flight.rawValue, date: summary.flight.date,
+            devices: summary.devices.map(InertText.escape), orders: summary.orders, currency: summary.currency,
+            revenue: summary.revenue,
+            revenueText: summary.currency.isEmpty
+                ? "-" : NumberText.groupedMoney(summary.revenue, currency: summary.currency) + " " + summary.currency,
+            items: summary.items.map {
+                Item(
+                    name: InertText.escape($0.name), count: $0.count, revenue: $0.revenue,
+                    revenueText: NumberText.groupedMoney($0.revenue, currency: summary.currency))
+            },
+            bags: BagCounts(
+                total: bags.total, arrived: bags.arrived, inTransit: bags.inTransit, missing: bags.missing,
+                checked: bags.checked),
+            error: summary.error.map(InertText.escape), problem: bags.missing > 0 || summary.error != nil)
+    }
+
+    /// Today's flights first (UTC), then the others by date, latest first; `date` for one day, `q` for flights whose
+    /// id contains it, `problems=1` for problem flights only (within one day: today's unless `date` says), `page`.
+    func flights(_ query: [String: String]) throws -> FlightsPage {
+        let now = now()
+        let today = Self.day(now)
+        var date = query["date"].flatMap { $0.isEmpty ? nil : $0 }
+        if let date, !Self.isDay(date) { throw Refusal(message: "date must be YYYY-MM-DD, not '\(InertText.escape(date))'") }
+        let problemsOnly = query["problems"] == "1"
+        if problemsOnly && date == nil { date = today }
+        let search = (query["q"] ?? "").trimmingCharacters(in: .whitespaces).uppercased()
+        let all = try store.consoleFlights()
+        let dates = Array(Set(all.map(\.date))).sorted(by: >)
+        var chosen = all.filter { flight in
+            (date == nil || flight.date == date) && (search.isEmpty || flight.rawValue.contains(search))
+        }
+        chosen.sort { a, b in
+            let (ta, tb) = (a.date == today, b.date == today)
+            if ta != tb { return ta }
+            return a.date != b.date ? a.date > b.date : a < b
+        }
+        var note: String?
+        var summaries: [ConsoleFlightSummary] = []
+        let page = max(1, Int(query["page"] ?? "") ?? 1)
+        let matching: Int
+        if problemsOnly {
+            if chosen.count > Self.problemScanLimit {
+                note = "only the first \(Self.problemScanLimit) of \(chosen.count) flights were checked for problems"
+                chosen = Array(chosen.prefix(Self.problemScanLimit))
+            }
+            let problems = try chosen.map(store.consoleSummary).filter { $0.bags.missing > 0 || $0.error != nil }
+            matching = problems.count
+            summaries = Array(problems.dropFirst((page - 1) * Self.flightsPerPage).prefix(Self.flightsPerPage))
+        } else {
+            matching = chosen.count
+            summaries = try chosen.dropFirst((page - 1) * Self.flightsPerPage).prefix(Self.flightsPerPage).map(
+                store.consoleSummary)
+        }
+        var totals: [String: CurrencyTotal] = [:]
+        for summary in summaries where !summary.currency.isEmpty && summary.error == nil {
+            var total = totals[summary.currency] ?? CurrencyTotal(
+                currency: summary.currency, revenue: 0, revenueText: "", flights: 0)
+            guard let sum = try? Money.add(total.revenue, summary.revenue, what: "revenue") else { continue }
+            total.revenue = sum
+            total.flights += 1
+            total.revenueText = NumberText.groupedMoney(sum, currency: summary.currency) + " " + summary.currency
+            totals[summary.currency] = total
+        }
+        return FlightsPage(
+            now: now, today: today, date: date, dates: dates, flights: summaries.map(Self.line), page: page,
+            pages: max(1, (matching + Self.flightsPerPage - 1) / Self.flightsPerPage), matching: matching,
+            revenueByCurrency: totals.values.sorted { $0.currency < $1.currency }, note: note)
+    }
+
+    /// Reads today's flights' totals once, so that the store keeps them for the board's first answer. Failures are
+    /// left for the answers to report.
+    func warm() {
+        let today = Self.day(now())
+        guard let flights = try? store.consoleFlights() else { return }
+        for flight in flights where flight.date == today { _ = try? store.consoleSummary(flight: flight) }
+    }
+
+    // MARK: One flight
+
+    struct DeviceLine: Encodable {
+        var device: String
+        var orders: Int
+        var scans: Int
+        var lastContact: Date?
+        /// Seconds since the last contact.
+        var lagSeconds: Double?
+        var rejects: Int
+        var lastRejectAt: Date?
+        var lastRejectReason: String?
+        var limited: Int
+    }
+
+    struct BagLine: Encodable {
+        var tag: String
+        var owner: String
+        var weight: Double
+        var status: String
+        var departedAt: Date?
+        var arrivedAt: Date?
+        var lastScanAt: Date
+        var lastPoint: String?
+        var lastDevice: String?
+        var ownerConflict: Bool
+        var flight: String
+    }
+
+    struct FlightPage: Encodable {
+        var now: Date
+        var summary: FlightLine
+        var devices: [DeviceLine]
+        var status: String
+        var bags: [BagLine]
+        var after: String?
+        var next: String?
+    }
+
+    static func bagLine(_ bag: ConsoleBag) -> BagLine {
+        BagLine(
+            tag: bag.bag.tagID.uuidString, owner: bag.bag.owner.description, weight: bag.bag.weight,
+            status: bag.status.rawValue, departedAt: bag.bag.departedAt, arrivedAt: bag.bag.arrivedAt,
+            lastScanAt: bag.bag.newestScannedAt, lastPoint: bag.lastPoint?.rawValue,
+            lastDevice: bag.lastDevice.map(InertText.escape), ownerConflict: bag.bag.ownerConflict,
+            flight: bag.bag.flight.rawValue)
+    }
+
+    /// `flight=ID`; `status=missing|in-transit|arrived|all` (default: missing when there are missing bags, else
+    /// all); `after=TAG` for the next page.
+    func flight(_ query: [String: String]) throws -> FlightPage {
+        let flight = try Self.flightID(query["flight"])
+        let now = now()
+        let summary = try store.consoleSummary(flight: flight)
+        let status: BagStatus?
+        switch query["status"] ?? "" {
+        case "": status = summary.bags.missing > 0 ? .missing : nil
+        case "all": status = nil
+        case let text:
+            guard let known = BagStatus(rawValue: text) else {
+                throw Refusal(message: "status must be missing, in-transit, arrived or all, not '\(InertText.escape(text))'")
+            }
+            status = known
+        }
+        let after = try query["after"].flatMap { $0.isEmpty ? nil : try Self.tag($0) }
+        let page = try store.consoleBags(flight: flight, status: status, after: after, limit: Self.bagsPerPage)
+        let devices = try store.consoleDevices(flight: flight).map { device in
+            let statistics = device.statistics
+            return DeviceLine(
+                device: InertText.escape(device.device), orders: device.orders, scans: device.scans,
+                lastContact: statistics?.lastSync, lagSeconds: statistics?.lastSync.map { now.timeIntervalSince($0) },
+                rejects: statistics?.rejects ?? 0, lastRejectAt: statistics?.lastRejectAt,
+                lastRejectReason: statistics?.lastRejectReason.map(InertText.escape), limited: statistics?.limited ?? 0)
+        }
+        return FlightPage(
+            now: now, summary: Self.line(summary), devices: devices, status: status?.rawValue ?? "all",
+            bags: page.bags.map(Self.bagLine), after: after?.uuidString, next: page.next?.uuidString)
+    }
+
+    // MARK: Devices, bags, receipts
+
+    struct DevicesPage: Encodable {
+        struct Line: Encodable {
+            var device: String
+            var lastSync: Date?
+            var batches, records, new, duplicates, rejects, limited: Int
+            var lastRejectAt: Date?
+            var lastRejectReason: String?
+            /// On the allow list now (`false`: revoked, or never allowed); `nil` in insecure mode, which has none.
+            var allowed: Bool?
+        }
+        var now: Date
+        var insecure: Bool
+        var devices: [Line]
+        var allowListError: String?
+    }
+
+    func devices() throws -> DevicesPage {
+        var allowed: Set<String> = []
+        var allowListError: String?
+        do { allowed = Set(try DeviceAllowlist.load(from: devicesFile).devices.keys) } catch {
+            allowListError = InertText.escape("\(error)")
+        }
+        return DevicesPage(
+            now: now(), insecure: insecure,
+            devices: try store.deviceReport().devices.map {
+                .init(
+                    device: InertText.escape($0.device), lastSync: $0.lastSync, batches: $0.batches,
+                    records: $0.records, new: $0.new, duplicates: $0.duplicates, rejects: $0.rejects,
+                    limited: $0.limited, lastRejectAt: $0.lastRejectAt,
+                    lastRejectReason: $0.lastRejectReason.map(InertText.escape),
+                    allowed: insecure ? nil : allowed.contains($0.device))
+            }, allowListError: allowListError)
+    }
+
+    struct BagPage: Encodable {
+        var now: Date
+        var tag: String
+        var bags: [BagLine]
+    }
+
+    func bag(_ query: [String: String]) throws -> BagPage {
+        let tag = try Self.tag(query["tag"] ?? "")
+        return BagPage(now: now(), tag: tag.uuidString, bags: try store.consoleBag(tag: tag).map(Self.bagLine))
+    }
+
+    struct ReceiptPage: Encodable {
+        var now: Date
+        var flight: String
+        var seat: String
+        /// The receipt as `receipts/` holds it (`.txt`), rendered from the database now; `nil` when the seat has no
+        /// orders.
+        var text: String?
+        var error: String?
+    }
+
+    func receipt(_ query: [String: String]) throws -> ReceiptPage {
+        let flight = try Self.flightID(query["flight"])
+        let seatText = query["seat"] ?? ""
+        let seat: Seat
+        do { seat = try Seat(parsing: seatText) } catch {
+            throw Refusal(message: "seat '\(InertText.escape(seatText))' is not a seat: \(error)")
+        }
+        do {
+            let receipt = try store.receipt(flight: flight, seat: seat)
+            return ReceiptPage(now: now(), flight: flight.rawValue, seat: seat.rawValue, text: receipt?.text, error: nil)
+        } catch let error as ValidationError {
+            return ReceiptPage(
+                now: now(), flight: flight.rawValue, seat: seat.rawValue, text: nil,
+                error: InertText.escape("\(error)"))
+        }
+    }
+
+    // MARK: Parameters
+
+    static func flightID(_ text: String?) throws -> FlightID {
+        guard let text, !text.isEmpty else { throw Refusal(message: "flight is missing (flight=ZA101/2026-11-21)") }
+        do { return try FlightID(parsing: text) } catch {
+            throw Refusal(message: "'\(InertText.escape(text))' is not a flight id such as ZA101/2026-11-21")
+        }
+    }
+
+    static func tag(_ text: String) throws -> UUID {
+        guard let tag = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
+            throw Refusal(message: "'\(InertText.escape(text))' is not a tag id (a UUID such as 7C4E…-…)")
+        }
+        return tag
+    }
+
+    static func day(_ date: Date) -> String {
+        String(ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate]))
+    }
+
+    static func isDay(_ text: String) -> Bool {
+        text.count == 10 && text.enumerated().allSatisfy { index, character in
+            index == 4 || index == 7 ? character == "-" : character.isASCII && character.isNumber
+        }
+    }
+}

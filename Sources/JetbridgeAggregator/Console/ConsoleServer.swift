@@ -1,0 +1,95 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The operator's console of `serve --console HOST:PORT`: a read-only web board of flights, devices, bags and
+/// receipts that updates itself (docs/AGGREGATOR.md, "Console").
+///
+/// Served by the same SwiftNIO HTTP/1 server as the metrics endpoint (``MetricsServer``, with its ``HTTPLimits``:
+/// connection cap, request and idle timeouts, bounded pipelining and unsent output), on one event-loop thread of its
+/// own. Every answer that reads the store runs on a pool of two threads (`NIOThreadPool`) and is written from the
+/// future when it completes: a store call blocks (SQLite, or a wait on a PostgreSQL future, which SwiftNIO traps on an
+/// event loop). The store is a reader of its own (``ConsoleReading``), opened for the console: its reads never take a
+/// connection the store thread or the receipts thread uses, and in WAL mode they never block a commit.
+///
+/// Pages carry their CSS and script inline (no external asset: it works on an airport LAN with no internet), under a
+/// Content-Security-Policy that allows only those, by a nonce drawn per page. Each page polls its JSON endpoint
+/// (`/api/…`) every few seconds and redraws without a reload; device text reaches the page through `textContent`
+/// only, escaped by ``InertText`` first.
+final class ConsoleServer: Sendable {
+    /// The address actually bound, `HOST:PORT`.
+    let endpoint: String
+    private let http: MetricsServer
+    private let pool: NIOThreadPool
+    let api: ConsoleAPI
+
+    /// How many store reads may run at once: the console must not take the machine's two cores from the store
+    /// thread; a third request waits in the pool's queue.
+    static let readThreads = 2
+
+    /// Binds `endpoint` and opens nothing else; ``start()`` answers.
+    /// - Parameters:
+    ///   - endpoint: `HOST:PORT`, as ``endpoint(_:)`` normalised it.
+    ///   - store: The console's own reader.
+    ///   - home: Where the allow list is (the devices page shows revoked devices).
+    ///   - insecure: `--insecure`: there is no allow list to show.
+    ///   - limits: The bounds on clients (the metrics endpoint's).
+    ///   - logger: Where the connection cap biting is logged.
+    /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:)``.
+    init(
+        endpoint: String, store: any ConsoleReading, home: AggregatorHome, insecure: Bool,
+        limits: HTTPLimits = HTTPLimits(), logger: Logger
+    ) throws {
+        http = try MetricsServer(endpoint: endpoint, limits: limits, name: "console", logger: logger)
+        self.endpoint = http.endpoint
+        pool = NIOThreadPool(numberOfThreads: Self.readThreads)
+        api = ConsoleAPI(store: store, devicesFile: home.devicesFile, insecure: insecure)
+    }
+
+    /// Starts answering.
+    func start() {
+        pool.start()
+        let pool = pool
+        let api = api
+        // The landing page's flights decoded once before anyone asks (a big flight's orders take a while the first
+        // time; later answers use the kept totals): one pool thread, in the background.
+        pool.submit { state in
+            guard state == .active else { return }
+            api.warm()
+        }
+        http.start(answering: { request, eventLoop in
+            guard request.method == .GET || request.method == .HEAD else {
+                return eventLoop.makeSucceededFuture(
+                    .init(status: .methodNotAllowed, body: "the console is read-only: GET and HEAD only\n"))
+            }
+            if let page = ConsolePage(path: request.path) {
+                return eventLoop.makeSucceededFuture(page.response())
+            }
+            guard request.path.hasPrefix("/api/") else {
+                return eventLoop.makeSucceededFuture(
+                    .init(status: .notFound, body: "not found; the console's pages are /, /devices, /bag and /receipt\n"))
+            }
+            return pool.runIfActive(eventLoop: eventLoop) { api.answer(request) }
+        })
+    }
+
+    /// Stops answering, closes the socket, the pool and the console's store reader; blocks until done.
+    func shutdown() {
+        http.shutdown()
+        try? pool.syncShutdownGracefully()
+        try? api.store.close()
+    }
+
+    /// `HOST:PORT` from the `console` setting: a port alone (`9570`, `:9570`) is loopback's, `127.0.0.1:9570`.
+    /// - Throws: ``AggregatorError`` `.badConfiguration` naming the value.
+    static func endpoint(_ value: String) throws -> String {
+        let trimmed = value.hasPrefix(":") ? String(value.dropFirst()) : value
+        let endpoint = Int(trimmed) != nil ? "127.0.0.1:\(trimmed)" : value
+        _ = try MetricsServer.parse(endpoint, what: "the console endpoint", port: 9570)
+        return endpoint
+    }
+}
