@@ -37,9 +37,11 @@ let package = Package(
         // One helper per system job for every layer (swift-nio's `syscall` and NIOConcurrencyHelpers): the syscall
         // wrapper and its error, atomic file writes, `Locked`, named threads, `Duration` conversions, the open-files
         // limit.
-        // CFatalSignals: the fatal-signal handler, in C because a signal handler must not allocate.
+        // CFatalSignals: the fatal-signal handler, in C because a signal handler must not allocate. CSystemCalls:
+        // system calls Swift's Glibc module does not export (`syncfs`, a GNU extension).
         .target(name: "CFatalSignals"),
-        .target(name: "SystemSupport", dependencies: ["CFatalSignals"]),
+        .target(name: "CSystemCalls"),
+        .target(name: "SystemSupport", dependencies: ["CFatalSignals", "CSystemCalls"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
 
         // MARK: Codec

@@ -27,6 +27,11 @@ struct RunFigures {
     var peakKiB: [Int] = []
     /// PostgreSQL's CPU seconds from the first sync start to the last exit, and to the receipts' catching up.
     var serverCPU: (sync: Double, caughtUp: Double)?
+    /// Seconds from the last exit until no seat was marked for a receipt rewrite; nil when it did not happen in 600 s.
+    var receiptsCatchUp: Double?
+    /// The receipts' floor from the same run (SQLite mode): `receipts rebuild` of the synced store into an empty
+    /// directory, every receipt rendered and written once, in seconds.
+    var receiptsRebuild: Double?
     var pass = false
 }
 
@@ -192,6 +197,7 @@ struct SyncRun {
         // Receipts may trail the acks (the receipts thread waits for the store to go idle): wait until no seat is
         // marked, then read the threads again, so the whole cost of the receipts shows.
         let catchUpSeconds = waitForReceipts(aggregators[0].home, timeout: 600)
+        figures.receiptsCatchUp = catchUpSeconds
         let threadCPUCaughtUp = serves.map(threadTimes)
         if let postmaster, let serverCPU0, let serverCPUSync {
             figures.serverCPU = (
@@ -311,6 +317,29 @@ struct SyncRun {
                 )
             }
             rowsChecked = ", one row per order id and per scan"
+        }
+        if !several, case .sqlite = store {
+            // The floor for the receipts: the same store's receipts rendered and written once, by the same binary,
+            // into an empty directory (another home, the synced store named by --store).
+            let floorHome = directory.appendingPathComponent("receipts-floor")
+            try FileManager.default.createDirectory(at: floorHome, withIntermediateDirectories: true)
+            let started = now()
+            let status = run(
+                aggregatorExecutable,
+                [
+                    "--home", floorHome.path, "receipts", "rebuild", "--store",
+                    aggregators[0].home.appendingPathComponent("jetbridge.sqlite").path,
+                ],
+                log: setupLog)
+            if status == 0 {
+                figures.receiptsRebuild = now() - started
+                say(
+                    String(
+                        format: "receipts rebuild of the synced store into an empty directory: %.1f s",
+                        figures.receiptsRebuild!))
+            } else {
+                say("receipts rebuild failed (\(status)):\n\(tail(setupLog))")
+            }
         }
         let expectedOrders = expected.flights.reduce(0) { $0 + $1.orders }
         let expectedBags = expected.flights.reduce(0) { $0 + $1.bags.checked }

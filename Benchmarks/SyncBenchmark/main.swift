@@ -61,6 +61,13 @@ case .sqlite:
         String(
             format: "aggregator peak RSS (MB)      %11.1f   ≤ 256      %@", Double(peakKiB) / 1024,
             met(peakKiB <= 256 * 1024)))
+    // Receipts (issue 29): caught up soon after the last device, next to one rebuild of the same store.
+    let caughtUp = figures.receiptsCatchUp
+    say(
+        String(
+            format: "receipts caught up after (s)  %11.1f   ≤ 20       %@", caughtUp ?? .nan,
+            caughtUp.map { $0 <= 20 } == true ? "PASS" : "FAIL"))
+    say(String(format: "receipts rebuild, same store  %11.1f", figures.receiptsRebuild ?? .nan))
     say("correctness                   \(pass ? "       PASS" : "       FAIL")")
 case .postgres(let url):
     pass = try benchmark.postgresMode(url: url)

@@ -141,7 +141,10 @@ package enum FileSystem {
     /// Writes `data` to a new file created with `mode` (so a secret is never readable by others, not even for a
     /// moment) and fsyncs it; the file must not exist yet, and a link at `path` is refused (`O_EXCL`,
     /// ``openFile(_:_:mode:operation:)``).
-    package static func writeNewFile(_ data: Data, to path: String, mode: mode_t) throws(SystemError) {
+    /// - Parameter sync: `false` leaves the fsync to the caller (``AtomicFileGroup`` flushes a group of files at once).
+    package static func writeNewFile(
+        _ data: Data, to path: String, mode: mode_t, sync: Bool = true
+    ) throws(SystemError) {
         let fd = try openFile(path, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
         var isOpen = true
         defer { if isOpen { close(fd) } }
@@ -149,7 +152,7 @@ package enum FileSystem {
         try data.withUnsafeBytes { buffer in
             Result { () throws(SystemError) in try writeFully(fd, buffer, path: path) }
         }.get()
-        try syscall("fsync", path: path) { fsync(fd) }
+        if sync { try syscall("fsync", path: path) { fsync(fd) } }
         isOpen = false
         // close(2) is never retried: on Linux the descriptor is gone even when it reports EINTR.
         if close(fd) != 0 { throw SystemError("close", path: path, errno: errno) }

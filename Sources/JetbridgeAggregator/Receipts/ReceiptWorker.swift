@@ -1,7 +1,7 @@
 import Foundation
+import JetbridgeStore
 import Logging
 import SystemSupport
-import JetbridgeStore
 
 /// The receipts thread: rewrites the receipts of seats the store marked, off the ack path, after commits; once at
 /// start-up (repairing what a crash left behind, after removing the temporary files a killed writer left:
@@ -12,10 +12,13 @@ import JetbridgeStore
 /// reads and decodes every order of every marked seat, and during a bulk sync nearly every commit marks nearly every
 /// seat, so refreshing along the way re-reads the growing store again and again for receipts that are stale again at
 /// the next commit. The refresh runs once the store thread reports it is idle (no batch for its idle interval, about
-/// a second), or ``maximumDeferral`` after the first commit it waits for, whichever comes first. Refreshes are also at
-/// least `interval` apart, and a refresh that took `t` waits `t ×` ``backoffFactor`` before the next, so receipts
-/// take at most about a tenth of a core however many orders a seat has. The marks are in the store, so a later
-/// refresh loses nothing.
+/// a second), or ``RefreshSchedule/maximumDeferral`` after the first commit it waits for, whichever comes first.
+/// Refreshes are also at least `interval` apart, and while batches keep coming a refresh that took `t` waits
+/// `t ×` ``RefreshSchedule/backoffFactor`` before the next, so receipts take at most about a tenth of a core from a
+/// sync however many orders a seat has. Once the store is idle nothing competes for the CPU and the next refresh waits
+/// `interval` only: a refresh that ran during a long sync otherwise held the whole backlog back for nine times its own
+/// length after the sync had ended (300 devices: receipts caught up 201 s after it, issue 29). The marks are in the
+/// store, so a later refresh loses nothing.
 final class ReceiptWorker: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending = true  // the start-up refresh
@@ -42,8 +45,8 @@ final class ReceiptWorker: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Something was committed: refresh once the store thread goes idle (or ``maximumDeferral`` from now at the
-    /// latest). Several signals before a refresh make one refresh.
+    /// Something was committed: refresh once the store thread goes idle (or ``RefreshSchedule/maximumDeferral`` from
+    /// now at the latest). Several signals before a refresh make one refresh.
     func signal() {
         condition.lock()
         pending = true
@@ -77,13 +80,6 @@ final class ReceiptWorker: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// A refresh that took `t` waits at least `t × backoffFactor` before the next: receipts take at most about a
-    /// tenth of a core however many orders a seat has (4 still left them a quarter of the aggregator's CPU in perf).
-    static let backoffFactor = 9.0
-
-    /// How long receipts may lag behind commits while batches keep coming, at most (plus the refresh's own time).
-    static let maximumDeferral: TimeInterval = 30
-
     /// The receipts thread's loop (``ReceiptsService`` runs it on its own thread); returns after ``requestStop()``.
     func run() {
         do { try writer.removeLeftovers() } catch {
@@ -91,7 +87,7 @@ final class ReceiptWorker: @unchecked Sendable {
                 "could not remove leftover temporary receipt files",
                 metadata: ["directory": "\(writer.directory.path)", "error": "\(error)"])
         }
-        var notBefore = Date.distantPast
+        var schedule = RefreshSchedule(interval: interval)
         // A full disk fails every refresh: logged once, then a count every 30 s.
         var failures = RepeatedFailure()
         while true {
@@ -101,8 +97,7 @@ final class ReceiptWorker: @unchecked Sendable {
                     condition.wait()
                     continue
                 }
-                var due = notBefore
-                if !storeIdle, let deferredSince { due = max(due, deferredSince + Self.maximumDeferral) }
+                let due = schedule.due(storeIdle: storeIdle, deferredSince: deferredSince)
                 if Date() >= due { break }
                 _ = condition.wait(until: due)
             }
@@ -113,10 +108,11 @@ final class ReceiptWorker: @unchecked Sendable {
             condition.unlock()
             if work {
                 let started = Date()
+                var failed = false
                 defer {
                     let took = Date().timeIntervalSince(started)
                     refreshed?(.nanoseconds(Int64(took * 1e9)))
-                    notBefore = Date().addingTimeInterval(max(interval, took * Self.backoffFactor))
+                    schedule.refreshed(at: Date(), took: took, failed: failed)
                 }
                 do {
                     var firstGroup = true
@@ -132,6 +128,7 @@ final class ReceiptWorker: @unchecked Sendable {
                     }
                 } catch {
                     // The marks stay in the store; retried after the interval without waiting for another commit.
+                    failed = true
                     condition.lock()
                     pending = true
                     condition.unlock()
@@ -151,5 +148,44 @@ final class ReceiptWorker: @unchecked Sendable {
             }
             if last { return }
         }
+    }
+}
+
+/// When the receipts thread may refresh next (``ReceiptWorker``'s rule as a value, tested without threads): at least
+/// `interval` after the last refresh; while batches keep coming, also ``backoffFactor`` times its length after it and
+/// no sooner than the store goes idle or ``maximumDeferral`` after the first commit waiting, whichever is first; once
+/// the store is idle, `interval` after it, unless it failed.
+struct RefreshSchedule: Hashable, Sendable {
+    /// A refresh that took `t` waits at least `t × backoffFactor` before the next while batches keep coming: receipts
+    /// take at most about a tenth of a core from a sync however many orders a seat has (4 still left them a quarter of
+    /// the aggregator's CPU in perf).
+    static let backoffFactor = 9.0
+
+    /// How long receipts may lag behind commits while batches keep coming, at most (plus the refresh's own time).
+    static let maximumDeferral: TimeInterval = 30
+
+    let interval: TimeInterval
+    /// The earliest next refresh while batches keep coming.
+    private(set) var busyNotBefore = Date.distantPast
+    /// The earliest next refresh once the store is idle.
+    private(set) var idleNotBefore = Date.distantPast
+
+    init(interval: TimeInterval) { self.interval = interval }
+
+    /// A refresh ended at `end` after `took` seconds. One that failed (a full disk fails each one, after rendering
+    /// every receipt) waits `took × backoffFactor` also when the store is idle.
+    mutating func refreshed(at end: Date, took: TimeInterval, failed: Bool) {
+        busyNotBefore = end.addingTimeInterval(max(interval, took * Self.backoffFactor))
+        idleNotBefore = failed ? busyNotBefore : end.addingTimeInterval(interval)
+    }
+
+    /// When a refresh that is pending may start.
+    /// - Parameters:
+    ///   - storeIdle: Whether the store thread found no batch waiting since the last commit.
+    ///   - deferredSince: The first commit not refreshed yet while batches kept coming.
+    func due(storeIdle: Bool, deferredSince: Date?) -> Date {
+        guard !storeIdle else { return idleNotBefore }
+        guard let deferredSince else { return busyNotBefore }
+        return max(busyNotBefore, deferredSince + Self.maximumDeferral)
     }
 }

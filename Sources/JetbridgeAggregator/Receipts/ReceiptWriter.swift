@@ -1,8 +1,8 @@
 public import Foundation
 public import JetbridgeModel
+public import JetbridgeStore
 public import Logging
 import SystemSupport
-public import JetbridgeStore
 
 #if canImport(Glibc)
     import Glibc
@@ -11,8 +11,9 @@ public import JetbridgeStore
 #endif
 
 /// Writes one receipt per passenger seat per flight as `<fileStem>.txt` (``Receipt/text``) and `<fileStem>.json`
-/// under a directory it owns, each file replaced atomically: written to a temporary file in the same directory,
-/// fsynced, renamed over the old one, and the directory fsynced.
+/// under a directory it owns, each file replaced atomically, a group of receipts at a time: every new file written to
+/// a temporary file in the same directory, then the group flushed once (`syncfs(2)`), each file renamed over the old
+/// one, and the directory fsynced once (`AtomicFileGroup`). A crash leaves each file old or new, never torn.
 ///
 /// It owns the files whose names it could have written (`ZA101_2026-11-21_17B.txt`/`.json`) and its leftover
 /// temporary files; ``rebuildAll(_:)`` removes those it owns that no receipt produces, and nothing else.
@@ -39,15 +40,17 @@ public struct ReceiptWriter: Sendable {
     /// - Throws: ``StoreError`` with code `fileSystem`.
     public func write(_ receipt: Receipt) throws {
         try prepareDirectory()
-        try replace(receipt)
-        try storeIO(FileSystem.syncDirectory(directory.path))
+        let group = try storeIO(AtomicFileGroup(directory: directory.path))
+        try stage(receipt, in: group)
+        try storeIO(group.commit())
     }
 
     /// Writes the receipts of every seat that new orders touched since the last refresh, then clears those marks.
     ///
-    /// A seat whose orders all moved elsewhere loses its files. Marks are cleared only after the files are durable,
-    /// and only if no newer commit marked the seat again, so a crash at any point leaves work to redo, never a stale
-    /// receipt.
+    /// A seat whose orders all moved elsewhere loses its files. Each group of seats (one step of the store's walk) is
+    /// written as one `AtomicFileGroup`: temporary files, one flush, the renames, one directory fsync. Marks are
+    /// cleared only after that, and only if no newer commit marked the seat again, so a crash at any point leaves
+    /// work to redo, never a stale or torn receipt.
     /// - Parameters:
     ///   - store: The store whose marks to work off.
     ///   - shouldContinue: Asked before each group of seats; `false` stops early, leaving the remaining marks for the
@@ -62,6 +65,7 @@ public struct ReceiptWriter: Sendable {
         var after: ReceiptMark?
         while shouldContinue() {
             try prepareDirectory()
+            let group = try storeIO(AtomicFileGroup(directory: directory.path))
             var failed = 0
             let chunk = try store.refreshReceipts(
                 after: after, limit: Self.refreshChunk,
@@ -75,12 +79,12 @@ public struct ReceiptWriter: Sendable {
                 },
                 write: { flight, seat, receipt in
                     if let receipt {
-                        try replace(receipt)
+                        try stage(receipt, in: group)
                     } else {
                         try removeFiles(stem: Self.stem(flight: flight, seat: seat))
                     }
                 },
-                durable: { try storeIO(FileSystem.syncDirectory(directory.path)) })
+                durable: { try storeIO(group.commit()) })
             guard let last = chunk.last else { break }
             refreshed += chunk.count - failed
             after = last
@@ -164,10 +168,12 @@ public struct ReceiptWriter: Sendable {
     @discardableResult
     public func rebuildAll(_ store: any StoreReader) throws -> RebuildSummary {
         try prepareDirectory()
+        let group = try storeIO(AtomicFileGroup(directory: directory.path))
         var produced: Set<String> = []
         var written = 0
         var failed: [RebuildSummary.Failure] = []
-        // One seat's orders in memory at a time; the directory is synced once at the end.
+        // One seat's orders in memory at a time; files written in groups as the refresh writes them, the directory
+        // synced once more at the end.
         for flight in try store.flightsWithOrders() {
             try store.forEachReceipt(
                 flight: flight,
@@ -180,10 +186,12 @@ public struct ReceiptWriter: Sendable {
                         ])
                 }
             ) { receipt in
-                if try replace(receipt) { written += 1 }
+                if try stage(receipt, in: group) { written += 1 }
                 produced.insert(receipt.fileStem)
+                if group.count >= 2 * Self.refreshChunk { try storeIO(group.commit()) }
             }
         }
+        try storeIO(group.commit())
         var removed = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
             if Self.isTemporary(name) || (Self.ownedStem(of: name).map { !produced.contains($0) } ?? false) {
@@ -191,7 +199,7 @@ public struct ReceiptWriter: Sendable {
                 removed += 1
             }
         }
-        try storeIO(FileSystem.syncDirectory(directory.path))
+        try storeIO(group.commit())
         // Everything is current now; marks taken before the rebuild began may still be cleared by a refresh later.
         let summary = RebuildSummary(receipts: produced.count, written: written, removed: removed, failed: failed)
         logger.info(
@@ -227,34 +235,27 @@ public struct ReceiptWriter: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    /// Replaces both files of a receipt; the caller syncs the directory once for many receipts.
-    /// - Returns: Whether a file was written (`false`: both already held their bytes).
+    /// Stages both files of a receipt in `group`; its ``AtomicFileGroup/commit()`` replaces them.
+    /// - Returns: Whether a file was staged (`false`: both already held their bytes).
     @discardableResult
-    private func replace(_ receipt: Receipt) throws -> Bool {
+    private func stage(_ receipt: Receipt, in group: AtomicFileGroup) throws -> Bool {
         let stem = receipt.fileStem
-        let text = try replaceFile(named: stem + ".txt", with: receipt.textBytes())
-        let json = try replaceFile(named: stem + ".json", with: receipt.jsonBytes())
+        let text = try stageFile(named: stem + ".txt", with: receipt.textBytes(), in: group)
+        let json = try stageFile(named: stem + ".json", with: receipt.jsonBytes(), in: group)
         return text || json
     }
 
-    /// - Returns: Whether the file was written (`false`: it already held `bytes`).
-    private func replaceFile(named name: String, with bytes: [UInt8]) throws -> Bool {
+    /// - Returns: Whether the file was staged (`false`: it already held `bytes`).
+    private func stageFile(named name: String, with bytes: [UInt8], in group: AtomicFileGroup) throws -> Bool {
         let target = directory.appendingPathComponent(name).path
-        // A file that already holds these bytes was put there by this writer, fsynced before its rename; the caller
-        // still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing costs a
-        // read from the page cache, far less than writing, fsyncing and renaming a new copy.
+        // A file that already holds these bytes was put there by this writer, flushed before its rename; the group's
+        // commit still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing
+        // costs a read from the page cache, far less than writing, flushing and renaming a new copy.
         if Self.holds(bytes, path: target) { return false }
-        let data = Data(bytes)
         let temporary = directory.appendingPathComponent(
             ".\(name).\(ThisProcess.hostLabel)-\(ThisProcess.pid).\(UUID().uuidString).tmp"
         ).path
-        do {
-            try storeIO(FileSystem.writeNewFile(data, to: temporary, mode: 0o644))
-            try storeIO(FileSystem.rename(temporary, to: target))
-        } catch {
-            try? FileSystem.unlinkIfExists(temporary)
-            throw error
-        }
+        try storeIO(group.stage(Data(bytes), temporary: temporary, target: target, mode: 0o644))
         return true
     }
 
