@@ -120,7 +120,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         }
         if let console {
             do { _ = try ConsoleServer.endpoint(console) } catch let error as AggregatorError {
-                throw AggregatorError(.badConfiguration, "configuration key 'console': \(error.message)")
+                throw AggregatorError(.dataError, "configuration key 'console': \(error.message)")
             }
         }
     }

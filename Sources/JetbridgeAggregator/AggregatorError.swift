@@ -22,14 +22,3 @@ public struct AggregatorError: Error, Hashable, Sendable, CustomStringConvertibl
 
     public var description: String { message }
 }
-
-// The aggregator's former names for three statuses, kept only while files being changed elsewhere still spell them
-// (Server/, Store/, Operations/MetricsServer.swift); ExitStatus's names are the ones to use.
-extension ExitStatus {
-    @available(*, deprecated, renamed: "dataError")
-    public static var badConfiguration: ExitStatus { .dataError }
-    @available(*, deprecated, renamed: "tryAgain")
-    public static var temporary: ExitStatus { .tryAgain }
-    @available(*, deprecated, renamed: "failure")
-    public static var other: ExitStatus { .failure }
-}

@@ -24,7 +24,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///   - setting: The `store` key or `--store` value.
     ///   - home: Resolves a relative SQLite path.
     ///   - environment: Where `PGPASSWORD` is looked up.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` for a PostgreSQL URL that does not parse (shown without its
+    /// - Throws: ``AggregatorError`` `.dataError` for a PostgreSQL URL that does not parse (shown without its
     ///   password).
     public init(
         _ setting: String, home: AggregatorHome, environment: [String: String] = ProcessInfo.processInfo.environment
@@ -36,7 +36,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
         do {
             self = .postgres(url: setting, location: try PostgresLocation(setting, environment: environment))
         } catch let error as PostgresStoreError {
-            throw AggregatorError(.badConfiguration, "store: \(error.message)")
+            throw AggregatorError(.dataError, "store: \(error.message)")
         }
     }
 
@@ -68,7 +68,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///     statement or answer timeout (``PostgresStore/Timeouts/reading``); `serve`'s has (docs/STORE.md).
     ///   - logger: Where the store logs.
     /// - Throws: ``AggregatorError``: `.unavailable` when there is no store yet or the server cannot be reached,
-    ///   `.temporary` for a busy SQLite store or a full disk, `.badConfiguration` for a refused login.
+    ///   `.tryAgain` for a busy SQLite store or a full disk, `.dataError` for a refused login.
     public func open(create: Bool, logger: Logger) throws -> any StoreWriter {
         switch self {
         case .sqlite(let url):
@@ -101,7 +101,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                 if let temporary = AggregatorError(temporary: error, context: context) { throw temporary }
                 // 28P01/28000: a refused login is a configuration problem, not an outage.
                 let code: AggregatorError.Code =
-                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .badConfiguration
+                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .dataError
                     : .unavailable
                 // The message names the store (without its password) and what failed.
                 throw AggregatorError(code, error.message)
@@ -136,13 +136,13 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     /// Refuses a store whose directory group or others may write: anyone who can write there can put a link at the
     /// store's name between ``refuseLinks(at:)`` and SQLite's open. The home is made 0700 by
     /// ``AggregatorHome/secure()`` before; a store elsewhere must be in a directory as private.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` (65) naming the directory and its mode.
+    /// - Throws: ``AggregatorError`` `.dataError` (65) naming the directory and its mode.
     static func refuseOpenDirectory(of url: URL) throws {
         let directory = url.deletingLastPathComponent().path
         var info = stat()
         guard stat(directory, &info) == 0, info.st_mode & 0o022 != 0 else { return }
         throw AggregatorError(
-            .badConfiguration,
+            .dataError,
             "the store's directory \(directory) is writable by group or others (mode "
                 + "\(String(info.st_mode & 0o7777, radix: 8))): another user could put a link at the store's name "
                 + "there and have SQLite write into the file it names; keep the store in a directory only this user "

@@ -85,7 +85,7 @@ final class ConsoleServer: Sendable {
     }
 
     /// `HOST:PORT` from the `console` setting: a port alone (`9570`, `:9570`) is loopback's, `127.0.0.1:9570`.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` naming the value.
+    /// - Throws: ``AggregatorError`` `.dataError` naming the value.
     static func endpoint(_ value: String) throws -> String {
         let trimmed = value.hasPrefix(":") ? String(value.dropFirst()) : value
         let endpoint = Int(trimmed) != nil ? "127.0.0.1:\(trimmed)" : value

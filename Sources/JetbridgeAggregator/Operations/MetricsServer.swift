@@ -76,7 +76,7 @@ final class MetricsServer: Sendable {
     ///   - limits: The bounds on clients (`serve` takes the defaults; tests make them small).
     ///   - name: The endpoint in errors and logs (`metrics endpoint`, `console`).
     ///   - logger: Where the connection cap biting is logged.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` for a malformed endpoint, `.unavailable` when it cannot be
+    /// - Throws: ``AggregatorError`` `.dataError` for a malformed endpoint, `.unavailable` when it cannot be
     ///   bound (in use, no such address).
     init(
         endpoint: String, limits: HTTPLimits = HTTPLimits(), name: String = "metrics endpoint",
@@ -158,12 +158,12 @@ final class MetricsServer: Sendable {
     }
 
     /// Splits `HOST:PORT` (`[v6]:PORT` for IPv6).
-    /// - Throws: ``AggregatorError`` `.badConfiguration` naming the value.
+    /// - Throws: ``AggregatorError`` `.dataError` naming the value.
     static func parse(_ endpoint: String, what: String = "the metrics endpoint", port example: Int = 9560) throws
         -> (host: String, port: Int)
     {
         let bad = AggregatorError(
-            .badConfiguration,
+            .dataError,
             "\(what) '\(endpoint)' is not HOST:PORT (e.g. 127.0.0.1:\(example), 0.0.0.0:\(example), [::1]:\(example))")
         guard let colon = endpoint.lastIndex(of: ":"), let port = Int(endpoint[endpoint.index(after: colon)...]),
             (0...65_535).contains(port)

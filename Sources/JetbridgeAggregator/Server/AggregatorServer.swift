@@ -102,7 +102,7 @@ public final class AggregatorServer: Service, Sendable {
     ///   - configuration: Settings after flags were applied.
     ///   - logger: Where the server logs.
     /// - Throws: ``AggregatorError``: `.unavailable` for a missing key pair or an endpoint in use (naming it),
-    ///   `.badConfiguration` for a bad allow list or endpoint, `.temporary` for a busy store or a full disk,
+    ///   `.dataError` for a bad allow list or endpoint, `.tryAgain` for a busy store or a full disk,
     ///   `.unavailable` when another `serve` holds the home's lock (``HomeLock``).
     public convenience init(home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger) throws {
         try self.init(home: home, configuration: configuration, logger: logger, ackBounds: AckRoutes.Bounds())
@@ -220,7 +220,7 @@ public final class AggregatorServer: Service, Sendable {
                 let reader = try storeLocation.open(create: true, logger: logger)
                 guard let consoleStore = reader as? any ConsoleReading else {
                     try? reader.close()
-                    throw AggregatorError(.other, "the store \(storeLocation) cannot serve the console")
+                    throw AggregatorError(.failure, "the store \(storeLocation) cannot serve the console")
                 }
                 do {
                     consoleServerOrNil = try ConsoleServer(
@@ -255,7 +255,7 @@ public final class AggregatorServer: Service, Sendable {
             try? store.close()
             if storeLocation.isShared { try? receiptStore.close() }
             if let error = error as? AggregatorError { throw error }
-            throw AggregatorError(.other, "cannot start: \(error)")
+            throw AggregatorError(.failure, "cannot start: \(error)")
         }
         self.allowedDevices = allowlist.devices.count
     }
@@ -268,11 +268,11 @@ public final class AggregatorServer: Service, Sendable {
                 throw AggregatorError(
                     .unavailable, "the \(name) endpoint \(endpoint) is in use (is another aggregator running?)")
             }
-            throw AggregatorError(.badConfiguration, "cannot bind the \(name) endpoint \(endpoint): \(error.text)")
+            throw AggregatorError(.dataError, "cannot bind the \(name) endpoint \(endpoint): \(error.text)")
         }
     }
 
-    /// Turns a failure to open the store into the operator's error: `.temporary` for a full disk or a busy store
+    /// Turns a failure to open the store into the operator's error: `.tryAgain` for a full disk or a busy store
     /// (``FailureClass``), else `.unavailable`.
     static func storeError(_ error: any Error, path: String) -> AggregatorError {
         let context = "cannot open the store \(path)"
@@ -362,7 +362,7 @@ public final class AggregatorServer: Service, Sendable {
         finish()
         if let failure {
             if let failure = failure as? AggregatorError { throw failure }
-            throw AggregatorError(.other, "serve stopped: \(failure)")
+            throw AggregatorError(.failure, "serve stopped: \(failure)")
         }
     }
 

@@ -37,17 +37,17 @@ public struct DeviceAllowlist: Hashable, Sendable {
     }
 
     /// Admits `device` with `publicKey`, replacing its previous key.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` for an invalid device id or key, or a key that already
+    /// - Throws: ``AggregatorError`` `.dataError` for an invalid device id or key, or a key that already
     ///   belongs to another device (one key must name one device, or `User-Id` would be ambiguous).
     public mutating func allow(device: String, publicKey: String) throws {
         try Self.check(device: device)
         let key = publicKey.trimmingCharacters(in: .whitespacesAndNewlines)
         guard Z85.curveKey(key) != nil else {
             throw AggregatorError(
-                .badConfiguration, "'\(Validation.visible(publicKey.prefix(60)))' is not a CURVE public key (40 characters of Z85)")
+                .dataError, "'\(Validation.visible(publicKey.prefix(60)))' is not a CURVE public key (40 characters of Z85)")
         }
         if let owner = devices.first(where: { $0.value == key && $0.key != device })?.key {
-            throw AggregatorError(.badConfiguration, "that public key already belongs to device '\(owner)'")
+            throw AggregatorError(.dataError, "that public key already belongs to device '\(owner)'")
         }
         devices[device] = key
     }
@@ -61,7 +61,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
 
     static func check(device: String) throws {
         do { try Validation.deviceID(device) } catch {
-            throw AggregatorError(.badConfiguration, "'\(Validation.visible(device.prefix(60)))' is not a valid device id: \(error)")
+            throw AggregatorError(.dataError, "'\(Validation.visible(device.prefix(60)))' is not a valid device id: \(error)")
         }
     }
 
@@ -71,7 +71,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
     }
 
     /// Reads the allow list; a missing file is an empty list.
-    /// - Throws: ``AggregatorError`` `.badConfiguration` when the file is not a valid allow list.
+    /// - Throws: ``AggregatorError`` `.dataError` when the file is not a valid allow list.
     public static func load(from url: URL) throws -> DeviceAllowlist {
         guard FileManager.default.fileExists(atPath: url.path) else { return DeviceAllowlist() }
         do {
@@ -85,9 +85,9 @@ public struct DeviceAllowlist: Hashable, Sendable {
             list.limits = file.limits ?? [:]
             return list
         } catch let error as AggregatorError {
-            throw AggregatorError(.badConfiguration, "\(url.path): \(error.message)")
+            throw AggregatorError(.dataError, "\(url.path): \(error.message)")
         } catch {
-            throw AggregatorError(.badConfiguration, "\(url.path) is not a valid allow list: \(error)")
+            throw AggregatorError(.dataError, "\(url.path) is not a valid allow list: \(error)")
         }
     }
 

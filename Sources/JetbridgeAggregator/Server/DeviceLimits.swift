@@ -75,7 +75,7 @@ public struct DeviceLimits: Hashable, Sendable {
             ] {
                 if let value, value < 1 {
                     throw AggregatorError(
-                        .badConfiguration, "limits of '\(device.prefix(60))': \(name) \(value) must be at least 1")
+                        .dataError, "limits of '\(device.prefix(60))': \(name) \(value) must be at least 1")
                 }
             }
         }

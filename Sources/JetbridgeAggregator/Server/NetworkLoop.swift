@@ -139,7 +139,7 @@ final class NetworkLoop: @unchecked Sendable {
             // The store thread ends once the queue is closed and drained; its last answers go nowhere.
             queue.close()
             closeSockets()
-            throw AggregatorError(.other, "the network thread stopped: \(error)")
+            throw AggregatorError(.failure, "the network thread stopped: \(error)")
         }
         retryHeld(now: .now)
         let unsent = routes.dropAllHeld()
