@@ -9,8 +9,10 @@ struct DeliveryConfirmer: Sendable {
     struct Limits: Sendable {
         /// Seconds without an answer before a summary is asked again (of the next aggregator).
         var askAgain = 3.0
-        /// Seconds without any answer before the flight is given up for this run (an old ground ignores summaries).
-        var giveUp = 15.0
+        /// Seconds without any answer before the flight is given up for this run (an old ground ignores summaries, or
+        /// none is reachable). Longer than a link cut of half a minute mid-sync (Tests/netlab's `cut30`, whose devices
+        /// that had everything acknowledged before the cut gave up at 15 s), which the batches ride out too.
+        var giveUp = 60.0
         /// Resends of a flight after `mismatch`, at most, in one run.
         var maxResends = 3
         /// Seconds before asking again after `retry`.
