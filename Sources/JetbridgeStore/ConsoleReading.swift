@@ -186,3 +186,34 @@ extension ConsoleReading {
         }
     }
 }
+
+/// Folds one flight's scans, sorted by tag, into its bags with their status and the device and point of each bag's
+/// newest scan: the one fold both engines' console reads share.
+struct ConsoleBagFolder {
+    private var bags: [ConsoleBag] = []
+    private var newest: [UUID: (device: String, point: ScanPoint)] = [:]
+
+    /// Adds the next scan (scans of one tag come together).
+    mutating func add(_ scan: Scan) {
+        newest[scan.id] = (scan.device, scan.point)
+        if let last = bags.last, last.bag.tagID == scan.tag.id {
+            bags[bags.count - 1].bag.apply(scan)
+        } else {
+            bags.append(ConsoleBag(bag: BagState(scan: scan), status: .checked, lastDevice: nil, lastPoint: nil))
+        }
+    }
+
+    /// The bags, each with its status: arrived, missing once the flight is unloading (`unloading`), else in transit
+    /// or checked.
+    func bags(unloading: Bool) -> [ConsoleBag] {
+        bags.map { entry in
+            var entry = entry
+            let bag = entry.bag
+            entry.status =
+                bag.arrivedAt != nil ? .arrived : bag.departedAt != nil ? (unloading ? .missing : .inTransit) : .checked
+            entry.lastDevice = newest[bag.newestScanID]?.device
+            entry.lastPoint = newest[bag.newestScanID]?.point
+            return entry
+        }
+    }
+}

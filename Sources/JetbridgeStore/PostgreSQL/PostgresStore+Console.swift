@@ -200,8 +200,7 @@ extension PostgresStore: ConsoleReading {
     private func consoleBags(
         _ rows: some Sequence<PostgresRow>, flight: FlightID, unloading: Bool
     ) throws -> [ConsoleBag] {
-        var bags: [ConsoleBag] = []
-        var newest: [UUID: (device: String, point: ScanPoint)] = [:]
+        var folder = ConsoleBagFolder()
         for row in rows {
             let (_, tag, ownerText, weight, pointValue, scannedAt, id, device) =
                 try row.decode((String, UUID, String, Double, Int16, Double, UUID, String).self)
@@ -209,20 +208,8 @@ extension PostgresStore: ConsoleReading {
             let scan = Scan(
                 id: id, tag: LuggageTag(id: tag, owner: try ownerValue(ownerText), weight: weight), point: point,
                 scannedAt: Date(timeIntervalSinceReferenceDate: scannedAt), flight: flight, device: device)
-            newest[scan.id] = (device, point)
-            if let last = bags.last, last.bag.tagID == scan.tag.id {
-                bags[bags.count - 1].bag.apply(scan)
-            } else {
-                bags.append(ConsoleBag(bag: BagState(scan: scan), status: .checked, lastDevice: nil, lastPoint: nil))
-            }
+            folder.add(scan)
         }
-        for index in bags.indices {
-            let bag = bags[index].bag
-            bags[index].status =
-                bag.arrivedAt != nil ? .arrived : bag.departedAt != nil ? (unloading ? .missing : .inTransit) : .checked
-            bags[index].lastDevice = newest[bag.newestScanID]?.device
-            bags[index].lastPoint = newest[bag.newestScanID]?.point
-        }
-        return bags
+        return folder.bags(unloading: unloading)
     }
 }

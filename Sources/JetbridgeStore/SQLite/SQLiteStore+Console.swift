@@ -317,29 +317,16 @@ extension SQLiteStore: ConsoleReading {
 
     /// Folds scan rows (``scanColumns``, sorted by tag) of one flight into bags with their status and newest scan.
     static func consoleBags(rows: [Row], flight: FlightID, unloading: Bool) throws -> [ConsoleBag] {
-        var bags: [ConsoleBag] = []
-        var newest: [UUID: (device: String, point: ScanPoint)] = [:]
+        var folder = ConsoleBagFolder()
         for row in rows {
             let owner = try ownerValue(row[2])
             let point: ScanPoint = (row[4] as Int) == 0 ? .origin : .destination
             let scan = Scan(
                 id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]), point: point,
                 scannedAt: Date(timeIntervalSinceReferenceDate: row[5]), flight: flight, device: row[7])
-            newest[scan.id] = (scan.device, point)
-            if let last = bags.last, last.bag.tagID == scan.tag.id {
-                bags[bags.count - 1].bag.apply(scan)
-            } else {
-                bags.append(ConsoleBag(bag: BagState(scan: scan), status: .checked, lastDevice: nil, lastPoint: nil))
-            }
+            folder.add(scan)
         }
-        for index in bags.indices {
-            let bag = bags[index].bag
-            bags[index].status =
-                bag.arrivedAt != nil ? .arrived : bag.departedAt != nil ? (unloading ? .missing : .inTransit) : .checked
-            bags[index].lastDevice = newest[bag.newestScanID]?.device
-            bags[index].lastPoint = newest[bag.newestScanID]?.point
-        }
-        return bags
+        return folder.bags(unloading: unloading)
     }
 }
 
