@@ -267,6 +267,12 @@ final class SyncEngine: Sendable {
             try socket.set(.immediate, false)
             try socket.set(.heartbeatInterval, .seconds(5))
             try socket.set(.heartbeatTimeout, .seconds(15))
+            // Heartbeats alone miss a link that stalls under our own sends: libzmq produces its PING, and starts the
+            // heartbeat's timeout, only when the connection can take more output, so a data socket whose batches
+            // sit unacknowledged in a link that keeps failing (TCP backing off through 5 s cuts) waited 90 s in
+            // netlab's flapping profile. Data unacknowledged by the peer's TCP for 20 s ends the connection instead
+            // (a slow link shared by four devices at 1 Mbit/s saw stalls of over 10 s that then recovered).
+            try socket.set(.tcpMaxRetransmitTimeout, .seconds(20))
             try socket.set(.reconnectInterval, .milliseconds(100))
             // A link that returns is found within 1.5 s at most: a connect attempt whose SYN was lost in a cut gives
             // up after a second rather than waiting for the kernel's SYN retries (up to two minutes).

@@ -350,8 +350,11 @@ class Run:
             back = returns[-1]
             # Devices still syncing when the link last came back.
             pending = [d for d in self.devices if ended.get(d, float("inf")) > back]
-            first = {d: min((t for t, _ in acks[d] if t >= back), default=float("inf")) for d in pending}
-            result["first_ack"] = max((first[d] - back for d in pending), default=None)
+            # Of those, the ones with records still unacknowledged: a device whose records were all acknowledged
+            # before the return waits only for its flight's confirmation, and has no new ack to wait for.
+            unacked = [d for d in pending if sum(n for t, n in acks[d] if t < back) < self.args.records]
+            first = {d: min((t for t, _ in acks[d] if t >= back), default=float("inf")) for d in unacked}
+            result["first_ack"] = max((first[d] - back for d in unacked), default=None)
             result["drained"] = max((ended.get(d, float("inf")) - back for d in pending), default=None)
             result["returns"] = len(returns)
         if cut_at is not None:
