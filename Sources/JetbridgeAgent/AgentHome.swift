@@ -57,6 +57,8 @@ public struct AgentHome: Sendable, Hashable {
     public var defaultQueueDirectory: URL { url.appendingPathComponent("queue", isDirectory: true) }
     public var ordersDirectory: URL { url.appendingPathComponent("orders", isDirectory: true) }
     public var rejectedDirectory: URL { url.appendingPathComponent("rejected", isDirectory: true) }
+    /// Set-aside records an operator gave up on (`set-aside discard`), kept for the record.
+    public var discardedDirectory: URL { url.appendingPathComponent("discarded", isDirectory: true) }
     public var syncStateFile: URL { url.appendingPathComponent("sync-state.json") }
     /// Records the ground acknowledged, kept until it confirms their flight (``DeliveryArchive``).
     public var deliveredDirectory: URL { url.appendingPathComponent("delivered", isDirectory: true) }

@@ -149,8 +149,7 @@ extension CaptureService {
         }
         var setAside: [String: Set<UUID>] = [:]
         for sequence in setAsideSequences {
-            guard let data = try? Data(contentsOf: SetAside.file(for: sequence, in: configuration.home)),
-                let entry = try? SyncState.decoder.decode(SetAside.Entry.self, from: data),
+            guard let entry = try? SetAside.read(SetAside.file(for: sequence, in: configuration.home)),
                 let record = try? RecordCoding.decode(entry.record)
             else { continue }
             setAside[record.flight.rawValue, default: []].insert(record.id)
@@ -172,7 +171,9 @@ extension CaptureService {
                 missing.append("\(acknowledgedCount) acknowledged but not confirmed by the ground: run sync")
             }
             if !refused.isEmpty {
-                missing.append("\(refused.count) set aside (refused by the ground) in \(configuration.home.rejectedDirectory.path)")
+                missing.append(
+                    "\(refused.count) set aside (refused by the ground) in \(configuration.home.rejectedDirectory.path): "
+                        + "`set-aside list` shows why, `set-aside resend` queues them again")
             }
             return FlightDelivery(
                 flight: flight,

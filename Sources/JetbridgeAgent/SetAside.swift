@@ -43,6 +43,12 @@ enum SetAside {
         try Files.writeAtomically(data, to: file(for: record.sequence, in: home))
     }
 
+    /// Reads one set-aside file.
+    /// - Throws: The file system's or the decoder's error.
+    static func read(_ file: URL) throws -> Entry {
+        try SyncState.decoder.decode(Entry.self, from: Data(contentsOf: file))
+    }
+
     /// The file for one sequence.
     static func file(for sequence: UInt64, in home: AgentHome) -> URL {
         home.rejectedDirectory.appendingPathComponent("\(sequence).json")

@@ -22,6 +22,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
               jetbridge-agent --home cart-1 order --seat 17B --item Peanuts=2 --item Chips
               jetbridge-agent --home cart-1 scan --at origin --tag-file tags.txt
               jetbridge-agent --home cart-1 sync --until-drained --timeout 60
+              jetbridge-agent --home cart-1 set-aside list
 
             Exit codes (sysexits; the same as jetbridge-aggregator's for the same situation, \
             docs/EXIT-CODES.md): 0 done, 64 usage, 65 bad input data, 66 missing input file (--config, \
@@ -30,7 +31,10 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
             queue size cap, lock busy, sync stopped with records unacknowledged), 1 other failures.
             """,
         version: JetbridgeVersion.line(for: AgentTool.name),
-        subcommands: [OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, KeysCommand.self]
+        subcommands: [
+            OrderCommand.self, ScanCommand.self, StatusCommand.self, SyncCommand.self, SetAsideCommand.self,
+            KeysCommand.self,
+        ]
     )
 
     /// Parses and runs the command (JetbridgeCLI's `main`): an ``AgentError`` ends it with its message on standard

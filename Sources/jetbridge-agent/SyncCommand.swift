@@ -171,7 +171,7 @@ struct SyncCommand: AsyncParsableCommand {
             if outcome.statistics.setAside > 0 && outcome.exitCode == AgentError.Code.dataError.exitCode {
                 throw AgentError(
                     .dataError,
-                    "the ground refused \(outcome.statistics.setAside) record\(outcome.statistics.setAside == 1 ? "" : "s") in this sync: set aside in \(configuration.home.rejectedDirectory.path), not delivered; `jetbridge-agent status` lists them with the ground's reason"
+                    "the ground refused \(outcome.statistics.setAside) record\(outcome.statistics.setAside == 1 ? "" : "s") in this sync: set aside in \(configuration.home.rejectedDirectory.path), not delivered; `\(configuration.home.command("set-aside list"))` lists them with the ground's reason, `set-aside resend` queues them again once the cause is fixed"
                 )
             }
             if case .drained = outcome.ending {

@@ -93,6 +93,37 @@ struct SyncSocketTests {
         #expect(try MessagePackDecoder().decode(Record.self, from: entry.record).id == refused)
     }
 
+    @Test("a set-aside record queued again once the cause is fixed is delivered, and the flight is confirmed")
+    func setAsideResentAndDelivered() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let ids = try sandbox.capture(30)
+        let refused = ids[13]  // sequence 14
+        let fixed = Atomic<Bool>(false)
+        let ground = try TestGround { batch, _ in
+            if !fixed.load(ordering: .relaxed), let index = batch.records.firstIndex(where: { $0.record.id == refused }) {
+                return .reject(index: index)
+            }
+            return .store
+        }
+        defer { ground.stop() }
+        let first = try await sandbox.sync(ground)
+        #expect(first.exitCode == 65, "\(first.result)")
+        let service = CaptureService(configuration: try sandbox.configuration(), logger: Logger(label: "test"))
+        #expect(try service.status().verdict.contains("1 set aside"))
+
+        fixed.store(true, ordering: .relaxed)
+        #expect(try service.resendSetAside([14]) == [ResentRecord(from: 14, to: 31)])
+        #expect(service.setAsideRecords().isEmpty)
+        let second = try await sandbox.sync(ground)
+        #expect(second.exitCode == 0, "\(second.result)")
+        #expect(Set(ground.delivered.withLock { $0.records.keys }) == Set(ids))
+        let status = try service.status()
+        #expect(status.rejected == 0)
+        #expect(status.verdict == "all delivered and confirmed: safe to hand back", "\(status.verdict)")
+        #expect(status.flights.first?.captured == 30)
+    }
+
     @Test("--until-drained with a ground that never acks: stops at the timeout with 75, nothing acknowledged")
     func neverAcked() async throws {
         let sandbox = try SyncSandbox()
