@@ -39,6 +39,10 @@ struct DeliveryArchive {
         /// summarised on top of it, since the ground still holds these.
         var releasedCount: Int?
         var releasedDigest: String?
+        /// The orders in the released summary, upper-case id → revision. An order amended after the release is held
+        /// by the ground at its new revision only, so its released revision comes out of the released summary
+        /// (``holdings()``); scans are never revised and are not listed.
+        var releasedOrders: [String: Int]?
 
         var released: DeliverySummary? {
             guard let releasedCount, let releasedDigest, let digest = UInt64(releasedDigest, radix: 16) else {
@@ -133,6 +137,37 @@ struct DeliveryArchive {
     /// What the device holds acknowledged, per flight: each order at its highest revision (under that revision's
     /// flight), each scan once. Read from every flight's file, since a revision may move an order to another flight.
     func holdings() -> [String: Holding] {
+        let (orders, scans) = heldRecords()
+        var holdings: [String: Holding] = [:]
+        for flight in flights() { holdings[flight] = Holding() }
+        // Records retention released are still the ground's: the flight's summary starts from theirs, less the
+        // orders amended since (the ground holds those at their new revision, counted below or under another flight).
+        let confirmations = confirmations()
+        let newest = newestRevisions(orders, confirmations)
+        for (flight, confirmation) in confirmations {
+            guard var released = confirmation.released, holdings[flight] != nil else { continue }
+            for (id, revision) in confirmation.releasedOrders ?? [:] {
+                guard let uuid = UUID(uuidString: id), (newest[uuid] ?? 0) > revision else { continue }
+                released.remove(order: uuid, revision: revision)
+            }
+            holdings[flight]?.summary.merge(released)
+        }
+        for (id, order) in orders {
+            holdings[order.flight, default: Holding()].summary.add(order: id, revision: order.revision)
+            holdings[order.flight, default: Holding()].payloads.append(order.payload)
+        }
+        for (id, scan) in scans {
+            holdings[scan.flight, default: Holding()].summary.add(scan: id)
+            holdings[scan.flight, default: Holding()].payloads.append(scan.payload)
+        }
+        return holdings
+    }
+
+    /// Every acknowledged record in the files: each order at its highest revision (with that revision's flight), each
+    /// scan once.
+    private func heldRecords() -> (
+        orders: [UUID: (revision: Int, flight: String, payload: Data)], scans: [UUID: (flight: String, payload: Data)]
+    ) {
         var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
         var scans: [UUID: (flight: String, payload: Data)] = [:]
         for flight in flights() {
@@ -148,22 +183,21 @@ struct DeliveryArchive {
                 }
             }
         }
-        var holdings: [String: Holding] = [:]
-        for flight in flights() { holdings[flight] = Holding() }
-        // Records retention released are still the ground's: the flight's summary starts from theirs.
-        for (flight, confirmation) in confirmations() {
-            guard let released = confirmation.released, holdings[flight] != nil else { continue }
-            holdings[flight]?.summary.merge(released)
+        return (orders, scans)
+    }
+
+    /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
+    private func newestRevisions(
+        _ orders: [UUID: (revision: Int, flight: String, payload: Data)], _ confirmations: [String: Confirmation]
+    ) -> [UUID: Int] {
+        var newest = orders.mapValues(\.revision)
+        for confirmation in confirmations.values {
+            for (id, revision) in confirmation.releasedOrders ?? [:] {
+                guard let uuid = UUID(uuidString: id) else { continue }
+                newest[uuid] = max(newest[uuid] ?? 0, revision)
+            }
         }
-        for (id, order) in orders {
-            holdings[order.flight, default: Holding()].summary.add(order: id, revision: order.revision)
-            holdings[order.flight, default: Holding()].payloads.append(order.payload)
-        }
-        for (id, scan) in scans {
-            holdings[scan.flight, default: Holding()].summary.add(scan: id)
-            holdings[scan.flight, default: Holding()].payloads.append(scan.payload)
-        }
-        return holdings
+        return newest
     }
 
     /// One flight's acknowledged records: their summary and their bytes (each order's highest revision, each scan).
@@ -186,6 +220,7 @@ struct DeliveryArchive {
             count: summary.count, digest: summary.digestHex, confirmedAt: date, bytes: bytes)
         confirmation.releasedCount = all[flight]?.releasedCount
         confirmation.releasedDigest = all[flight]?.releasedDigest
+        confirmation.releasedOrders = all[flight]?.releasedOrders
         all[flight] = confirmation
         try save(all)
     }
@@ -239,11 +274,18 @@ struct DeliveryArchive {
     func applyRetention(_ retention: AgentConfiguration.Retention, now: Date = Date()) throws(AgentError) -> [String] {
         var all = confirmations()
         var total = totalBytes()
+        // Only a confirmation that is still the flight's summary: an order amended since into another flight has
+        // left this one, and the ground must confirm that before the records go.
+        let current = holdings()
         let candidates = flights().compactMap { flight -> (String, Date, Int64)? in
-            guard let confirmation = all[flight], confirmation.bytes == bytes(flight: flight) else { return nil }
+            guard let confirmation = all[flight], confirmation.bytes == bytes(flight: flight),
+                confirmation.summary == current[flight]?.summary
+            else { return nil }
             return (flight, confirmation.confirmedAt, bytes(flight: flight))
         }.sorted { $0.1 < $1.1 }
         var released: [String] = []
+        let (orders, _) = heldRecords()
+        let newest = newestRevisions(orders, all)
         for (flight, confirmedAt, size) in candidates {
             let expired = now.timeIntervalSince(confirmedAt) > retention.days * 86_400
             guard expired || total > retention.maxBytes else { continue }
@@ -252,6 +294,14 @@ struct DeliveryArchive {
             confirmation.releasedAt = now
             confirmation.releasedCount = confirmation.count
             confirmation.releasedDigest = confirmation.digest
+            // The orders the confirmed summary counts: the earlier release's still current, and this file's.
+            var releasedOrders = (confirmation.releasedOrders ?? [:]).filter { id, revision in
+                UUID(uuidString: id).map { (newest[$0] ?? 0) <= revision } ?? false
+            }
+            for (id, order) in orders where order.flight == flight && newest[id] == order.revision {
+                releasedOrders[id.uuidString] = order.revision
+            }
+            confirmation.releasedOrders = releasedOrders.isEmpty ? nil : releasedOrders
             confirmation.bytes = 0
             all[flight] = confirmation
             total -= size

@@ -32,6 +32,15 @@ public struct DeliverySummary: Hashable, Sendable {
         add(hash: hasher.finish())
     }
 
+    /// Takes out an order's revision added before (an order amended after its flight's records were released: the
+    /// ground counts only its newest revision).
+    public mutating func remove(order id: UUID, revision: Int) {
+        var removed = DeliverySummary()
+        removed.add(order: id, revision: revision)
+        count -= 1
+        digest &-= removed.digest
+    }
+
     /// Adds a scan.
     public mutating func add(scan id: UUID) {
         var hasher = KeyHasher()

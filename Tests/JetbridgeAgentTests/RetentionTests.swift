@@ -132,4 +132,69 @@ struct RetentionTests {
         #expect(archive.holdings()[flight]?.summary == held, "the released 100 still count in the flight's summary")
         #expect(archive.unconfirmedBytes() == others + archive.bytes(flight: flight))
     }
+
+    /// An order of `flight`, at `revision`, from cart-1.
+    static func order(_ id: UUID, revision: Int, flight: String) throws -> Data {
+        var order = Order.example
+        order.id = id
+        order.revision = revision
+        order.flight = try FlightID(flight)
+        order.device = "cart-1"
+        return try RecordCoding.encode(.order(order))
+    }
+
+    /// What the ground holds for one device and flight: each order at its newest revision under that revision's
+    /// flight, each scan once.
+    static func groundSummary(_ records: [Data], flight: String) throws -> DeliverySummary {
+        var newest: [UUID: (Int, String)] = [:]
+        var summary = DeliverySummary()
+        for payload in records {
+            switch try RecordCoding.decode(payload) {
+            case .order(let order):
+                if (newest[order.id]?.0 ?? 0) < order.revision { newest[order.id] = (order.revision, order.flight.rawValue) }
+            case .scan(let scan):
+                if scan.flight.rawValue == flight { summary.add(scan: scan.id) }
+            }
+        }
+        for (id, (revision, orderFlight)) in newest where orderFlight == flight { summary.add(order: id, revision: revision) }
+        return summary
+    }
+
+    @Test(arguments: ["ZA101/2026-11-21", "ZA102/2026-11-21"])
+    func anOrderAmendedAfterItsFlightWasReleasedIsCountedOnceAtItsNewRevision(amendedInto: String) throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = "ZA101/2026-11-21"
+        let ids = [UUID(), UUID(), UUID()]
+        var sent = try ids.map { try Self.order($0, revision: 1, flight: flight) }
+        try archive.append(sent)
+        let first = try #require(archive.holdings()[flight]?.summary)
+        #expect(first == (try Self.groundSummary(sent, flight: flight)))
+        try archive.confirm(flight: flight, summary: first, bytes: archive.bytes(flight: flight))
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 0, maxBytes: 1 << 30)) == [flight])
+
+        // The first order amended after the release (in the same flight, or moved to another), and a scan of the
+        // flight so that it has a file again: the device's summaries must be the ground's.
+        let amended = try Self.order(ids[0], revision: 2, flight: amendedInto)
+        let scan = try Self.scans(1, flight: flight)
+        try archive.append([amended] + scan)
+        sent += [amended] + scan
+        for summarised in Set([flight, amendedInto]) {
+            #expect(
+                archive.holdings()[summarised]?.summary == (try Self.groundSummary(sent, flight: summarised)),
+                "\(summarised): counted the amended order twice")
+        }
+
+        // Confirmed and released again, and amended once more: still the ground's summary.
+        for confirmed in Set([flight, amendedInto]) {
+            let held = try #require(archive.holdings()[confirmed]?.summary)
+            try archive.confirm(flight: confirmed, summary: held, bytes: archive.bytes(flight: confirmed))
+        }
+        #expect(Set(try archive.applyRetention(AgentConfiguration.Retention(days: 0, maxBytes: 1 << 30))) == Set([flight, amendedInto]))
+        let third = try Self.order(ids[0], revision: 3, flight: flight)
+        try archive.append([third])
+        sent.append(third)
+        #expect(archive.holdings()[flight]?.summary == (try Self.groundSummary(sent, flight: flight)))
+    }
 }
