@@ -46,60 +46,72 @@ struct ConsolePortTests {
 
         // 1. A 1 MiB header: refused (400) once past the 16 KiB head limit and closed (the kernel's buffers take the rest).
         // On threads of their own: the clients block.
-        let bigHeader = Task { try await onOwnThread { () throws -> (sent: Int, status: Int?, closed: Bool) in
-            let connection = try RawTCP(console)
-            defer { connection.close() }
-            let head = Array("GET / HTTP/1.1\r\nHost: x\r\nX-Big: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 1 << 20)
-            let sent = connection.sendAll(head + Array("\r\n\r\n".utf8), stallAfter: .seconds(5))
-            let status = Self.status(connection)
-            try waitUntilBlocking("the 1 MiB header's connection closes", timeout: Self.bound) {
-                connection.isClosedByPeer
-            }
-            return (sent, status, true)
-        } }
-
-        // 2. Slowloris: a head sent a byte a second never completes; the connection is closed at the request timeout.
-        let slow = Task { try await onOwnThread { () throws -> (bytes: Int, seconds: Double) in
-            let connection = try RawTCP(console)
-            defer { connection.close() }
-            let start = ContinuousClock.now
-            let head = Array("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 120)
-            var sent = 0
-            for byte in head {
-                if connection.isClosedByPeer || (try? connection.send(bytes: [byte])) == nil { break }
-                sent += 1
-                guard ContinuousClock.now - start < Self.bound else { break }
-                usleep(1_000_000)
-            }
-            let elapsed = ContinuousClock.now - start
-            return (sent, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        } }
-
-        // 3. Huge bodies on the sign-in form: announced (100 MiB) and chunked without a length; each 413 or closed
-        // after at most a few reads, never read in full.
-        let hugeBodies = Task { try await onOwnThread { () throws -> [(sent: Int, status: Int?)] in
-            var results: [(Int, Int?)] = []
-            let chunk = Array(repeating: UInt8(ascii: "a"), count: 1 << 20)
-            for chunked in [false, true] {
+        let bigHeader = Task {
+            try await onOwnThread { () throws -> (sent: Int, status: Int?, closed: Bool) in
                 let connection = try RawTCP(console)
                 defer { connection.close() }
                 let head =
-                    chunked
-                    ? "POST /sign-in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    : "POST /sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: \(100 << 20)\r\n\r\n"
-                try connection.send(head)
-                var sent = 0
-                for _ in 0..<100 {
-                    let piece = chunked ? Array("100000\r\n".utf8) + chunk + Array("\r\n".utf8) : chunk
-                    let written = connection.sendAll(piece, stallAfter: .seconds(3))
-                    sent += written
-                    if written < piece.count { break }
+                    Array("GET / HTTP/1.1\r\nHost: x\r\nX-Big: ".utf8)
+                    + Array(repeating: UInt8(ascii: "a"), count: 1 << 20)
+                let sent = connection.sendAll(head + Array("\r\n\r\n".utf8), stallAfter: .seconds(5))
+                let status = Self.status(connection)
+                try waitUntilBlocking("the 1 MiB header's connection closes", timeout: Self.bound) {
+                    connection.isClosedByPeer
                 }
-                results.append((sent, Self.status(connection)))
-                try waitUntilBlocking("the huge body's connection closes", timeout: Self.bound) { connection.isClosedByPeer }
+                return (sent, status, true)
             }
-            return results
-        } }
+        }
+
+        // 2. Slowloris: a head sent a byte a second never completes; the connection is closed at the request timeout.
+        let slow = Task {
+            try await onOwnThread { () throws -> (bytes: Int, seconds: Double) in
+                let connection = try RawTCP(console)
+                defer { connection.close() }
+                let start = ContinuousClock.now
+                let head =
+                    Array("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8)
+                    + Array(repeating: UInt8(ascii: "a"), count: 120)
+                var sent = 0
+                for byte in head {
+                    if connection.isClosedByPeer || (try? connection.send(bytes: [byte])) == nil { break }
+                    sent += 1
+                    guard ContinuousClock.now - start < Self.bound else { break }
+                    usleep(1_000_000)
+                }
+                let elapsed = ContinuousClock.now - start
+                return (sent, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            }
+        }
+
+        // 3. Huge bodies on the sign-in form: announced (100 MiB) and chunked without a length; each 413 or closed
+        // after at most a few reads, never read in full.
+        let hugeBodies = Task {
+            try await onOwnThread { () throws -> [(sent: Int, status: Int?)] in
+                var results: [(Int, Int?)] = []
+                let chunk = Array(repeating: UInt8(ascii: "a"), count: 1 << 20)
+                for chunked in [false, true] {
+                    let connection = try RawTCP(console)
+                    defer { connection.close() }
+                    let head =
+                        chunked
+                        ? "POST /sign-in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        : "POST /sign-in HTTP/1.1\r\nHost: x\r\nContent-Length: \(100 << 20)\r\n\r\n"
+                    try connection.send(head)
+                    var sent = 0
+                    for _ in 0..<100 {
+                        let piece = chunked ? Array("100000\r\n".utf8) + chunk + Array("\r\n".utf8) : chunk
+                        let written = connection.sendAll(piece, stallAfter: .seconds(3))
+                        sent += written
+                        if written < piece.count { break }
+                    }
+                    results.append((sent, Self.status(connection)))
+                    try waitUntilBlocking("the huge body's connection closes", timeout: Self.bound) {
+                        connection.isClosedByPeer
+                    }
+                }
+                return results
+            }
+        }
 
         // Meanwhile: a real device syncs every record.
         var (code, output) = try await cart.sync()
@@ -146,7 +158,8 @@ struct ConsolePortTests {
             "console under attack: VmRSS \(before) kB before, \(after) kB after; 1 MiB header: \(header.sent) bytes "
                 + "taken, status \(header.status.map(String.init) ?? "none (closed)"); slowloris closed after "
                 + "\(slowloris.bytes) bytes in \(Int(slowloris.seconds)) s; \(held.count) connections opened; huge "
-                + "bodies: \(try await hugeBodies.value.map { "\($0.sent) bytes, \($0.status.map(String.init) ?? "closed")" })")
+                + "bodies: \(try await hugeBodies.value.map { "\($0.sent) bytes, \($0.status.map(String.init) ?? "closed")" })"
+        )
         #expect(after - before < 20 << 10, "VmRSS grew from \(before) kB to \(after) kB")
         try await serve.stop()
     }

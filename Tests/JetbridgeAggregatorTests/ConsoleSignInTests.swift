@@ -35,7 +35,8 @@ struct ConsoleSignInTests {
             var headers: [String: String] = [:]
             for line in lines.dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             return Answer(status: status, headers: headers, body: parts.dropFirst().joined(separator: "\r\n\r\n"))
         }
@@ -102,7 +103,8 @@ struct ConsoleSignInTests {
             _ = try await ServeProcess(store: fixture.storePath, in: fixture.directory, name: "a", console: true)
         } throws: { error in
             let text = "\(error)"
-            return text.contains("exited 65") && text.contains("\(file.path) is accessible to group or others (mode 644)")
+            return text.contains("exited 65")
+                && text.contains("\(file.path) is accessible to group or others (mode 644)")
                 && text.contains("chmod 600")
         }
         // Unreadable (a directory where the file belongs): refused too.
@@ -128,13 +130,17 @@ struct ConsoleSignInTests {
             let answer = try await Self.get(console, path)
             #expect(answer.status == 401, "\(path)")
             #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true, "\(path)")
-            #expect(answer.body.contains(#""error":"sign in: send the console's token as 'Authorization: Bearer TOKEN'"#))
+            #expect(
+                answer.body.contains(#""error":"sign in: send the console's token as 'Authorization: Bearer TOKEN'"#))
             #expect(answer.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
             Self.expectSecured(answer, path)
         }
         for (path, back) in [
-            ("/", "/"), ("/devices", "/devices"), ("/flight?flight=ZA1/2026-11-21&status=all",
-            "/flight%3Fflight%3DZA1/2026-11-21%26status%3Dall"), ("/nothing", "/nothing"),
+            ("/", "/"), ("/devices", "/devices"),
+            (
+                "/flight?flight=ZA1/2026-11-21&status=all",
+                "/flight%3Fflight%3DZA1/2026-11-21%26status%3Dall"
+            ), ("/nothing", "/nothing"),
         ] {
             let answer = try await Self.get(console, path)
             #expect(answer.status == 303, "\(path)")
