@@ -227,6 +227,9 @@ quiet.logLevel = .error
 let server = try AggregatorServer(home: home, configuration: configuration, logger: quiet)
 Task.detached { try? await server.run() }
 let console = server.consoleEndpoint!
+// The console answers only with its token (made in the home at start).
+let token = try String(contentsOf: home.directory.appendingPathComponent("console.token"), encoding: .utf8)
+    .trimmingCharacters(in: .whitespacesAndNewlines)
 // --settle S: wait S seconds before timing, as an operator opens the board a while after `serve` started (the console
 // reads today's flights' totals in the background at start).
 let settle = number("settle", 0)
@@ -257,7 +260,9 @@ for (name, path) in pages {
     var status = 0
     for _ in 0..<runs {
         let start = ContinuousClock.now
-        let (data, response) = try await URLSession.shared.data(from: URL(string: "http://\(console)\(path)")!)
+        var request = URLRequest(url: URL(string: "http://\(console)\(path)")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
         let duration = ContinuousClock.now - start
         times.append(Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15)
         bytes = data.count
@@ -287,7 +292,9 @@ for _ in 0..<3 {
     }
     for (name, path) in livePages {
         let start = ContinuousClock.now
-        _ = try await URLSession.shared.data(from: URL(string: "http://\(console)\(path)")!)
+        var request = URLRequest(url: URL(string: "http://\(console)\(path)")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        _ = try await URLSession.shared.data(for: request)
         let duration = ContinuousClock.now - start
         afterTimes[name, default: []].append(
             Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15)

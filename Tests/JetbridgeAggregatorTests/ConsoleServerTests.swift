@@ -22,10 +22,20 @@ struct ConsoleServerTests {
         }
     }
 
-    static func get(_ server: AggregatorServer, _ path: String, method: String = "GET") async throws -> Answer {
+    /// The console's token in the server's home.
+    static func token(_ server: AggregatorServer) throws -> String {
+        try String(contentsOf: server.home.consoleTokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `path` with the token as `Authorization: Bearer` (or `bearer`, when given; none when empty).
+    static func get(
+        _ server: AggregatorServer, _ path: String, method: String = "GET", bearer: String? = nil
+    ) async throws -> Answer {
         let endpoint = try #require(server.consoleEndpoint)
         var request = URLRequest(url: try #require(URL(string: "http://\(endpoint)\(path)")))
         request.httpMethod = method
+        let bearer = try bearer ?? Self.token(server)
+        if !bearer.isEmpty { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = try #require(response as? HTTPURLResponse)
         var headers: [String: String] = [:]

@@ -20,6 +20,8 @@ final class ServeProcess: @unchecked Sendable {
     let dataEndpoint: String
     let acksEndpoint: String
     let metricsEndpoint: String?
+    /// `HOST:PORT` of its console (`console: true`).
+    let consoleEndpoint: String?
 
     /// Starts it and waits for its start-up line.
     /// - Parameters:
@@ -28,7 +30,7 @@ final class ServeProcess: @unchecked Sendable {
     ///   - environment: Added to this process's environment for `serve`.
     ///   - configuration: When set, written as the home's `aggregator.json` first.
     init(
-        store: String, in parent: URL, name: String, metrics: Bool = false, openFiles: (soft: Int, hard: Int)? = nil,
+        store: String, in parent: URL, name: String, metrics: Bool = false, console: Bool = false, openFiles: (soft: Int, hard: Int)? = nil,
         environment extra: [String: String] = [:], configuration: String? = nil
     ) async throws {
         home = parent.appendingPathComponent(name)
@@ -40,7 +42,7 @@ final class ServeProcess: @unchecked Sendable {
             [
                 "serve", "--home", home.path, "--store", store, "--insecure", "--log-format", "json",
                 "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*",
-            ] + (metrics ? ["--metrics", "127.0.0.1:0"] : [])
+            ] + (metrics ? ["--metrics", "127.0.0.1:0"] : []) + (console ? ["--console", "127.0.0.1:0"] : [])
         let environment = ["JETBRIDGE_LOG_LEVEL": "info"].merging(extra) { $1 }
         let run =
             if let openFiles {
@@ -66,6 +68,7 @@ final class ServeProcess: @unchecked Sendable {
         dataEndpoint = String(try #require(text.firstMatch(of: /"data":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1))
         acksEndpoint = String(try #require(text.firstMatch(of: /"acks":"(tcp:\/\/[0-9.]+:[0-9]+)"/)?.output.1))
         metricsEndpoint = text.firstMatch(of: /"metrics":"http:\/\/([0-9.]+:[0-9]+)\/metrics"/).map { String($0.output.1) }
+        consoleEndpoint = text.firstMatch(of: /"console":"http:\/\/([0-9.]+:[0-9]+)\/"/).map { String($0.output.1) }
     }
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }

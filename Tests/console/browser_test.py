@@ -2,10 +2,13 @@
 """The operator's console in a real browser (issue 26): a real `jetbridge-aggregator serve --console` process, real
 `jetbridge-agent sync` processes, and headless Chromium driven by Selenium.
 
-Checks, in order: the board shows a flight whose numbers equal `report flights --format json`; a device syncs and
+Checks, in order: a page asked for without the token goes to the sign-in form, a wrong token is refused there, the
+right one leads back to the page (and the JSON is refused without it); the board shows a flight whose numbers equal `report flights --format json`; a device syncs and
 the board changes without a reload (a marker set in the page survives); the flight page lists the missing bags first,
 in red; the bag lookup; a seat's receipt rendered from the database; the devices page; an item name that is HTML
-(`<img src=x onerror=…>`) shows as text and makes no element. Screenshots (PNG) go to --out.
+(`<img src=x onerror=…>`) shows as text and makes no element. After every page the browser's console log is read:
+a Content Security Policy violation fails the test (and an inline script injected at the end proves such a
+violation is seen). Screenshots (PNG) go to --out.
 
     python3 Tests/console/browser_test.py [--bin .build/debug] [--out DIR]
 
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime, timezone
 
@@ -95,7 +99,24 @@ def main():
     base = f"http://127.0.0.1:{http}"
     browser = None
     try:
-        wait_until("the console", lambda: urllib.request.urlopen(base + "/api/flights", timeout=2).status == 200)
+        token_file = os.path.join(ground, "console.token")
+        token = wait_until("the console's token file", lambda: os.path.exists(token_file) and open(token_file).read().strip())
+        assert oct(os.stat(token_file).st_mode & 0o777) == "0o600", oct(os.stat(token_file).st_mode)
+
+        def api(path, bearer=None):
+            request = urllib.request.Request(base + path)
+            if bearer:
+                request.add_header("Authorization", f"Bearer {bearer}")
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return answer.status, json.load(answer)
+            except urllib.error.HTTPError as error:
+                return error.code, json.load(error)
+
+        wait_until("the console", lambda: api("/api/flights", token)[0] == 200)
+        status, body = api("/api/flights")
+        assert status == 401 and "Bearer" in body["error"], (status, body)
+        assert api("/api/flights", "x" + token[1:])[0] == 401
 
         inventory = os.path.join(work, "Inventory.plist")
         with open(inventory, "w") as f:
@@ -139,10 +160,38 @@ def main():
 
         options = webdriver.ChromeOptions()
         options.binary_location = chromium
+        # The browser's console log, read after every page: a CSP violation is reported there.
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--window-size=1400,900"):
             options.add_argument(flag)
         browser = webdriver.Chrome(service=Service(driver_path), options=options)
+
+        def no_csp_violation(where):
+            entries = browser.get_log("browser")
+            violations = [e["message"] for e in entries if "Content Security Policy" in e["message"]]
+            assert not violations, f"{where}: {violations}"
+            return entries
+
+        # 0. Signing in: a page without the token goes to the form; a wrong token is refused; the right one leads
+        # back to the page asked for.
+        browser.get(base + "/devices")
+        wait_until("the sign-in form", lambda: browser.find_element(By.ID, "token"))
+        assert browser.current_url == base + "/sign-in?next=/devices", browser.current_url
+        browser.find_element(By.ID, "token").send_keys("wrong-" + token[6:])
+        browser.find_element(By.ID, "sign-in").click()
+        wait_until("the refusal", lambda: browser.find_element(By.ID, "wrong").text == "That token is wrong.")
+        assert not browser.get_cookies(), browser.get_cookies()
+        browser.save_screenshot(os.path.join(out, "0-sign-in-refused.png"))
+        no_csp_violation("the sign-in form")
+        browser.find_element(By.ID, "token").send_keys(token)
+        browser.find_element(By.ID, "sign-in").click()
+        wait_until("the devices page", lambda: browser.current_url == base + "/devices")
+        cookie = browser.get_cookie("jetbridge_console")
+        assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+        assert browser.execute_script("return document.cookie") == "", "the cookie is HttpOnly"
+        wait_until("two devices", lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr[data-device]")) == 2)
+        no_csp_violation("the devices page")
 
         def row():
             return browser.find_element(By.CSS_SELECTOR, f'tr[data-flight="{flight}"]')
@@ -161,6 +210,7 @@ def main():
         assert values[4] == "20", values
         assert "in transit" not in values[6] and values[6].startswith("20 "), values
         browser.save_screenshot(os.path.join(out, "1-board-in-flight.png"))
+        no_csp_violation("the board")
 
         # 2. Live: the arrivals sync; the board changes without a reload.
         browser.execute_script("window.__notReloaded = true")
@@ -178,6 +228,7 @@ def main():
         assert missing_colour == "rgb(198, 40, 40)", missing_colour   # red: missing
         assert arrived_colour == "rgb(46, 125, 50)", arrived_colour   # green: arrived
         browser.save_screenshot(os.path.join(out, "2-board-after-arrivals.png"))
+        no_csp_violation("the board, live")
 
         # 3. The flight: missing bags first, with their tag ids; the hostile item name as text.
         browser.get(base + "/flight?flight=" + flight)
@@ -188,18 +239,21 @@ def main():
         assert not browser.find_elements(By.CSS_SELECTOR, "main img"), "device text became markup"
         assert browser.title != "pwned"
         browser.save_screenshot(os.path.join(out, "3-flight-missing-first.png"))
+        no_csp_violation("the flight page")
 
         # 4. Bag lookup.
         browser.get(base + "/bag?tag=" + tags[19])
         wait_until("the bag", lambda: browser.find_element(By.CSS_SELECTOR, "td.missing").text == "missing")
         browser.get(base + "/bag?tag=" + tags[0])
         wait_until("an arrived bag", lambda: browser.find_element(By.CSS_SELECTOR, "td.arrived").text == "arrived")
+        no_csp_violation("the bag lookup")
 
         # 5. A receipt from the database.
         browser.get(base + f"/receipt?flight={flight}&seat=17B")
         text = wait_until("the receipt", lambda: browser.find_element(By.CSS_SELECTOR, "pre.receipt").text)
         assert "17B" in text and "Coffee" in text, text
         browser.save_screenshot(os.path.join(out, "4-receipt.png"))
+        no_csp_violation("the receipt")
 
         # 6. Devices.
         browser.get(base + "/devices")
@@ -208,6 +262,14 @@ def main():
         assert "revoked" not in browser.find_element(By.TAG_NAME, "main").text
         assert not browser.find_elements(By.CSS_SELECTOR, "tr.problem[data-device]")
         browser.save_screenshot(os.path.join(out, "5-devices.png"))
+        no_csp_violation("the devices page")
+
+        # The check sees a violation: an inline script without the page's nonce is refused and reported.
+        browser.execute_script(
+            "const s = document.createElement('script'); s.textContent = 'window.__ran = true'; document.body.append(s)")
+        wait_until("the violation in the log",
+                   lambda: any("Content Security Policy" in e["message"] for e in browser.get_log("browser")))
+        assert not browser.execute_script("return window.__ran === true"), "an inline script ran"
         print(f"console browser test passed; screenshots in {out}")
     finally:
         if browser is not None:

@@ -55,9 +55,7 @@ struct ConsoleAPI: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         let text = (try? encoder.encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        return .init(
-            status: status, contentType: "application/json; charset=utf-8", body: text,
-            headers: [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+        return .init(status: status, contentType: "application/json; charset=utf-8", body: text)
     }
 
     // MARK: Flights

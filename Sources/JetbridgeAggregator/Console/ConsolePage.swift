@@ -29,24 +29,46 @@ struct ConsolePage {
     /// How often a page asks for its data again, in milliseconds.
     static let pollMilliseconds = 3_000
 
-    func response() -> MetricsServer.Response {
-        var bytes = [UInt8](repeating: 0, count: 18)
-        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
-        let nonce = Data(bytes).base64EncodedString()
-        let policy =
-            "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; connect-src 'self'; "
+    /// A nonce for one page: 18 random bytes, base64.
+    static func nonce() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<18).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+    }
+
+    /// The Content-Security-Policy of a page whose inline script and style carry `nonce`: nothing else runs, nothing
+    /// is fetched but from the console itself, forms post only to it, no frame may hold it.
+    static func policy(nonce: String) -> String {
+        "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; connect-src 'self'; "
             + "img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    }
+
+    /// The policy of every answer that is not a page (JSON, redirects, errors): it allows nothing.
+    static let closedPolicy = "default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+    /// The header fields every console answer carries (a page's own Content-Security-Policy replaces
+    /// ``closedPolicy``).
+    static func secured(_ response: MetricsServer.Response) -> MetricsServer.Response {
+        var response = response
+        let defaults = [
+            ("Content-Security-Policy", closedPolicy), ("Cache-Control", "no-store"),
+            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"),
+        ]
+        for (name, value) in defaults where !response.headers.contains(where: { $0.name == name }) {
+            response.headers.append((name, value))
+        }
+        return response
+    }
+
+    func response() -> MetricsServer.Response {
+        let nonce = Self.nonce()
+        let policy = Self.policy(nonce: nonce)
         let body = Self.template
             .replacingOccurrences(of: "{{NONCE}}", with: nonce)
             .replacingOccurrences(of: "{{PAGE}}", with: kind.rawValue)
             .replacingOccurrences(of: "{{POLL}}", with: "\(Self.pollMilliseconds)")
         return .init(
             status: .ok, contentType: "text/html; charset=utf-8", body: body,
-            headers: [
-                ("Content-Security-Policy", policy), ("Cache-Control", "no-store"),
-                ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
-                ("X-Frame-Options", "DENY"),
-            ])
+            headers: [("Content-Security-Policy", policy)])
     }
 
     static let template = #"""
@@ -316,6 +338,8 @@ struct ConsolePage {
           if (!url) { main.replaceChildren(...draw()); live.className = ""; liveText.textContent = "ready"; return; }
           try {
             const r = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
+            // Signed out (the token changed): the sign-in page, then back here.
+            if (r.status === 401) { location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search)); return; }
             const d = await r.json();
             if (!r.ok) throw new Error(d.error || r.status);
             // Keep what the operator is typing: redraw only when no form field has focus.

@@ -16,8 +16,10 @@ import NIOPosix
 /// event loop). The store is a reader of its own (``ConsoleReading``), opened for the console: its reads never take a
 /// connection the store thread or the receipts thread uses, and in WAL mode they never block a commit.
 ///
-/// Pages carry their CSS and script inline (no external asset: it works on an airport LAN with no internet), under a
-/// Content-Security-Policy that allows only those, by a nonce drawn per page. Each page polls its JSON endpoint
+/// Every answer but the sign-in page requires the operators' token (``ConsoleSignIn``, ``ConsoleToken``). Pages carry
+/// their CSS and script inline (no external asset: it works on an airport LAN with no internet), under a
+/// Content-Security-Policy that allows only those, by a nonce drawn per page; every other answer carries a policy that
+/// allows nothing (``ConsolePage/secured(_:)``). Each page polls its JSON endpoint
 /// (`/api/…`) every few seconds and redraws without a reload; device text reaches the page through `textContent`
 /// only, escaped by ``InertText`` first.
 final class ConsoleServer: Sendable {
@@ -26,6 +28,15 @@ final class ConsoleServer: Sendable {
     private let http: MetricsServer
     private let pool: NIOThreadPool
     let api: ConsoleAPI
+    /// The token every answer but the sign-in page requires.
+    let signIn: ConsoleSignIn
+
+    /// The metrics endpoint's limits, and bodies of at most ``ConsoleSignIn/maxBodyBytes`` (the sign-in form's).
+    static var limits: HTTPLimits {
+        var limits = HTTPLimits()
+        limits.maxRequestBodyBytes = ConsoleSignIn.maxBodyBytes
+        return limits
+    }
 
     /// How many store reads may run at once: the console must not take the machine's two cores from the store
     /// thread; a third request waits in the pool's queue.
@@ -37,14 +48,16 @@ final class ConsoleServer: Sendable {
     ///   - store: The console's own reader.
     ///   - home: Where the allow list is (the devices page shows revoked devices).
     ///   - insecure: `--insecure`: there is no allow list to show.
-    ///   - limits: The bounds on clients (the metrics endpoint's).
-    ///   - logger: Where the connection cap biting is logged.
+    ///   - token: The operators' token (``ConsoleToken/load(in:made:)``).
+    ///   - limits: The bounds on clients (the metrics endpoint's, and a sign-in form's body of at most 4 KiB).
+    ///   - logger: Where the connection cap biting and wrong tokens are logged.
     /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:)``.
     init(
-        endpoint: String, store: any ConsoleReading, home: AggregatorHome, insecure: Bool,
-        limits: HTTPLimits = HTTPLimits(), logger: Logger
+        endpoint: String, store: any ConsoleReading, home: AggregatorHome, insecure: Bool, token: ConsoleToken,
+        limits: HTTPLimits = ConsoleServer.limits, logger: Logger
     ) throws {
         http = try MetricsServer(endpoint: endpoint, limits: limits, name: "console", logger: logger)
+        signIn = ConsoleSignIn(token: token, logger: logger)
         self.endpoint = http.endpoint
         pool = NIOThreadPool(numberOfThreads: Self.readThreads)
         api = ConsoleAPI(store: store, devicesFile: home.devicesFile, insecure: insecure)
@@ -61,20 +74,35 @@ final class ConsoleServer: Sendable {
             guard state == .active else { return }
             api.warm()
         }
+        let signIn = signIn
         http.start(answering: { request, eventLoop in
-            guard request.method == .GET || request.method == .HEAD else {
-                return eventLoop.makeSucceededFuture(
-                    .init(status: .methodNotAllowed, body: "the console is read-only: GET and HEAD only\n"))
-            }
-            if let page = ConsolePage(path: request.path) {
-                return eventLoop.makeSucceededFuture(page.response())
-            }
-            guard request.path.hasPrefix("/api/") else {
-                return eventLoop.makeSucceededFuture(
-                    .init(status: .notFound, body: "not found; the console's pages are /, /devices, /bag and /receipt\n"))
-            }
-            return pool.runIfActive(eventLoop: eventLoop) { api.answer(request) }
+            Self.answer(request, eventLoop: eventLoop, signIn: signIn, pool: pool, api: api).map(ConsolePage.secured)
         })
+    }
+
+    /// Every answer of the console: the sign-in page without the token, the rest only with it.
+    private static func answer(
+        _ request: MetricsServer.Request, eventLoop: any EventLoop, signIn: ConsoleSignIn, pool: NIOThreadPool,
+        api: ConsoleAPI
+    ) -> EventLoopFuture<MetricsServer.Response> {
+        if request.path == ConsoleSignIn.path {
+            return eventLoop.makeSucceededFuture(signIn.answer(request))
+        }
+        if let refusal = signIn.refusal(request) {
+            return eventLoop.makeSucceededFuture(refusal)
+        }
+        guard request.method == .GET || request.method == .HEAD else {
+            return eventLoop.makeSucceededFuture(
+                .init(status: .methodNotAllowed, body: "the console is read-only: GET and HEAD only\n"))
+        }
+        if let page = ConsolePage(path: request.path) {
+            return eventLoop.makeSucceededFuture(page.response())
+        }
+        guard request.path.hasPrefix("/api/") else {
+            return eventLoop.makeSucceededFuture(
+                .init(status: .notFound, body: "not found; the console's pages are /, /devices, /bag and /receipt\n"))
+        }
+        return pool.runIfActive(eventLoop: eventLoop) { api.answer(request) }
     }
 
     /// Stops answering, closes the socket, the pool and the console's store reader; blocks until done.

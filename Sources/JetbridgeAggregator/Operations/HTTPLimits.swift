@@ -30,6 +30,11 @@ struct HTTPLimits: Hashable, Sendable {
     /// The request line and headers of one request, in bytes; a longer head is answered 400 and the connection closed.
     var maxRequestHeadBytes = 16 << 10
 
+    /// The body of one request, in bytes, where bodies are read at all (the console's sign-in form: 4 KiB); a longer
+    /// body is answered 413 and the connection closed, before more of it is read. Nil (the metrics endpoint): bodies
+    /// are dropped as they arrive, unread.
+    var maxRequestBodyBytes: Int? = nil
+
     /// Answer bytes one connection may hold in memory unsent: past it no further request is answered (and none read)
     /// until the client has read enough. The kernel's send buffer is set to this size too, so an unread connection
     /// holds about three times this much in all.

@@ -22,14 +22,25 @@ final class MetricsServer: Sendable {
     }
 
     /// A request as the responders see it: its method, its path and its query's parameters (percent-decoded; the
-    /// first of a repeated name wins).
+    /// first of a repeated name wins), its header fields, its body (only where ``HTTPLimits/maxRequestBodyBytes``
+    /// allows one: empty otherwise) and the client's address.
     struct Request: Sendable {
         var method: HTTPMethod
         var path: String
+        /// The path and query as sent.
+        var uri: String
         var query: [String: String]
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        /// The client's `IP:PORT`, for logs.
+        var client: String
 
-        init(method: HTTPMethod, uri: String) {
+        init(method: HTTPMethod, uri: String, headers: HTTPHeaders = [:], body: [UInt8] = [], client: String = "-") {
             self.method = method
+            self.uri = uri
+            self.headers = headers
+            self.body = body
+            self.client = client
             let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             path = String(parts.first ?? "")
             var query: [String: String] = [:]
@@ -118,7 +129,7 @@ final class MetricsServer: Sendable {
                     try pipeline.addHandler(HTTPInputWatch(connection), position: .first)
                     let pipelining = try pipeline.handler(type: HTTPServerPipelineHandler.self)
                     try pipeline.addHandler(HTTPRequestWatch(connection), position: .before(pipelining))
-                    try pipeline.addHandler(HTTPHandler(answering: answering))
+                    try pipeline.addHandler(HTTPHandler(answering: answering, maxBodyBytes: limits.maxRequestBodyBytes))
                 }
             }
         do {
@@ -183,41 +194,84 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias OutboundOut = HTTPServerResponsePart
 
     private let answering: Locked<MetricsServer.Answering?>
+    /// ``HTTPLimits/maxRequestBodyBytes``: nil drops bodies unread.
+    private let maxBodyBytes: Int?
     private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    /// A body over the limit was answered 413 and the connection is closing: nothing more is read.
+    private var refused = false
     /// A whole request that waits for the output to drain.
-    private var waiting: HTTPRequestHead?
+    private var waiting: (head: HTTPRequestHead, body: [UInt8])?
 
-    init(answering: Locked<MetricsServer.Answering?>) {
+    init(answering: Locked<MetricsServer.Answering?>, maxBodyBytes: Int?) {
         self.answering = answering
+        self.maxBodyBytes = maxBodyBytes
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         switch unwrapInboundIn(data) {
         case .head(let request):
             head = request
-        case .body:
-            break
+            body = []
+            // A body announced over the limit is refused before any of it is read.
+            if let maxBodyBytes, let length = request.headers.first(name: "Content-Length").flatMap({ Int($0) }),
+                length > maxBodyBytes
+            {
+                refuse(request, context: context)
+            }
+        case .body(var part):
+            guard let maxBodyBytes, let request = head else { break }
+            guard body.count + part.readableBytes <= maxBodyBytes else {
+                refuse(request, context: context)
+                return
+            }
+            body += part.readBytes(length: part.readableBytes) ?? []
         case .end:
             guard let request = head else { return }
             head = nil
-            if context.channel.isWritable { answer(request, context: context) } else { waiting = request }
+            let received = body
+            body = []
+            if context.channel.isWritable {
+                answer(request, body: received, context: context)
+            } else {
+                waiting = (request, received)
+            }
         }
+    }
+
+    /// Answers 413 to a request whose body is over ``maxBodyBytes`` and closes the connection (the rest of the body is
+    /// never read).
+    private func refuse(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
+        refused = true
+        head = nil
+        body = []
+        var closing = request
+        closing.headers.replaceOrAdd(name: "Connection", value: "close")
+        write(
+            MetricsServer.Response(
+                status: .payloadTooLarge, body: "the request's body is over \(maxBodyBytes ?? 0) bytes\n"),
+            to: closing, context: context)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable, let request = waiting {
             waiting = nil
-            answer(request, context: context)
+            answer(request.head, body: request.body, context: context)
         }
         context.fireChannelWritabilityChanged()
     }
 
-    private func answer(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func answer(_ request: HTTPRequestHead, body: [UInt8], context: ChannelHandlerContext) {
         guard let answering = answering.withLock({ $0 }) else {
             write(MetricsServer.Response(status: .serviceUnavailable, body: "starting\n"), to: request, context: context)
             return
         }
-        let future = answering.respond(MetricsServer.Request(method: request.method, uri: request.uri), context.eventLoop)
+        let client = context.channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "-"
+        let future = answering.respond(
+            MetricsServer.Request(
+                method: request.method, uri: request.uri, headers: request.headers, body: body, client: client),
+            context.eventLoop)
         // Mostly completed already (the metrics); the console's complete on a pool thread and hop back here.
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         future.hop(to: context.eventLoop).whenComplete { result in

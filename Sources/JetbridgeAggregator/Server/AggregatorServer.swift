@@ -223,9 +223,12 @@ public final class AggregatorServer: Service, Sendable {
                     throw AggregatorError(.failure, "the store \(storeLocation) cannot serve the console")
                 }
                 do {
+                    let token = try ConsoleToken.load(in: home) { path in
+                        logger.notice("console: made its sign-in token", metadata: ["file": "\(path)"])
+                    }
                     consoleServerOrNil = try ConsoleServer(
                         endpoint: endpoint, store: consoleStore, home: home, insecure: configuration.insecure,
-                        logger: logger)
+                        token: token, logger: logger)
                 } catch {
                     try? reader.close()
                     throw error
