@@ -5,19 +5,20 @@ import JetbridgeTestKit
 import Testing
 
 /// Debian's `promtool` (package `prometheus`): the tests that need it are skipped without it, except in CI
-/// (`CI=true`), where they run and fail, as the PostgreSQL tests do (``TestPostgres``).
+/// (`CI=true`), where they run and fail, as the PostgreSQL tests do.
 enum Promtool {
+    struct Missing: Error, CustomStringConvertible {
+        let description = "CI=true but promtool is not installed: .ci/run must install Debian's `prometheus` package"
+    }
+
     static let url: URL? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         .split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("promtool") }
         .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    static let enabled = url != nil || TestPostgres.inCI
+    static let enabled = url != nil || ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// Runs `promtool arguments` in `directory`: its exit status and everything it printed.
     static func run(_ arguments: [String], in directory: URL, stdin: String? = nil) throws -> (Int32, String) {
-        guard let url else {
-            throw TestPostgresError(
-                "CI=true but promtool is not installed: .ci/run must install Debian's `prometheus` package")
-        }
+        guard let url else { throw Missing() }
         let finished = try ExecutableRun.run(url, arguments, in: directory, stdin: stdin.map { Data($0.utf8) })
         return (finished.status, finished.stdout + finished.stderr)
     }
