@@ -81,7 +81,10 @@ struct MonitoringTests {
     static func metricNames(in query: String) -> Set<String> {
         let regex = try! NSRegularExpression(pattern: "\\b((?:jetbridge|process)_[a-z_]+)\\b")
         let range = NSRange(query.startIndex..., in: query)
-        return Set(regex.matches(in: query, range: range).compactMap { Range($0.range(at: 1), in: query).map { String(query[$0]) } })
+        return Set(
+            regex.matches(in: query, range: range).compactMap {
+                Range($0.range(at: 1), in: query).map { String(query[$0]) }
+            })
     }
 
     /// Before: no family had a `# HELP` line and there was no build info; promtool's linter said so.
@@ -91,9 +94,11 @@ struct MonitoringTests {
             "jetbridge_records_total": "counter", "jetbridge_batches_total": "counter",
             "jetbridge_handshakes_total": "counter", "jetbridge_device_last_batch_timestamp_seconds": "gauge",
             "jetbridge_store_commit_seconds": "histogram", "jetbridge_receipts_refresh_seconds": "histogram",
-            "jetbridge_batch_queue_depth": "gauge", "jetbridge_acks_held": "gauge", "jetbridge_receipts_pending": "gauge",
+            "jetbridge_batch_queue_depth": "gauge", "jetbridge_acks_held": "gauge",
+            "jetbridge_receipts_pending": "gauge",
             "jetbridge_ready": "gauge", "jetbridge_build_info": "gauge", "process_resident_memory_bytes": "gauge",
-            "process_virtual_memory_bytes": "gauge", "process_cpu_seconds_total": "counter", "process_open_fds": "gauge",
+            "process_virtual_memory_bytes": "gauge", "process_cpu_seconds_total": "counter",
+            "process_open_fds": "gauge",
             "process_max_fds": "gauge", "process_start_time_seconds": "gauge",
         ]
         for (name, type) in expected {
@@ -135,7 +140,8 @@ struct MonitoringTests {
         let (tested, testOutput) = try Promtool.run(["test", "rules", "alerts.test.yml"], in: Self.prometheusDirectory)
         #expect(tested == 0, "promtool test rules: \(testOutput)")
 
-        let rules = try String(contentsOf: Self.prometheusDirectory.appendingPathComponent("alerts.yml"), encoding: .utf8)
+        let rules = try String(
+            contentsOf: Self.prometheusDirectory.appendingPathComponent("alerts.yml"), encoding: .utf8)
         let tests = try String(
             contentsOf: Self.prometheusDirectory.appendingPathComponent("alerts.test.yml"), encoding: .utf8)
         let alerts = rules.split(separator: "\n").compactMap { line -> String? in

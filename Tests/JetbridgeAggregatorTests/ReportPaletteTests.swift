@@ -1,5 +1,5 @@
 import Foundation
-import JetbridgeAggregator
+@testable import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeStore
 import Testing
@@ -72,8 +72,11 @@ struct ReportPaletteTests {
 
     /// The fill of the legend entry named `name`.
     static func legendFill(_ name: String, in html: String) -> String? {
-        matches("<rect [^>]*fill=\"(#[0-9a-fA-F]{6})\"/><text[^>]*>\(NSRegularExpression.escapedPattern(for: name))</text>", in: html)
-            .first?[1]
+        matches(
+            "<rect [^>]*fill=\"(#[0-9a-fA-F]{6})\"/><text[^>]*>\(NSRegularExpression.escapedPattern(for: name))</text>",
+            in: html
+        )
+        .first?[1]
     }
 
     /// The fill and width of the bar right after the label `label`, first occurrence on the page.
@@ -94,7 +97,8 @@ struct ReportPaletteTests {
     }
 
     static func luggage() -> LuggageReport {
-        LuggageReport(bags: BagStatus.reportOrder.enumerated().map { bag($0.offset, flight: flightA, status: $0.element) })
+        LuggageReport(
+            bags: BagStatus.reportOrder.enumerated().map { bag($0.offset, flight: flightA, status: $0.element) })
     }
 
     // MARK: The defects
@@ -154,7 +158,8 @@ struct ReportPaletteTests {
     @Test func currenciesDoNotShareABarScale() throws {
         let flights = FlightReports(flights: [
             FlightReport(
-                flight: flightA, currency: "EUR", orders: 1, revenue: 100, items: [.init(name: "Tea", count: 1, revenue: 100)],
+                flight: flightA, currency: "EUR", orders: 1, revenue: 100,
+                items: [.init(name: "Tea", count: 1, revenue: 100)],
                 bags: .init(checked: 0, departed: 0, arrived: 0, missing: 0, weight: 0, conflicts: 0)),
             FlightReport(
                 flight: flightB, currency: "USD", orders: 1, revenue: 1_000_000,
@@ -196,6 +201,10 @@ struct ReportPaletteTests {
             let width = Int(match[1]) ?? 0
             #expect(width > 150 && width < 210, "\(width) px")
         }
+        // Shares are not rounded into 0% or 100%.
+        #expect(ReportTable.share(10, of: 185_000) == "10 (<0.1%)")
+        #expect(ReportTable.share(184_990, of: 185_000) == "184,990 (>99.9%)")
+        #expect(ReportTable.share(3, of: 1_300) == "3 (0.2%)" && ReportTable.share(0, of: 5) == "0 (0%)")
     }
 
     /// Ids and timestamps never wrap inside: their cells' classes are `white-space: nowrap`.
@@ -210,6 +219,9 @@ struct ReportPaletteTests {
             }
             #expect(nowrap, "\(stamp[0]) may wrap")
         }
+        // A status (`in-transit`) does not break at its hyphen either.
+        #expect(Self.declarations(of: "td.status", in: html)?.contains("white-space: nowrap") == true)
+        #expect(html.contains("<td class=\"status neutral\">in-transit</td>"))
         let tags = Self.matches("<td( class=\"([a-z ]+)\")?>00000000-[^<]*</td>", in: html)
         #expect(!tags.isEmpty && tags.allSatisfy { $0[2].split(separator: " ").contains("id") })
     }

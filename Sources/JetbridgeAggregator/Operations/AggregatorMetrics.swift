@@ -190,7 +190,8 @@ final class AggregatorMetrics: Sendable {
     static let help: [String: String] = [
         "jetbridge_records_total":
             "Records answered, by device and outcome: new and duplicate in stored acks, rejected in refused batches.",
-        "jetbridge_batches_total": "Batches answered, by device and ack status (stored, retry, rejected, limited, ...).",
+        "jetbridge_batches_total":
+            "Batches answered, by device and ack status (stored, retry, rejected, limited, ...).",
         "jetbridge_device_last_batch_timestamp_seconds":
             "Unix time of the device's last answered batch (its last sync in the store until it sends one).",
         "jetbridge_summaries_total": "Flight summaries (proof of delivery) answered, by answer.",

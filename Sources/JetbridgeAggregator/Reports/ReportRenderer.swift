@@ -226,6 +226,7 @@ public struct ReportRenderer: Sendable {
             td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
             td.id { white-space: nowrap; font-family: ui-monospace, monospace; }
             td.time, time { white-space: nowrap; font-variant-numeric: tabular-nums; }
+            td.status { white-space: nowrap; }
             td.error { color: #a61b1b; }
             \(Self.toneStyles)
             p.more { font-weight: 600; }
@@ -254,7 +255,8 @@ public struct ReportRenderer: Sendable {
                 ? "n"
                 : ["flight", "tag", "device"].contains(column.key)
                     ? "id"
-                    : Self.timeColumns.contains(column.key) ? "time" : column.key == "error" ? "error" : ""
+                    : Self.timeColumns.contains(column.key)
+                        ? "time" : column.key == "status" ? "status" : column.key == "error" ? "error" : ""
         }
         let shownRows = table.htmlRowLimit.map { min($0, table.rows.count) } ?? table.rows.count
         for (rowIndex, row) in table.rows.prefix(shownRows).enumerated() {

@@ -161,13 +161,19 @@ extension ReportTable {
         }
     }
 
-    /// `1,234 (12.5%)`: a count and its share of `total` (no share of nothing).
+    /// `1,234 (12.5%)`: a count and its share of `total` (no share of nothing). Never rounded to 0% or 100% unless
+    /// it is: 10 missing of 185,000 is `<0.1%`, the 184,990 that arrived `>99.9%`.
     static func share(_ value: Int, of total: Int) -> String {
         guard total > 0 else { return NumberText.grouped(value) }
         let percent = Double(value) / Double(total) * 100
         let text =
-            percent == 0 || percent == 100 || percent >= 10
-            ? String(Int(percent.rounded())) : String(format: "%.1f", percent)
+            switch percent {
+            case 0, 100: String(Int(percent))
+            case ..<0.1: "<0.1"
+            case 99.9...: ">99.9"
+            case 10...90: String(Int(percent.rounded()))
+            default: String(format: "%.1f", percent)
+            }
         return "\(NumberText.grouped(value)) (\(text)%)"
     }
 
