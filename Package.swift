@@ -156,6 +156,8 @@ let package = Package(
             name: "JetbridgeAggregator",
             dependencies: [
                 "JetbridgeModel", "JetbridgeProtocol", "JetbridgeStore", "ZeroMQ", "SystemSupport",
+                // FileQueue: only its format version, for jetbridge_build_info.
+                "FileQueue",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,11 +2,12 @@
 # Builds Jetbridge's release packages from this checkout, into DIR (default .build/packages):
 #   jetbridge_VERSION_ARCH.deb              a Debian package: /usr/bin/jetbridge-{agent,aggregator,queue}, the systemd
 #                                           units in /lib/systemd/system, the example configuration in /etc/jetbridge
-#                                           (conffiles), the demo in /usr/share/jetbridge, the docs and licences in
+#                                           (conffiles), the demo, the Prometheus alert rules and the Grafana
+#                                           dashboard in /usr/share/jetbridge, the docs and licences in
 #                                           /usr/share/doc/jetbridge; installing it adds the system user `jetbridge` and
 #                                           the homes /var/lib/jetbridge/agent and /var/lib/jetbridge/aggregator (0700)
 #   jetbridge-VERSION-linux-MACHINE.tar.gz  the same files unpacked anywhere: bin/, libexec/, config/, systemd/,
-#                                           demo/, docs/
+#                                           demo/, prometheus/, grafana/, docs/
 # The binaries are release builds with the Swift runtime and Foundation linked in (--static-swift-stdlib): the target
 # needs libzmq5 and libsqlite3-0 (and libc6, libstdc++6, libgcc-s1), not Swift. The build stops when a binary would
 # still load a Swift library. VERSION is JetbridgeVersion.release (Sources/JetbridgeProtocol/JetbridgeVersion.swift).
@@ -78,7 +79,8 @@ umask 022
 stage_tree() {
     local dest=$1 product f
     install -d "$dest/usr/bin" "$dest/usr/libexec/jetbridge" "$dest/lib/systemd/system" "$dest/etc/jetbridge" \
-        "$dest/usr/share/jetbridge/systemd" "$dest/usr/share/doc/jetbridge/docs" "$dest/usr/share/doc/jetbridge/licenses"
+        "$dest/usr/share/jetbridge/systemd" "$dest/usr/share/jetbridge/prometheus" "$dest/usr/share/jetbridge/grafana" \
+        "$dest/usr/share/doc/jetbridge/docs" "$dest/usr/share/doc/jetbridge/licenses"
     for product in "${products[@]}"; do
         # Debug information out, the symbol table kept (lintian is told, usr/share/lintian/overrides): crash
         # backtraces name functions. Most of the size is Foundation's ICU data, one copy in each binary.
@@ -100,6 +102,9 @@ stage_tree() {
         "$dest/etc/jetbridge/"
     install -m 0755 deploy/demo.sh "$dest/usr/share/jetbridge/demo.sh"
     install -m 0644 deploy/capture-functions.sh "$dest/usr/share/jetbridge/capture-functions.sh"
+    # docs/AGGREGATOR.md "Alerts and dashboards": rule_files and a dashboard to import, with the rules' unit tests.
+    install -m 0644 deploy/prometheus/alerts.yml deploy/prometheus/alerts.test.yml "$dest/usr/share/jetbridge/prometheus/"
+    install -m 0644 deploy/grafana/jetbridge.json "$dest/usr/share/jetbridge/grafana/"
     install -m 0644 README.md "$dest/usr/share/doc/jetbridge/"
     install -m 0644 docs/*.md "$dest/usr/share/doc/jetbridge/docs/"
     # The licences of what the binaries link in: the Swift toolchain's runtime and Foundation, and the packages
@@ -200,6 +205,7 @@ cp -a "$deb/lib/systemd/system/." "$tree/systemd/"
 cp -a "$deb/usr/share/jetbridge/systemd/shared-store.conf" "$tree/systemd/jetbridge-aggregator.service.d/"
 install -d "$tree/demo"
 cp -a "$deb/usr/share/jetbridge/demo.sh" "$deb/usr/share/jetbridge/capture-functions.sh" "$tree/demo/"
+cp -a "$deb/usr/share/jetbridge/prometheus" "$deb/usr/share/jetbridge/grafana" "$tree/"
 cp -a "$deb/usr/share/doc/jetbridge" "$tree/docs"
 gzip -dc "$tree/docs/changelog.gz" > "$tree/docs/changelog" && rm "$tree/docs/changelog.gz"
 find "$tree" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

@@ -26,7 +26,9 @@ struct Report: ParsableCommand {
               jetbridge-aggregator report luggage --status missing --format html
 
             A flight whose stored orders cannot be totalled (two currencies, a total that overflows) is printed as \
-            one row with its error; the other flights print. --store reads another store, such as the PostgreSQL \
+            one row with its error; the other flights print. The HTML luggage page lists the first 1,000 bags \
+            (missing first) and counts the rest, naming the console when `console` is configured; CSV and JSON \
+            list every bag. --store reads another store, such as the PostgreSQL \
             database several aggregators share (from any host). Exit codes: 0 done, 64 usage, 69 no store yet or \
             PostgreSQL unreachable, \
             73 --output into a directory that does not exist or onto a symbolic link (or a link at the SQLite \
@@ -72,11 +74,13 @@ struct Report: ParsableCommand {
 
     func run() throws {
         let logger = Logger(label: AggregatorTool.name)
+        let configuration = storeOption.applied(to: try global.configuration())
         let store = try AggregatorTools.openStore(
-            home: global.aggregatorHome, configuration: storeOption.applied(to: global.configuration()), logger: logger)
+            home: global.aggregatorHome, configuration: configuration, logger: logger)
         defer { try? store.close() }
         let text = try AggregatorTools.report(
-            kind, flight: try flight.map { try FlightID(parsing: $0) }, status: Set(status), format: format, store: store)
+            kind, flight: try flight.map { try FlightID(parsing: $0) }, status: Set(status), format: format, store: store,
+            console: configuration.console)
         if let output {
             try AggregatorTools.write(text, to: URL(fileURLWithPath: output))
         } else {

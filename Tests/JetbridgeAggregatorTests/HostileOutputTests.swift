@@ -235,7 +235,10 @@ struct HTMLReportTests {
         ])
         let renderer = ReportRenderer(generatedAt: date(0), lastCommit: date(-60))
         let html = renderer.render(.flights(flights), as: .html)
-        #expect(html.contains("Generated 2026-11-20T18:40:00Z; data as of the last commit at 2026-11-20T18:39:00Z."))
+        #expect(
+            html.contains(
+                "Generated <time>2026-11-20T18:40:00Z</time>; data as of the last commit at <time>2026-11-20T18:39:00Z</time>."
+            ))
         #expect(html.contains(">12,345<") && html.contains(">1,234,567.89<") && html.contains(">4,000<"))
         #expect(html.contains("<g class=\"legend\">") && html.contains(">in transit</text>"))
         #expect(html.contains("<td class=\"id\">ZA101/2026-11-21</td>"))

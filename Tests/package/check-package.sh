@@ -55,6 +55,9 @@ for conf in agent.json aggregator.json aggregator-shared.json Inventory.plist; d
 has -rwxr-xr-x /usr/share/jetbridge/demo.sh
 has -rw-r--r-- /usr/share/jetbridge/capture-functions.sh
 has -rw-r--r-- /usr/share/jetbridge/systemd/shared-store.conf
+for file in prometheus/alerts.yml prometheus/alerts.test.yml grafana/jetbridge.json; do
+    has -rw-r--r-- "/usr/share/jetbridge/$file"
+done
 for doc in copyright changelog.gz README.md docs/AGENT.md docs/AGGREGATOR.md docs/EXIT-CODES.md \
     licenses/swift/LICENSE.txt licenses/swift-nio/LICENSE.txt licenses/GRDB.swift/LICENSE; do
     has -rw-r--r-- "/usr/share/doc/jetbridge/$doc"
@@ -113,7 +116,8 @@ top=jetbridge-$version
 for path in "${products[@]/#/bin/}" libexec/swift-backtrace config/agent.json config/aggregator.json \
     config/aggregator-shared.json config/Inventory.plist systemd/jetbridge-aggregator.service \
     systemd/jetbridge-agent-sync.service systemd/jetbridge-aggregator.service.d/shared-store.conf demo/demo.sh \
-    demo/capture-functions.sh docs/README.md docs/copyright docs/docs/AGENT.md; do
+    demo/capture-functions.sh prometheus/alerts.yml prometheus/alerts.test.yml grafana/jetbridge.json docs/README.md \
+    docs/copyright docs/docs/AGENT.md; do
     grep -qE " $top/$path\$" "$work/tar-contents" && pass "$top/$path" || fail "the tarball lacks $top/$path"
 done
 tar -xzf "$tarball" -C "$work"

@@ -1,5 +1,7 @@
 import CoreMetrics
+import FileQueue
 import Foundation
+import JetbridgeProtocol
 import Prometheus
 import SystemSupport
 
@@ -21,6 +23,7 @@ final class AggregatorMetrics: Sendable {
     private let queueDepth: CoreMetrics.Gauge
     private let acksHeld: CoreMetrics.Gauge
     private let receiptsPending: CoreMetrics.Gauge
+    private let ready: CoreMetrics.Gauge
     private let process = ProcessMetrics()
     private let devices = Locked([String: DeviceCounters]())
 
@@ -52,9 +55,16 @@ final class AggregatorMetrics: Sendable {
         queueDepth = CoreMetrics.Gauge(label: "jetbridge_batch_queue_depth", factory: factory)
         acksHeld = CoreMetrics.Gauge(label: "jetbridge_acks_held", factory: factory)
         receiptsPending = CoreMetrics.Gauge(label: "jetbridge_receipts_pending", factory: factory)
+        ready = CoreMetrics.Gauge(label: "jetbridge_ready", factory: factory)
+        CoreMetrics.Gauge(label: "jetbridge_build_info", dimensions: Self.buildLabels, factory: factory).record(1)
         for result in ["accepted", "refused-key", "refused-mechanism", "malformed", "failed"] {
             // Present at zero from the start, so a rate() over them works before the first refusal.
             CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
+                .increment(by: 0)
+        }
+        for status in ["confirmed", "mismatch"] {
+            // Likewise for proof of delivery: a dashboard's rate() of mismatches exists before the first one.
+            CoreMetrics.Counter(label: "jetbridge_summaries_total", dimensions: [("status", status)], factory: factory)
                 .increment(by: 0)
         }
         process.register(in: factory)
@@ -149,17 +159,75 @@ final class AggregatorMetrics: Sendable {
 
     // MARK: Scraping
 
-    /// The Prometheus text exposition, after sampling the gauges.
+    /// The Prometheus text exposition, after sampling the gauges, with a `# HELP` line before every family's
+    /// `# TYPE` line.
     /// - Parameters:
     ///   - queueDepth: Batches waiting for the store.
     ///   - acksHeld: Acks waiting for a route.
     ///   - receiptsPending: Seats whose receipts are behind, if the store could say.
-    func exposition(queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?) -> String {
+    ///   - ready: Whether `/readyz` would answer ready now.
+    func exposition(queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?, ready isReady: Bool)
+        -> String
+    {
         queueDepth.record(depth)
         acksHeld.record(held)
         if let pending { receiptsPending.record(pending) }
+        ready.record(isReady ? 1 : 0)
         process.sample()
-        return registry.emitToString()
+        return Self.withHelp(registry.emitToString())
+    }
+
+    /// `jetbridge_build_info`'s labels: what `--version` prints.
+    static let buildLabels = [
+        ("version", JetbridgeVersion.release), ("wire_protocol", String(WireProtocol.version)),
+        ("queue_format", String(FileQueue.formatVersion)),
+    ]
+
+    /// What each family means, as its `# HELP` line says (docs/AGGREGATOR.md, "Metrics and health", has the same
+    /// words). swift-prometheus's metrics factory registers every family with an empty help, and its registry stops
+    /// the process when one name is registered with two helps, so the lines are added to the text here, from this one
+    /// table; a family missing from it is a test failure (`MetricsExpositionTests`).
+    static let help: [String: String] = [
+        "jetbridge_records_total":
+            "Records answered, by device and outcome: new and duplicate in stored acks, rejected in refused batches.",
+        "jetbridge_batches_total":
+            "Batches answered, by device and ack status (stored, retry, rejected, limited, ...).",
+        "jetbridge_device_last_batch_timestamp_seconds":
+            "Unix time of the device's last answered batch (its last sync in the store until it sends one).",
+        "jetbridge_summaries_total": "Flight summaries (proof of delivery) answered, by answer.",
+        "jetbridge_handshakes_total": "CURVE handshakes decided by ZAP, by result; failed: before ZAP.",
+        "jetbridge_store_commit_seconds": "Time of one store transaction, committed or failed.",
+        "jetbridge_batch_queue_depth": "Decoded batches waiting for the store.",
+        "jetbridge_acks_held": "Acks waiting for their device's route.",
+        "jetbridge_receipts_pending": "Seats whose receipts are behind the store.",
+        "jetbridge_receipts_refresh_seconds": "Time of one receipts refresh.",
+        "jetbridge_ready":
+            "1 when /readyz answers ready (sockets bound, the store answering and committing), 0 otherwise.",
+        "jetbridge_build_info": "Always 1; the labels say the release, wire protocol and queue format of this build.",
+        "process_resident_memory_bytes": "Resident memory size in bytes.",
+        "process_virtual_memory_bytes": "Virtual memory size in bytes.",
+        "process_cpu_seconds_total": "Total user and system CPU time spent in seconds.",
+        "process_open_fds": "Number of open file descriptors.",
+        "process_max_fds": "Maximum number of open file descriptors.",
+        "process_start_time_seconds": "Start time of the process since unix epoch in seconds.",
+    ]
+
+    /// `text` with `# HELP name …` before each `# TYPE name …` line whose family is in ``help``.
+    static func withHelp(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 4_096)
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first,
+                let help = help[String(name)]
+            {
+                out += "# HELP \(name) \(help)\n"
+            }
+            out += line
+            out += "\n"
+        }
+        // The split gives an empty last piece after the final line feed: one line feed too many.
+        if out.hasSuffix("\n\n") { out.removeLast() }
+        return out
     }
 }
 

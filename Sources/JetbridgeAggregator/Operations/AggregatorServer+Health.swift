@@ -30,7 +30,7 @@ extension AggregatorServer {
     public func metricsText() -> String {
         ledger.metrics.exposition(
             queueDepth: queue.depth, acksHeld: ledger.statistics.acksHeld,
-            receiptsPending: receiptsPending.withLock { $0 })
+            receiptsPending: receiptsPending.withLock { $0 }, ready: readiness() == nil)
     }
 
     /// Answers one HTTP request on the metrics endpoint.

@@ -44,16 +44,22 @@ public enum AggregatorTools: Sendable {
     ///   - status: Only bags with these statuses (luggage; all when empty).
     ///   - format: table, csv, json or html.
     ///   - generatedAt: When the report is made, stated on the HTML page.
+    ///   - console: The `console` setting, named on an HTML luggage page that lists only its first bags.
     /// - Returns: The rendered text.
     /// - Throws: ``AggregatorError``.
     public static func report(
         _ kind: ReportKind, flight: FlightID?, status: Set<BagStatus> = [], format: ReportFormat,
-        store: any StoreReader, generatedAt: Date = Date()
+        store: any StoreReader, generatedAt: Date = Date(), console: String? = nil
     ) throws -> String {
         do {
             let report = try store.report(kind, flight: flight, status: status)
             let renderer =
-                format == .html ? ReportRenderer(generatedAt: generatedAt, lastCommit: try store.lastCommit()) : .init()
+                format == .html
+                ? ReportRenderer(
+                    generatedAt: generatedAt, lastCommit: try store.lastCommit(),
+                    // A port alone is loopback's, as serve reads it.
+                    console: console.map { (try? ConsoleServer.endpoint($0)) ?? $0 })
+                : .init()
             return renderer.render(report, as: format)
         } catch {
             throw readError(error, path: store.name)

@@ -26,13 +26,18 @@ public struct ReportRenderer: Sendable {
     public var generatedAt: Date?
     /// When the data was last committed (``SQLiteStore/lastCommit()``), stated on the HTML page.
     public var lastCommit: Date?
+    /// The `console` setting (`HOST:PORT` of `serve --console`), named on a luggage page that leaves bags out.
+    public var console: String?
 
     /// - Parameters:
     ///   - generatedAt: When the report was made; the HTML page states it (`nil`: not stated).
     ///   - lastCommit: When the store last committed a batch; the HTML page states it (`nil`: "no data yet").
-    public init(generatedAt: Date? = nil, lastCommit: Date? = nil) {
+    ///   - console: `HOST:PORT` of the operator's console, when configured; a luggage page that lists only its
+    ///     first bags points to the console's flight page for the rest.
+    public init(generatedAt: Date? = nil, lastCommit: Date? = nil, console: String? = nil) {
         self.generatedAt = generatedAt
         self.lastCommit = lastCommit
+        self.console = console
     }
 
     /// Renders one report.
@@ -220,7 +225,11 @@ public struct ReportRenderer: Sendable {
             th, td { padding: 0.25rem 0.75rem; border-bottom: 1px solid #d8dce3; text-align: left; }
             td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
             td.id { white-space: nowrap; font-family: ui-monospace, monospace; }
+            td.time, time { white-space: nowrap; font-variant-numeric: tabular-nums; }
+            td.status { white-space: nowrap; }
             td.error { color: #a61b1b; }
+            \(Self.toneStyles)
+            p.more { font-weight: 600; }
             svg text { font-size: 12px; fill: #1d2330; }
             </style>
             </head>
@@ -229,9 +238,10 @@ public struct ReportRenderer: Sendable {
 
             """
         var stamp: [String] = []
-        if let generatedAt { stamp.append("Generated \(isoDate(generatedAt))") }
-        stamp.append(lastCommit.map { "data as of the last commit at \(isoDate($0))" } ?? "no batch committed yet")
-        out += "<p class=\"stamp\">\(Self.escape(stamp.joined(separator: "; "))).</p>\n"
+        if let generatedAt { stamp.append("Generated <time>\(isoDate(generatedAt))</time>") }
+        stamp.append(
+            lastCommit.map { "data as of the last commit at <time>\(isoDate($0))</time>" } ?? "no batch committed yet")
+        out += "<p class=\"stamp\">\(stamp.joined(separator: "; ")).</p>\n"
         for chart in table.charts where !chart.bars.isEmpty {
             out += "<h2>\(Self.escape(chart.title))</h2>\n" + Self.svg(chart) + "\n"
         }
@@ -242,28 +252,80 @@ public struct ReportRenderer: Sendable {
         out += "</tr></thead>\n<tbody>\n"
         let classes = table.columns.map { column in
             column.numeric
-                ? " class=\"n\""
+                ? "n"
                 : ["flight", "tag", "device"].contains(column.key)
-                    ? " class=\"id\"" : column.key == "error" ? " class=\"error\"" : ""
+                    ? "id"
+                    : Self.timeColumns.contains(column.key)
+                        ? "time" : column.key == "status" ? "status" : column.key == "error" ? "error" : ""
         }
-        for row in table.rows {
-            out += "<tr>"
+        let shownRows = table.htmlRowLimit.map { min($0, table.rows.count) } ?? table.rows.count
+        for (rowIndex, row) in table.rows.prefix(shownRows).enumerated() {
+            let rowTone = table.rowTones?[rowIndex]
+            out += rowTone.map { "<tr class=\"\($0.rawValue)\">" } ?? "<tr>"
             for (index, cell) in row.enumerated() {
-                out += "<td\(classes[index])>" + Self.escape(cell.display(grouped: true)) + "</td>"
+                var names = classes[index].isEmpty ? [] : [classes[index]]
+                if let tone = table.columns[index].tone, case .int(let count) = cell, count != 0 {
+                    names.append(tone.rawValue)
+                } else if let rowTone, table.columns[index].key == "status" {
+                    names.append(rowTone.rawValue)
+                }
+                let attribute = names.isEmpty ? "" : " class=\"\(names.joined(separator: " "))\""
+                out += "<td\(attribute)>" + Self.escape(cell.display(grouped: true)) + "</td>"
             }
             out += "</tr>\n"
         }
         out += "</tbody>\n</table>\n"
         if table.rows.isEmpty { out += "<p>No \(Self.escape(table.title.lowercased())).</p>\n" }
+        if shownRows < table.rows.count { out += omitted(table, shown: shownRows) }
         out += "</body>\n</html>\n"
         return out
     }
 
-    /// Bar colours, one per series, in legend order.
-    static let palette = ["#3b6fb6", "#3f9b58", "#d08a1e", "#c23b3b", "#7a57b8"]
+    /// The columns that hold times: they never wrap (a timestamp broken at its `-` or `T` reads as two).
+    static let timeColumns: Set<String> = ["departedAt", "arrivedAt", "lastSync", "lastRejectAt"]
 
-    /// A horizontal bar chart: labels left, bars scaled to the largest value, values right of the bars; a legend
-    /// above when the chart has one.
+    /// One rule per ``ReportTable/Tone``: the same colours on every page, for cells and for bars.
+    static let toneStyles = ReportTable.Tone.allCases.filter { $0 != .plain }.map {
+        "td.\($0.rawValue), tr.\($0.rawValue) td.status { color: \($0.text); }"
+    }.joined(separator: "\n")
+
+    /// The line under a table cut at ``ReportTable/htmlRowLimit``: how many rows are not listed and of which
+    /// statuses, where to get them all, and, when the console is configured, its flight page.
+    func omitted(_ table: ReportTable, shown: Int) -> String {
+        let rest = table.rows[shown...]
+        let statusColumn = table.columns.firstIndex { $0.key == "status" }
+        let flightColumn = table.columns.firstIndex { $0.key == "flight" }
+        var statuses: [String: Int] = [:]
+        var flights: Set<String> = []
+        for row in rest {
+            if let statusColumn { statuses[row[statusColumn].raw, default: 0] += 1 }
+            if let flightColumn { flights.insert(row[flightColumn].raw) }
+        }
+        let breakdown = BagStatus.reportOrder.compactMap { status in
+            statuses[status.rawValue].map { "\(NumberText.grouped($0)) \(status.rawValue)" }
+        }
+        var out = "<p class=\"more\">\(NumberText.grouped(rest.count)) more not listed"
+        out += breakdown.isEmpty ? "" : " (\(breakdown.joined(separator: ", ")))"
+        out += ": this page lists the first \(NumberText.grouped(shown)) of \(NumberText.grouped(table.rows.count)),"
+        out += " the ones that need someone first.</p>\n"
+        out += "<p>Every one of them is in <code>report \(Self.escape(table.title.lowercased())) --format csv</code>"
+        out += " (or <code>--format json</code>)"
+        if let console {
+            let names = flights.sorted()
+            let example = names.count == 1 ? Self.escape(names[0]) : "FLIGHT"
+            out += ", and on the operator's console (<code>serve --console \(Self.escape(console))</code>):"
+            out += " a flight's page, <code>/flight?flight=\(example)</code>, lists its bags missing first"
+            if names.count > 1 {
+                out += " (here: \(names.prefix(10).map(Self.escape).joined(separator: ", "))"
+                out += names.count > 10 ? " and \(names.count - 10) more flights)" : ")"
+            }
+        }
+        return out + ".</p>\n"
+    }
+
+    /// A horizontal bar chart: labels left, bars scaled to their ``ReportTable/Chart/Bar/scale`` or else to the
+    /// chart's largest value (a count that is not zero is at least 2 pixels), values right of the bars, each bar
+    /// coloured by its ``ReportTable/Tone``; a legend above when the chart has one.
     static func svg(_ chart: ReportTable.Chart) -> String {
         let labelWidth = 220
         let barSpace = 360
@@ -276,20 +338,23 @@ public struct ReportRenderer: Sendable {
         out += " aria-label=\"\(escape(chart.title))\">\n"
         if !chart.legend.isEmpty {
             out += "<g class=\"legend\">"
-            for (index, name) in chart.legend.enumerated() {
+            for (index, entry) in chart.legend.enumerated() {
                 let x = labelWidth + index * 110
-                out +=
-                    "<rect x=\"\(x)\" y=\"4\" width=\"12\" height=\"12\" fill=\"\(palette[index % palette.count])\"/>"
-                out += "<text x=\"\(x + 16)\" y=\"15\">\(escape(name))</text>"
+                out += "<rect class=\"\(entry.tone.rawValue)\" x=\"\(x)\" y=\"4\" width=\"12\" height=\"12\""
+                out += " fill=\"\(entry.tone.fill)\"/>"
+                out += "<text x=\"\(x + 16)\" y=\"15\">\(escape(entry.name))</text>"
             }
             out += "</g>\n"
         }
         for (index, bar) in chart.bars.enumerated() {
             let y = index * rowHeight + 2 + legendHeight
-            let length = largest > 0 ? Int((bar.value / largest * Double(barSpace)).rounded()) : 0
+            let scale = bar.scale ?? largest
+            let length =
+                scale > 0 && bar.value > 0
+                ? max(2, Int((min(bar.value / scale, 1) * Double(barSpace)).rounded())) : 0
             out += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(bar.label))</text>"
-            out += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\" height=\"\(rowHeight - 6)\" "
-            out += "fill=\"\(palette[bar.series % palette.count])\"/>"
+            out += "<rect class=\"\(bar.tone.rawValue)\" x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(length)\""
+            out += " height=\"\(rowHeight - 6)\" fill=\"\(bar.tone.fill)\"/>"
             out += "<text x=\"\(labelWidth + length + 6)\" y=\"\(y + 15)\">\(escape(bar.display))</text>\n"
         }
         return out + "</svg>"

@@ -16,6 +16,44 @@ struct ReportTable {
         /// The most characters a cell shows in the text table, the rest cut and marked `…` (free text such as a
         /// reject reason would make every row that wide); CSV, JSON and HTML show it whole.
         var tableWidth: Int?
+        /// What a count other than zero in this column means on the HTML page (missing bags: ``Tone/bad``).
+        var tone: Tone? = nil
+    }
+
+    /// What a number or a bar means to the person reading the page, one colour each on every page (docs/STORE.md,
+    /// "Reports"): missing bags, rejected batches and limited ones are `bad` (red), arrived bags `good` (green),
+    /// bags in transit and duplicates `neutral` (grey), plain quantities (bags checked, revenue, records) `plain`.
+    enum Tone: String, CaseIterable {
+        case plain, good, bad, neutral
+
+        /// The bar colour.
+        var fill: String {
+            switch self {
+            case .plain: "#3b6fb6"
+            case .good: "#2e8b4f"
+            case .bad: "#c62828"
+            case .neutral: "#9aa3b2"
+            }
+        }
+
+        /// The text colour of a table cell (darker than the bar, for contrast on white).
+        var text: String {
+            switch self {
+            case .plain: "#1d2330"
+            case .good: "#1e6b3a"
+            case .bad: "#a61b1b"
+            case .neutral: "#5b6475"
+            }
+        }
+
+        /// A bag's status in these words: missing is bad, arrived good, in transit and checked neutral.
+        init(_ status: BagStatus) {
+            switch status {
+            case .missing: self = .bad
+            case .arrived: self = .good
+            case .inTransit, .checked: self = .neutral
+            }
+        }
     }
 
     enum Cell {
@@ -76,20 +114,28 @@ struct ReportTable {
             var label: String
             var value: Double
             var display: String
-            /// Which of the chart's `legend` entries (and colour) the bar belongs to.
-            var series = 0
+            /// What the bar means, and so its colour.
+            var tone = Tone.plain
+            /// The value that is a full bar: the bar's own flight's checked bags, so that a small flight's missing
+            /// bags show next to a big flight's; `nil`: the largest value of the chart.
+            var scale: Double? = nil
         }
 
         var title: String
         var bars: [Bar]
         /// What each colour means; a chart with one series and no legend shows none.
-        var legend: [String] = []
+        var legend: [(name: String, tone: Tone)] = []
     }
 
     var title: String
     var columns: [Column]
     var rows: [[Cell]]
     var charts: [Chart] = []
+    /// On the HTML page, a tone per row (the luggage report's status), made a class of the row.
+    var rowTones: [Tone]? = nil
+    /// On the HTML page, the most rows listed (the luggage report: a page for 185,000 bags was 37 MB and a browser
+    /// had not drawn it after 3 minutes); what it leaves out is counted under the table.
+    var htmlRowLimit: Int? = nil
 }
 
 extension ReportTable {
@@ -102,8 +148,33 @@ extension ReportTable {
         }
     }
 
-    private static func column(_ key: String, _ heading: String, numeric: Bool = false) -> Column {
-        Column(key: key, heading: heading, numeric: numeric)
+    private static func column(_ key: String, _ heading: String, numeric: Bool = false, tone: Tone? = nil) -> Column {
+        Column(key: key, heading: heading, numeric: numeric, tone: tone)
+    }
+
+    /// Amounts in two currencies are never added, nor drawn on one scale: one chart per currency, in currency order.
+    private static func revenueCharts<T>(
+        _ title: String, _ rows: [T], currency: (T) -> String, bar: (T) -> Chart.Bar
+    ) -> [Chart] {
+        Dictionary(grouping: rows, by: currency).sorted { $0.key < $1.key }.map { currency, rows in
+            Chart(title: "\(title) (\(currency.isEmpty ? "no currency" : currency))", bars: rows.map(bar))
+        }
+    }
+
+    /// `1,234 (12.5%)`: a count and its share of `total` (no share of nothing). Never rounded to 0% or 100% unless
+    /// it is: 10 missing of 185,000 is `<0.1%`, the 184,990 that arrived `>99.9%`.
+    static func share(_ value: Int, of total: Int) -> String {
+        guard total > 0 else { return NumberText.grouped(value) }
+        let percent = Double(value) / Double(total) * 100
+        let text =
+            switch percent {
+            case 0, 100: String(Int(percent))
+            case ..<0.1: "<0.1"
+            case 99.9...: ">99.9"
+            case 10...90: String(Int(percent.rounded()))
+            default: String(format: "%.1f", percent)
+            }
+        return "\(NumberText.grouped(value)) (\(text)%)"
     }
 
     private static let errorColumn = Column(key: "error", heading: "Error", numeric: false, optional: true)
@@ -125,8 +196,10 @@ extension ReportTable {
                 Self.column("orders", "Orders", numeric: true),
                 Self.column("revenueMinorUnits", "Revenue", numeric: true),
                 Self.column("checked", "Bags", numeric: true), Self.column("departed", "Departed", numeric: true),
-                Self.column("inTransit", "In transit", numeric: true), Self.column("arrived", "Arrived", numeric: true),
-                Self.column("missing", "Missing", numeric: true), Self.column("weight", "Weight (lb)", numeric: true),
+                Self.column("inTransit", "In transit", numeric: true),
+                Self.column("arrived", "Arrived", numeric: true, tone: .good),
+                Self.column("missing", "Missing", numeric: true, tone: .bad),
+                Self.column("weight", "Weight (lb)", numeric: true),
                 Self.column("conflicts", "Conflicts", numeric: true), Self.errorColumn,
             ],
             rows: flights.map { report in
@@ -139,29 +212,36 @@ extension ReportTable {
                     .int(report.bags.conflicts), .text(report.error ?? ""),
                 ]
             },
-            charts: [
+            charts: Self.revenueCharts(
+                "Revenue by flight", flights.filter { $0.error == nil && $0.orders > 0 }, currency: \.currency
+            ) {
+                .init(
+                    label: $0.flight.rawValue, value: Double($0.revenue),
+                    display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
+            } + [
+                // Each flight's bars are shares of its own checked bags: 10 missing of 20 is half a bar next to a
+                // flight of 185,000.
                 Chart(
-                    title: "Revenue by flight",
-                    bars: flights.filter { $0.error == nil }.map {
-                        .init(
-                            label: $0.flight.rawValue, value: Double($0.revenue),
-                            display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
-                    }),
-                Chart(
-                    title: "Bags by flight",
+                    title: "Bags by flight (share of each flight's bags)",
                     bars: flights.flatMap { report in
                         let (inTransit, missing) = Self.bagCounts(report.bags)
+                        let checked = report.bags.checked
+                        let scale = Double(max(checked, 1))
                         return [
                             Chart.Bar(
-                                label: report.flight.rawValue, value: Double(report.bags.checked),
-                                display: NumberText.grouped(report.bags.checked), series: 0),
+                                label: report.flight.rawValue, value: Double(checked),
+                                display: NumberText.grouped(checked), tone: .plain, scale: scale),
                             Chart.Bar(
-                                label: "", value: Double(report.bags.arrived), display: NumberText.grouped(report.bags.arrived),
-                                series: 1),
-                            Chart.Bar(label: "", value: Double(inTransit), display: NumberText.grouped(inTransit), series: 2),
-                            Chart.Bar(label: "", value: Double(missing), display: NumberText.grouped(missing), series: 3),
+                                label: "", value: Double(report.bags.arrived),
+                                display: Self.share(report.bags.arrived, of: checked), tone: .good, scale: scale),
+                            Chart.Bar(
+                                label: "", value: Double(inTransit), display: Self.share(inTransit, of: checked),
+                                tone: .neutral, scale: scale),
+                            Chart.Bar(
+                                label: "", value: Double(missing), display: Self.share(missing, of: checked),
+                                tone: .bad, scale: scale),
                         ]
-                    }, legend: ["checked", "arrived", "in transit", "missing"]),
+                    }, legend: [("checked", .plain), ("arrived", .good), ("in transit", .neutral), ("missing", .bad)]),
             ])
     }
 
@@ -187,14 +267,12 @@ extension ReportTable {
                     bars: report.items.filter { $0.error == nil }.map {
                         .init(label: "\($0.name) (\($0.currency))", value: Double($0.count), display: NumberText.grouped($0.count))
                     }),
-                Chart(
-                    title: "Revenue by item",
-                    bars: report.items.filter { $0.error == nil }.map {
-                        .init(
-                            label: "\($0.name) (\($0.currency))", value: Double($0.revenue),
-                            display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
-                    }),
-            ])
+            ]
+                + Self.revenueCharts("Revenue by item", report.items.filter { $0.error == nil }, currency: \.currency) {
+                    .init(
+                        label: $0.name, value: Double($0.revenue),
+                        display: NumberText.groupedMoney($0.revenue, currency: $0.currency) + " " + $0.currency)
+                })
     }
 
     init(luggage report: LuggageReport) {
@@ -219,12 +297,14 @@ extension ReportTable {
             charts: [
                 Chart(
                     title: "Bags by status",
-                    bars: statuses.enumerated().map {
+                    bars: statuses.map {
                         .init(
-                            label: $0.element.rawValue, value: Double(counts[$0.element] ?? 0),
-                            display: NumberText.grouped(counts[$0.element] ?? 0), series: $0.offset)
-                    }, legend: statuses.map(\.rawValue))
-            ])
+                            label: $0.rawValue, value: Double(counts[$0] ?? 0),
+                            display: Self.share(counts[$0] ?? 0, of: report.bags.count), tone: Tone($0))
+                    }, legend: statuses.map { ($0.rawValue, Tone($0)) })
+            ],
+            rowTones: report.bags.map { Tone($0.status) },
+            htmlRowLimit: 1_000)
     }
 
     init(devices report: DeviceReport) {
@@ -234,9 +314,9 @@ extension ReportTable {
                 Self.column("device", "Device"), Self.column("lastSync", "Last sync"),
                 Self.column("batches", "Batches", numeric: true), Self.column("records", "Records", numeric: true),
                 Self.column("new", "New", numeric: true), Self.column("duplicates", "Duplicates", numeric: true),
-                Self.column("rejects", "Rejects", numeric: true),
+                Self.column("rejects", "Rejects", numeric: true, tone: .bad),
                 Column(key: "lastRejectReason", heading: "Last reject", numeric: false, tableWidth: Self.reasonWidth),
-                Self.column("limited", "Limited", numeric: true),
+                Self.column("limited", "Limited", numeric: true, tone: .bad),
             ],
             rows: report.devices.map {
                 [
@@ -257,10 +337,11 @@ extension ReportTable {
                         [
                             Chart.Bar(
                                 label: $0.device, value: Double($0.duplicates), display: NumberText.grouped($0.duplicates),
-                                series: 0),
-                            Chart.Bar(label: "", value: Double($0.rejects), display: NumberText.grouped($0.rejects), series: 1),
+                                tone: .neutral),
+                            Chart.Bar(
+                                label: "", value: Double($0.rejects), display: NumberText.grouped($0.rejects), tone: .bad),
                         ]
-                    }, legend: ["duplicate records", "rejected batches"]),
+                    }, legend: [("duplicate records", .neutral), ("rejected batches", .bad)]),
             ])
     }
 }
