@@ -95,14 +95,19 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
             }
         case .postgres(let url, let location):
             do {
-                return try PostgresStore(url: url, logger: logger, timeouts: create ? .serving : .reading)
+                // `serve` and `store migrate` write: a server that accepts writes unless the URL says otherwise;
+                // `report` and `receipts rebuild` read from any (libpq's default), a standby included.
+                return try PostgresStore(
+                    url: url, logger: logger, timeouts: create ? .serving : .reading,
+                    defaultTarget: create ? .readWrite : .any)
             } catch let error as PostgresStoreError {
                 let context = "cannot open the store \(location.redacted)"
                 if let temporary = AggregatorError(temporary: error, context: context) { throw temporary }
-                // 28P01/28000: a refused login is a configuration problem, not an outage.
+                // 28P01/28000: a refused login is a configuration problem, not an outage; so is a TLS certificate
+                // that does not verify, or TLS required of a server that offers none.
                 let code: AggregatorError.Code =
-                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" ? .dataError
-                    : .unavailable
+                    error.sqlState?.hasPrefix("28") == true || error.sqlState == "3D000" || error.misconfigured
+                    ? .dataError : .unavailable
                 // The message names the store (without its password) and what failed.
                 throw AggregatorError(code, error.message)
             } catch {

@@ -78,6 +78,7 @@ struct Report: ParsableCommand {
         let store = try AggregatorTools.openStore(
             home: global.aggregatorHome, configuration: configuration, logger: logger)
         defer { try? store.close() }
+        if let line = AggregatorTools.servedBy(store) { LogOutput.write(line, level: .notice, label: logger.label) }
         let text = try AggregatorTools.report(
             kind, flight: try flight.map { try FlightID(parsing: $0) }, status: Set(status), format: format, store: store,
             console: configuration.console)
@@ -119,6 +120,7 @@ struct Receipts: ParsableCommand {
             let store = try AggregatorTools.openStore(
                 home: global.aggregatorHome, configuration: configuration, logger: logger)
             defer { try? store.close() }
+            if let line = AggregatorTools.servedBy(store) { LogOutput.write(line, level: .notice, label: logger.label) }
             let summary = try AggregatorTools.rebuildReceipts(
                 home: global.aggregatorHome, configuration: configuration, store: store, logger: logger)
             print(Self.describe(summary))

@@ -9,8 +9,9 @@ struct StoreOption: ParsableArguments {
     @Option(
         name: .customLong("store"),
         help: ArgumentHelp(
-            "The store: a SQLite file (relative to the home) or postgres://user@host:port/database "
-                + "(default: the configuration's `store`, else jetbridge.sqlite).",
+            "The store: a SQLite file (relative to the home) or postgres://user@host:port/database, also with "
+                + "several servers (host1:port1,host2:port2), ?target_session_attrs=, ?sslmode= and ?sslrootcert= "
+                + "(docs/AGGREGATOR.md, \"Shared store\"; default: the configuration's `store`, else jetbridge.sqlite).",
             valueName: "url"))
     var store: String?
 

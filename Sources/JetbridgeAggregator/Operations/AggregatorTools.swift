@@ -19,6 +19,16 @@ public enum AggregatorTools: Sendable {
         return try StoreLocation(configuration.store, home: home).open(create: false, logger: logger)
     }
 
+    /// The line `report` and `receipts rebuild` write to standard error when the store URL lists several PostgreSQL
+    /// servers or says which to keep (`target_session_attrs`): the server that served the read, and what it is
+    /// (`read from 10.0.0.2:5432 (standby)`). Nil otherwise: one server is the one the URL names.
+    public static func servedBy(_ store: any StoreReader) -> String? {
+        guard let store = store as? PostgresStore,
+            store.location.endpoints.count > 1 || store.location.targetSessionAttributes != nil
+        else { return nil }
+        return "read from \(store.currentServer)"
+    }
+
     /// `store migrate`: opens (SQLite: creates) the store, which applies the migrations it lacks, and returns what
     /// to print: the store (without its password) and its schema version.
     /// - Throws: ``AggregatorError``.
@@ -31,6 +41,10 @@ public enum AggregatorTools: Sendable {
         defer { try? store.close() }
         do {
             let version = try store.schemaVersion()
+            // Several servers: which one was migrated (the one that accepts writes).
+            if let store = store as? PostgresStore, store.location.endpoints.count > 1 {
+                return "store \(location): schema version \(version), on \(store.currentServer)"
+            }
             return "store \(location): schema version \(version)"
         } catch {
             throw readError(error, path: location.description)

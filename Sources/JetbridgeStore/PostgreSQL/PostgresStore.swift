@@ -125,8 +125,12 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     let waits = StoreCalls()
     /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
     let consoleSales = ConsoleSales()
+    /// Which server a connection keeps (the URL's `target_session_attrs`, else the command's default).
+    public let target: PostgresLocation.TargetSessionAttributes
     // Guarded by `lock` (hence @unchecked Sendable).
     var connection: PostgresConnection
+    /// The server `connection` is on.
+    var server: Server
     /// Set when the connection failed (rather than the server refusing a statement): the next call reconnects.
     var broken = false
     var backoff = PostgresStore.firstBackoff
@@ -143,51 +147,213 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     ///   - logger: Where the store logs; never the password.
     ///   - environment: Where `PGPASSWORD` is looked up.
     ///   - timeouts: ``Timeouts/serving`` for `serve`, ``Timeouts/reading`` for reports.
+    ///   - defaultTarget: Which server to keep when the URL gives no `target_session_attrs`: `read-write` for `serve`
+    ///     and `store migrate`, `any` for `report` and `receipts rebuild` (libpq's default).
     /// - Throws: ``PostgresStoreError`` naming the URL without its password.
     public convenience init(
         url: String, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
-        timeouts: Timeouts = .serving
+        timeouts: Timeouts = .serving, defaultTarget: PostgresLocation.TargetSessionAttributes = .readWrite
     ) throws {
-        try self.init(location: PostgresLocation(url, environment: environment), logger: logger, timeouts: timeouts)
+        try self.init(
+            location: PostgresLocation(url, environment: environment), logger: logger, timeouts: timeouts,
+            defaultTarget: defaultTarget)
     }
 
-    init(location: PostgresLocation, logger: Logger, timeouts: Timeouts) throws {
+    init(
+        location: PostgresLocation, logger: Logger, timeouts: Timeouts,
+        defaultTarget: PostgresLocation.TargetSessionAttributes = .readWrite
+    ) throws {
         self.location = location
         self.logger = logger
         self.timeouts = timeouts
         session = "\(ThisProcess.hostLabel):\(ThisProcess.pid):\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        self.target = location.targetSessionAttributes ?? defaultTarget
+        (connection, server) = try Self.connect(location, target: target, timeouts: timeouts, logger: logger)
         do {
-            connection = try Self.connect(location, timeouts: timeouts, logger: logger)
-        } catch {
-            var failure = Self.describe(error, doing: "cannot connect to \(location.redacted)")
-            failure.unreachable = failure.sqlState == nil || failure.isConnectionState
-            throw failure
-        }
-        do {
-            try migrate()
+            // A standby's schema is its primary's: it cannot be migrated there, only checked.
+            if server.readOnly {
+                let version = try schemaVersion()
+                guard version >= Self.migrations.count else {
+                    throw PostgresStoreError(
+                        "the store \(location.redacted) is served read-only by \(server) at schema version \(version) "
+                            + "of \(Self.migrations.count); run `store migrate` against the primary first")
+                }
+            } else {
+                try migrate()
+            }
         } catch {
             try? connection.close().wait()
             throw error
         }
-        logger.debug("store open", metadata: ["store": "\(location.redacted)", "session": "\(session)"])
+        logger.debug(
+            "store open", metadata: ["store": "\(location.redacted)", "server": "\(server)", "session": "\(session)"])
     }
 
     // MARK: Statements
 
-    /// Opens one connection with the session settings of `timeouts`. Over TCP the socket is connected here, with
-    /// keepalive on (postgres-nio's own bootstrap sets no socket options), and handed to postgres-nio for the
-    /// start-up; a Unix socket needs none.
+    /// The server a connection was kept on, and what it is.
+    public struct Server: Sendable, CustomStringConvertible {
+        /// Its host and port; nil for a Unix socket.
+        public var endpoint: PostgresLocation.Endpoint?
+        /// Whether it is a hot standby (`pg_is_in_recovery()`).
+        public var standby: Bool
+        /// Whether its sessions may not write (`SHOW transaction_read_only`).
+        public var readOnly: Bool
+
+        public var description: String {
+            "\(endpoint?.description ?? "Unix socket") (\(standby ? "standby" : readOnly ? "read-only" : "primary"))"
+        }
+    }
+
+    /// Connects to the first server of `location` that matches `target` (libpq's `target_session_attrs`), trying
+    /// them in order; `prefer-standby` tries for a standby first, then for any.
+    /// - Throws: ``PostgresStoreError``: one server's own failure, or for several one that lists each host's.
     static func connect(
-        _ location: PostgresLocation, timeouts: Timeouts, logger: Logger
+        _ location: PostgresLocation, target: PostgresLocation.TargetSessionAttributes, timeouts: Timeouts,
+        logger: Logger
+    ) throws -> (PostgresConnection, Server) {
+        let candidates: [PostgresLocation.Endpoint?] = location.endpoints.isEmpty ? [nil] : location.endpoints
+        // Each host's failure, and whether it answered but did not match (rather than failing).
+        var failures: [(endpoint: PostgresLocation.Endpoint?, error: PostgresStoreError, mismatch: Bool)] = []
+        let passes: [PostgresLocation.TargetSessionAttributes] = target == .preferStandby ? [.standby, .any] : [target]
+        for pass in passes {
+            failures = []
+            for endpoint in candidates {
+                let connection: PostgresConnection
+                do {
+                    connection = try connect(location, endpoint: endpoint, timeouts: timeouts, logger: logger)
+                } catch {
+                    failures.append((endpoint, connectFailure(error, location: location), false))
+                    continue
+                }
+                do {
+                    let server = try describeServer(connection, endpoint: endpoint, timeouts: timeouts, logger: logger)
+                    let matches =
+                        switch pass {
+                        case .any, .preferStandby: true
+                        case .readWrite: !server.readOnly
+                        case .readOnly: server.readOnly
+                        case .primary: !server.standby
+                        case .standby: server.standby
+                        }
+                    if matches { return (connection, server) }
+                    try? connection.close().wait()
+                    let what = server.standby ? "a standby" : server.readOnly ? "read-only" : "a primary accepting writes"
+                    failures.append((endpoint, PostgresStoreError("it is \(what)", unreachable: true), true))
+                } catch {
+                    // Local (the channel's socket), and before the connection is released: postgres-nio asserts it.
+                    try? connection.close().wait()
+                    failures.append((endpoint, connectFailure(error, location: location), false))
+                }
+            }
+        }
+        if candidates.count == 1, let only = failures.first, !only.mismatch {
+            var failure = only.error
+            failure.message = "cannot connect to \(location.redacted): \(failure.message)"
+            throw failure
+        }
+        let each = failures.map { "\($0.endpoint?.description ?? "the Unix socket"): \($0.error.message)" }
+        let wanted =
+            switch target {
+            case .any, .preferStandby: "answers"
+            case .readWrite: "accepts writes (target_session_attrs=read-write)"
+            case .readOnly: "is read-only (target_session_attrs=read-only)"
+            case .primary: "is a primary (target_session_attrs=primary)"
+            case .standby: "is a standby (target_session_attrs=standby)"
+            }
+        // Only configuration failures (a certificate, a refused login): waiting will not help. Otherwise an outage,
+        // a failover under way included.
+        let configuration = failures.allSatisfy { $0.error.misconfigured || $0.error.sqlState?.hasPrefix("28") == true }
+        throw PostgresStoreError(
+            "no server of \(location.redacted) \(wanted): " + each.joined(separator: "; "),
+            sqlState: configuration ? failures.first?.error.sqlState : nil, unreachable: !configuration,
+            misconfigured: configuration && failures.contains { $0.error.misconfigured })
+    }
+
+    /// One host's connection failure, its message naming what failed (never the password).
+    static func connectFailure(_ error: any Error, location: PostgresLocation) -> PostgresStoreError {
+        if let error = error as? PostgresStoreError { return error }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .sslUnsupported:
+                return PostgresStoreError(
+                    "the server does not offer TLS and sslmode=\(location.sslMode.rawValue) requires it (no plaintext "
+                        + "fallback)", misconfigured: true)
+            case .failedToAddSSLHandler:
+                return PostgresStoreError("TLS could not start: \(String(reflecting: error.underlying))", misconfigured: true)
+            default:
+                if let underlying = error.underlying, let tls = tlsFailure(underlying) { return tls }
+            }
+        }
+        if let tls = tlsFailure(error) { return tls }
+        var failure = describe(error, doing: "connection failed")
+        failure.unreachable = failure.sqlState == nil || failure.isConnectionState
+        return failure
+    }
+
+    /// A TLS handshake failure (NIOSSL's), as a configuration error: a certificate that does not verify.
+    static func tlsFailure(_ error: any Error) -> PostgresStoreError? {
+        let text = String(reflecting: error)
+        guard error is NIOSSLError || text.contains("NIOSSL") || text.contains("certificate") else { return nil }
+        return PostgresStoreError(
+            "TLS failed: the server's certificate does not verify (\(text)); check sslrootcert and that the "
+                + "certificate names the host", misconfigured: true)
+    }
+
+    /// Asks a new connection's server whether it is a standby and whether its sessions may write, within
+    /// ``Timeouts/probe``.
+    static func describeServer(
+        _ connection: PostgresConnection, endpoint: PostgresLocation.Endpoint?, timeouts: Timeouts, logger: Logger
+    ) throws -> Server {
+        let rows = try waitAtMost(
+            timeouts.probe,
+            connection.query("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')", logger: logger))
+        guard let rows, let row = rows.first else {
+            throw PostgresStoreError("it did not say within \(timeouts.probe) whether it accepts writes", unreachable: true)
+        }
+        let (standby, readOnly) = try row.decode((Bool, String).self)
+        return Server(endpoint: endpoint, standby: standby, readOnly: readOnly == "on")
+    }
+
+    /// The TLS of `location`'s `sslmode` and `sslrootcert` for a connection to `host`.
+    /// - Throws: ``PostgresStoreError`` when the sslrootcert file does not load.
+    static func tls(_ location: PostgresLocation, host: String) throws -> PostgresConnection.Configuration.TLS {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        switch location.sslMode {
+        case .disable: return .disable
+        case .prefer, .require:
+            // libpq: require with a root certificate checks it as verify-ca does.
+            configuration.certificateVerification = location.sslRootCertificate == nil ? .none : .noHostnameVerification
+        case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .verifyFull: configuration.certificateVerification = .fullVerification
+        }
+        if let file = location.sslRootCertificate, file != "system" {
+            do {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
+            } catch {
+                throw PostgresStoreError(
+                    "the sslrootcert file '\(file)' of \(location.redacted) holds no PEM certificate: \(error)",
+                    misconfigured: true)
+            }
+        }
+        let context: NIOSSLContext
+        do { context = try NIOSSLContext(configuration: configuration) } catch {
+            throw PostgresStoreError("cannot set up TLS for \(location.redacted): \(error)", misconfigured: true)
+        }
+        return location.sslMode == .prefer ? .prefer(context) : .require(context)
+    }
+
+    /// Opens one connection to one server with the session settings of `timeouts`. Over TCP the socket is connected
+    /// here, with keepalive on (postgres-nio's own bootstrap sets no socket options), and handed to postgres-nio for
+    /// the start-up (and TLS, which it negotiates on the channel); a Unix socket needs none.
+    static func connect(
+        _ location: PostgresLocation, endpoint: PostgresLocation.Endpoint?, timeouts: Timeouts, logger: Logger
     ) throws -> PostgresConnection {
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let connectTimeout = TimeAmount.nanoseconds(Int64(timeouts.connect / .nanoseconds(1)))
         var configuration: PostgresConnection.Configuration
-        if let directory = location.socketDirectory {
-            configuration = .init(
-                unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user,
-                password: location.password, database: location.database)
-        } else {
+        if let endpoint {
+            let tls = try tls(location, host: endpoint.host)
             let channel = try ClientBootstrap(group: eventLoop)
                 .connectTimeout(connectTimeout)
                 .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
@@ -200,10 +366,16 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                 .channelOption(
                     ChannelOptions.tcpOption(.init(rawValue: TCP_KEEPCNT)), value: timeouts.keepaliveCount)
                 .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
-                .connect(host: location.host!, port: location.port).wait()
+                .connect(host: endpoint.host, port: endpoint.port).wait()
             configuration = .init(
-                establishedChannel: channel, username: location.user, password: location.password,
+                establishedChannel: channel, tls: tls, username: location.user, password: location.password,
                 database: location.database)
+            // The name checked in the certificate (verify-full) and sent as SNI; never an address.
+            if !PostgresLocation.isIPAddress(endpoint.host) { configuration.options.tlsServerName = endpoint.host }
+        } else {
+            configuration = .init(
+                unixSocketPath: "\(location.socketDirectory ?? "")/.s.PGSQL.\(location.port)", username: location.user,
+                password: location.password, database: location.database)
         }
         configuration.options.connectTimeout = connectTimeout
         configuration.options.additionalStartupParameters =
@@ -219,6 +391,20 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
+    /// The value of `future`, or nil when it has not come within `limit`.
+    static func waitAtMost<T: Sendable>(_ limit: Duration, _ future: EventLoopFuture<T>) throws -> T? {
+        let box = AnswerBox<T>()
+        let answered = DispatchSemaphore(value: 0)
+        future.whenComplete { result in
+            box.result = result
+            answered.signal()
+        }
+        guard answered.wait(timeout: .now() + .nanoseconds(Int(limit / .nanoseconds(1)))) == .success,
+            let result = box.result
+        else { return nil }
+        return try result.get()
+    }
+
     @discardableResult
     func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         do {
@@ -228,7 +414,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             // No answer from the server (the connection closed, failed or timed out), or the server going away
             // (57P01 admin shutdown, 57P02, 57P03 starting up, 25P03 idle in a transaction too long) or a
             // connection exception (08xxx): reconnect before the next call.
-            if failure.sqlState == nil || failure.isConnectionState || connection.isClosed {
+            // A write refused as read-only (25006): this server became a standby; connect again to the one that
+            // accepts writes.
+            if failure.sqlState == nil || failure.isConnectionState || failure.isReadOnlyState || connection.isClosed {
                 broken = true
                 failure.unreachable = true
                 noteOutage(failure)
@@ -281,7 +469,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         // Closing is local (the channel's socket): it never waits for the server.
         connection.close().whenComplete { _ in }
         do {
-            connection = try waits.measure { try Self.connect(location, timeouts: timeouts, logger: logger) }
+            (connection, server) = try waits.measure {
+                try Self.connect(location, target: target, timeouts: timeouts, logger: logger)
+            }
         } catch {
             var failure = Self.describe(error, doing: "the store \(location.redacted) is unreachable")
             failure.unreachable = true
@@ -298,7 +488,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             logger.notice(
                 "store reachable again",
                 metadata: [
-                    "store": "\(location.redacted)", "outageSeconds": .stringConvertible(Int(Date().timeIntervalSince(since).rounded())),
+                    "store": "\(location.redacted)", "server": "\(server)", "outageSeconds": .stringConvertible(Int(Date().timeIntervalSince(since).rounded())),
                 ])
         }
     }
@@ -370,6 +560,13 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// A long transaction whose statements are answered is making progress and is not overdue; a server that
     /// answers nothing is, whatever the call.
     public var busySince: ContinuousClock.Instant? { waits.oldest }
+
+    /// The server the store's connection is on now (the last one it connected to).
+    public var currentServer: Server {
+        lock.lock()
+        defer { lock.unlock() }
+        return server
+    }
 
     /// Nothing to do: PostgreSQL's own autovacuum and checkpointer keep the database in shape.
     public func idleMaintenance() throws {}
