@@ -305,20 +305,9 @@ struct PostgresFailoverTests {
                     }.start()
                     while !failover.value.stopped { usleep(10_000) }
                 }
-                var attempts = 0
-                while true {
-                    attempts += 1
-                    guard attempts < 400 else { throw TestPostgresError("batch \(n) never stored") }
-                    try device.send(batch)
-                    guard let ack = try device.ack(timeout: .seconds(10)) else { continue }
-                    if ack.status == .retry {
-                        retries += 1
-                        usleep(100_000)
-                        continue
-                    }
-                    stored.append(ack)
-                    break
-                }
+                let (ack, retried) = try device.store(batch)
+                retries += retried
+                stored.append(ack)
             }
             return (stored, retries)
         }
@@ -362,19 +351,7 @@ struct PostgresFailoverTests {
             let device = try RawDevice(id: "cart-1", to: serve)
             defer { device.close() }
             func store(_ n: Int) throws -> (Ack, Int) {
-                let batch = try outgoing("cart-1", UInt64(n * 10 + 1), (0..<10).map { order(n * 10 + $0) })
-                var retries = 0
-                for _ in 0..<400 {
-                    try device.send(batch)
-                    guard let ack = try device.ack(timeout: .seconds(10)) else { continue }
-                    if ack.status == .retry {
-                        retries += 1
-                        usleep(100_000)
-                        continue
-                    }
-                    return (ack, retries)
-                }
-                throw TestPostgresError("batch \(n) never stored")
+                try device.store(try outgoing("cart-1", UInt64(n * 10 + 1), (0..<10).map { order(n * 10 + $0) }))
             }
             let (before, _) = try store(0)
             try Self.makeReadOnly(first.url)

@@ -160,6 +160,24 @@ final class RawDevice: @unchecked Sendable {
         return try WireCoding.decode(Ack.self, from: frame)
     }
 
+    /// Sends `batch` until the ground answers something other than `retry`, as the agent does: again after 0.1 s on
+    /// `retry`, and when no answer comes in 10 s; at most 400 sends.
+    /// - Returns: The answer, and how many `retry` answers came before it.
+    func store(_ batch: OutgoingBatch) throws -> (ack: Ack, retries: Int) {
+        var retries = 0
+        for _ in 0..<400 {
+            try send(batch)
+            guard let ack = try ack(timeout: .seconds(10)) else { continue }
+            if ack.status == .retry {
+                retries += 1
+                usleep(100_000)
+                continue
+            }
+            return (ack, retries)
+        }
+        throw TestPostgresError("batch \(batch.header.label) never stored")
+    }
+
     func close() {
         try? push.close(linger: .zero)
         try? dealer.close(linger: .zero)

@@ -247,20 +247,9 @@ struct SharedStoreTests {
                     while !restart.value.stopped { usleep(10_000) }
                 }
                 // As the agent does: resend on `retry` after a pause, and when no answer comes in time.
-                var attempts = 0
-                while true {
-                    attempts += 1
-                    guard attempts < 400 else { throw TestPostgresError("batch \(n) never stored") }
-                    try device.send(batch)
-                    guard let ack = try device.ack(timeout: .seconds(10)) else { continue }
-                    if ack.status == .retry {
-                        retries += 1
-                        usleep(100_000)
-                        continue
-                    }
-                    stored.append(ack)
-                    break
-                }
+                let (ack, retried) = try device.store(batch)
+                retries += retried
+                stored.append(ack)
             }
             return (stored, retries)
         }
