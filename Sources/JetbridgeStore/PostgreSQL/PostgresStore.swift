@@ -449,10 +449,17 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             return try result.get()
         }
         broken = true
-        connection.close().whenComplete { _ in }
+        Self.closeInBackground(connection)
         throw PostgresStoreError(
             "the store \(location.redacted) did not answer within \(limit.components.seconds) s; the connection is "
                 + "closed and opened again", unreachable: true)
+    }
+
+    /// Closes `connection` without waiting, keeping it alive until the close completes: a connection released while
+    /// its close is still under way trips postgres-nio's "deinitialized before being closed" assertion (a crash in
+    /// debug builds; it happened when `reconnectIfNeeded` replaced a connection whose close had just been asked).
+    static func closeInBackground(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Connects again when the connection was lost, at most once per backoff interval; called with the lock held
@@ -467,7 +474,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                     + "\(Int(((nextAttempt - now) / .milliseconds(1)).rounded())) ms)", unreachable: true)
         }
         // Closing is local (the channel's socket): it never waits for the server.
-        connection.close().whenComplete { _ in }
+        Self.closeInBackground(connection)
         do {
             (connection, server) = try waits.measure {
                 try Self.connect(location, target: target, timeouts: timeouts, logger: logger)
