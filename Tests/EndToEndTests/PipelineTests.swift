@@ -27,7 +27,7 @@ struct PipelineTests {
     /// A process left running in the background (the test kit's ``ExecutableRun``); its output goes to a file in
     /// the sandbox.
     final class Background {
-        let process: Process
+        let process: ChildProcess
         let name: String
         let log: URL
 

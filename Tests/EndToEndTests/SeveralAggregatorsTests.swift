@@ -1,5 +1,6 @@
 import FileQueue
 import Foundation
+import JetbridgeTestKit
 import Testing
 
 #if canImport(Glibc)

@@ -12,20 +12,18 @@ import Testing
     /// Appender processes that print "INDEX SEQUENCE" once each record is durable.
     struct Appender {
         let prefix: String
-        let process: Process
+        let process: ChildProcess
         let output: Pipe
     }
 
     static func startAppender(queue: URL, prefix: String, batch: Int) throws -> Appender {
-        let process = Process()
-        process.executableURL = jetbridgeQueueExecutable
-        process.arguments = [
-            "append", queue.path, "--count", "1000000", "--prefix", prefix, "--size", "60", "--batch", "\(batch)",
-            "--segment-size", "4096",
-        ]
         let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let process = try ChildProcess(
+            jetbridgeQueueExecutable,
+            [
+                "append", queue.path, "--count", "1000000", "--prefix", prefix, "--size", "60", "--batch", "\(batch)",
+                "--segment-size", "4096",
+            ], stdout: .pipe(output))
         return Appender(prefix: prefix, process: process, output: output)
     }
 

@@ -24,7 +24,7 @@ struct AggregatorCLITests {
 
     /// Starts the executable with output going to files in `directory` (no pipe to fill up).
     /// Starts the aggregator with `arguments` in `directory` (the test kit's ``ExecutableRun``, streams apart).
-    static func start(_ arguments: [String], in directory: URL) throws -> (Process, stdout: URL, stderr: URL) {
+    static func start(_ arguments: [String], in directory: URL) throws -> (ChildProcess, stdout: URL, stderr: URL) {
         let run = try ExecutableRun(executable: binary, arguments, in: directory, output: .separate)
         return (run.process, run.log, run.errorLog)
     }

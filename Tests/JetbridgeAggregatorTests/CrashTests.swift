@@ -1,6 +1,7 @@
 import Foundation
 import JetbridgeAggregator
 import JetbridgeStore
+import JetbridgeTestKit
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
@@ -52,17 +53,13 @@ struct CrashTests {
     @Test func killedMidApplyKeepsEveryAckedBatchAndNoPartialTransaction() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
-        let child = Process()
-        child.executableURL = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "crashChild"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: fixture.directory.path]) {
-            $1
-        }
         let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
+        let child = try ChildProcess(
+            URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")),
+            ["--testing-library", "swift-testing", "--filter", "crashChild"],
+            environment: ProcessInfo.processInfo.environment.merging([Self.childVariable: fixture.directory.path]) {
+                $1
+            }, stdout: .pipe(output), stderr: .null)
 
         // Let it commit a few transactions, then kill it without warning while it is inside the next one.
         var text = ""

@@ -25,7 +25,7 @@ struct OperationsTests {
     static let anyPorts = ["--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"]
 
     /// Waits until the log file at `url` contains `text` (or the process ends); returns the log.
-    static func waitForLog(_ url: URL, _ text: String, process: Process) async throws -> String {
+    static func waitForLog(_ url: URL, _ text: String, process: ChildProcess) async throws -> String {
         var log = ""
         try await waitUntil("the log shows \(text)") {
             log = try String(contentsOf: url, encoding: .utf8)

@@ -162,7 +162,7 @@ struct ReceiptCrashTests {
     /// files are being written, or being renamed); blocks the calling thread.
     /// - Returns: Whether it was killed so; false when it finished every receipt first (it is killed then too), exited,
     ///   or wrote none for a minute.
-    static func killWhenWritingAGroup(_ serve: Process, receipts: URL, store: any StoreReader) throws -> Bool {
+    static func killWhenWritingAGroup(_ serve: ChildProcess, receipts: URL, store: any StoreReader) throws -> Bool {
         let own = "-\(serve.processIdentifier)."
         let deadline = ContinuousClock.now + .seconds(60)
         var polls = 0
@@ -194,19 +194,14 @@ struct ReceiptCrashTests {
 
     /// `serve` on `home`, insecure, on loopback ports the kernel chooses; started without waiting for anything, so
     /// the refresh at its start can be caught.
-    static func startServe(home: URL, store: String) throws -> Process {
-        let process = Process()
-        process.executableURL = AggregatorCLITests.binary
-        process.arguments = [
-            "serve", "--home", home.path, "--store", store, "--insecure", "--data", "tcp://127.0.0.1:*", "--acks",
-            "tcp://127.0.0.1:*",
-        ]
+    static func startServe(home: URL, store: String) throws -> ChildProcess {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: AggregatorHome.environmentVariable)
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        return try ChildProcess(
+            AggregatorCLITests.binary,
+            [
+                "serve", "--home", home.path, "--store", store, "--insecure", "--data", "tcp://127.0.0.1:*", "--acks",
+                "tcp://127.0.0.1:*",
+            ], environment: environment, stdout: .null, stderr: .null)
     }
 }

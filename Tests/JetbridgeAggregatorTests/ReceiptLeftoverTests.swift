@@ -18,11 +18,7 @@ struct ReceiptLeftoverTests {
 
     /// The pid of a process that has exited.
     static func deadPID() throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return process.processIdentifier
+        try ChildProcess.run(URL(fileURLWithPath: "/bin/true")).processIdentifier
     }
 
     @Test func onlyLeftoversAreRemoved() throws {

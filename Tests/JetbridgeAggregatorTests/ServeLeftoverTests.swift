@@ -19,10 +19,7 @@ struct ServeLeftoverTests {
         try FileManager.default.createDirectory(at: receipts, withIntermediateDirectories: true)
         let stem = "ZA101_2026-11-21_17B"
         // A process that has exited: its pid names a writer that is gone.
-        let gone = Process()
-        gone.executableURL = URL(fileURLWithPath: "/bin/true")
-        try gone.run()
-        gone.waitUntilExit()
+        let gone = try ChildProcess.run(URL(fileURLWithPath: "/bin/true"))
         var hostName = [CChar](repeating: 0, count: 256)
         gethostname(&hostName, 255)
         let label = String(

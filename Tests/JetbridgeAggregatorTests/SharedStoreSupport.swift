@@ -14,7 +14,7 @@ import ZeroMQ
 /// A `jetbridge-aggregator serve` process (the built executable) on a store given by `--store`, in a home of its own,
 /// insecure, on loopback ports the kernel chooses; its log (JSON lines) in the home.
 final class ServeProcess: @unchecked Sendable {
-    let process: Process
+    let process: ChildProcess
     let home: URL
     let log: URL
     let dataEndpoint: String

@@ -35,7 +35,7 @@ public struct ExecutableRun: Sendable {
     public static let clearedVariables = ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT"]
 
     /// The running (or finished) process; its `processIdentifier` is the pid.
-    public let process: Process
+    public let process: ChildProcess
     /// Where its standard output goes (and its standard error with ``Output/together``).
     public let log: URL
     /// Where its standard error goes with ``Output/separate``; else ``log``.
@@ -70,31 +70,27 @@ public struct ExecutableRun: Sendable {
         log = logs.appendingPathComponent("run-\(id).log")
         errorLog = output == .together ? log : logs.appendingPathComponent("run-\(id).err")
         for file in Set([log, errorLog]) { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for name in Self.clearedVariables { merged[name] = nil }
         merged.merge(environment) { $1 }
-        process.environment = merged
-        process.currentDirectoryURL = directory
         let standardOutput = try FileHandle(forWritingTo: log)
         let standardError = output == .together ? standardOutput : try FileHandle(forWritingTo: errorLog)
         defer {
             try? standardOutput.close()
             if output == .separate { try? standardError.close() }
         }
-        process.standardOutput = standardOutput
-        process.standardError = standardError
+        var input = ChildProcess.Stream.null
+        var inputHandle: FileHandle?
+        defer { try? inputHandle?.close() }
         if let stdin {
-            let input = logs.appendingPathComponent("stdin-\(id)")
-            try stdin.write(to: input)
-            process.standardInput = try FileHandle(forReadingFrom: input)
-        } else {
-            process.standardInput = FileHandle.nullDevice
+            let file = logs.appendingPathComponent("stdin-\(id)")
+            try stdin.write(to: file)
+            inputHandle = try FileHandle(forReadingFrom: file)
+            input = .handle(inputHandle!)
         }
-        try process.run()
-        self.process = process
+        process = try ChildProcess(
+            executable, arguments, in: directory, environment: merged, stdin: input,
+            stdout: .handle(standardOutput), stderr: .handle(standardError))
     }
 
     /// Runs the program at `executable` to its end, on the calling thread (call it from a thread of its own, or from a

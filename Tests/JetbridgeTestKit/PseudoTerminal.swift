@@ -82,22 +82,17 @@ public enum PseudoTerminal {
         let stdoutURL = FileManager.default.temporaryDirectory.appendingPathComponent("jetbridge-pty-\(UUID()).out")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: stdoutURL) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
         var merged = ProcessInfo.processInfo.environment
         for variable in ["JETBRIDGE_HOME", "JETBRIDGE_LOG_LEVEL", "JETBRIDGE_LOG_FORMAT", "COLUMNS"] {
             merged[variable] = nil
         }
         merged.merge(environment) { $1 }
-        process.environment = merged
         let stdoutHandle = try FileHandle(forWritingTo: stdoutURL)
-        process.standardOutput = stdoutHandle
-        process.standardError = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        process.standardInput = FileHandle.nullDevice
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess(
+                executable, arguments, in: directory, environment: merged, stdin: .null,
+                stdout: .handle(stdoutHandle), stderr: .handle(FileHandle(fileDescriptor: slave, closeOnDealloc: false)))
         } catch {
             close(slave)
             close(master)

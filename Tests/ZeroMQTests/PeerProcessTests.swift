@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import Testing
 import ZeroMQ
 

@@ -49,17 +49,14 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
 
 /// The `zeromq-test-peer` helper process, which SwiftPM builds next to the test bundle.
 final class Peer {
-    let process = Process()
+    let process: ChildProcess
     private let output = Pipe()
     private var pending = ""
 
     static func executable() throws -> URL { try BuiltExecutable.url("zeromq-test-peer") }
 
     init(_ arguments: [String]) throws {
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess(try Self.executable(), arguments, stdout: .pipe(output))
     }
 
     /// Blocks until the peer prints `line`; false if it exits first.
