@@ -23,15 +23,18 @@
 set -euo pipefail
 script_started=$EPOCHREALTIME
 usage() {
-    echo "usage: deploy/failover.sh [--kill primary|standby] [--bin DIR]"
+    echo "usage: deploy/failover.sh [--kill primary|standby | --hold] [--bin DIR]"
     echo "  --kill primary   SIGKILL the primary's host mid-sync: the standby is promoted (default)"
     echo "  --kill standby   SIGKILL the synchronous standby's host instead: the primary goes on alone (wait_primary)"
+    echo "  --hold           only form the formation, print its URLs and keep it until Ctrl-C (to point"
+    echo "                   sync-benchmark --store postgres at its primary, or try a failover by hand)"
     echo "  --bin DIR        use the jetbridge-agent and jetbridge-aggregator in DIR (as JETBRIDGE_BIN)"
 }
-victim=primary
+victim=primary hold=0
 while [ $# -gt 0 ]; do
     case $1 in
         --kill) victim=${2:-}; shift 2 || { usage >&2; exit 64; } ;;
+        --hold) hold=1; shift ;;
         --bin) export JETBRIDGE_BIN=${2:-}; shift 2 || { usage >&2; exit 64; } ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; exit 64 ;;
@@ -126,6 +129,8 @@ cleanup() {
     rm -rf "$formation"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 echo "== demo directory: $demo   formation directory: $formation"
 
 # The monitor's timeouts, shortened so that the demo fails over in seconds. Production keeps pg_auto_failover's
@@ -202,6 +207,16 @@ store=${formation_uri/#postgres:\/\//postgres://postgres@}
 echo "pg_autoctl show uri --formation default: $formation_uri"
 echo "store: $store"
 "$bin/jetbridge-aggregator" --home "$demo/ground-a" store migrate --store "$store"
+if [ "$hold" = 1 ]; then
+    echo
+    echo "The formation runs until Ctrl-C (then it is stopped and removed). Its primary alone, for tools that take one"
+    echo "server (sync-benchmark --store postgres URL: its commits still wait for the synchronous standby):"
+    echo "  postgres://postgres@localhost:${node_port[node1]}/jetbridge"
+    echo "State: PATH=$PG_BIN:\$PATH pg_autoctl show state --pgdata ${node_dir[monitor]} (as the formation's user," \
+        "with XDG_CONFIG_HOME=$formation/config XDG_DATA_HOME=$formation/share)"
+    while kill -0 "${keeper_pid[monitor]}" 2>/dev/null; do sleep 1; done
+    exit 0
+fi
 
 aggregator() { # aggregator NAME ARGS...: one aggregator's command, on the formation
     local name=$1
@@ -298,11 +313,13 @@ fi
 # The host dies: every process of the node at once, by pid (none of them gets to shut down, nothing restarts it).
 victim_procs=$(node_processes "$victim_node")
 # shellcheck disable=SC2086 # one word per pid
+ps -o pid,ppid,cmd -p $victim_procs > "$demo/killed-processes.txt"
+# shellcheck disable=SC2086 # one word per pid
 { kill -9 $victim_procs; killed_at=$EPOCHREALTIME; wait "${keeper_pid[$victim_node]}"; } 2>/dev/null || true
 acked_at_kill=$(acknowledged gate-1)
 mkdir -p "$demo/acknowledged-at-kill"
 acknowledged_ids $(delivered_dirs) > "$demo/acknowledged-at-kill/ids.txt"
-echo "-- $victim_node (the $victim) killed with SIGKILL: its postgres and its pg_autoctl keeper, $(echo $victim_procs | wc -w) processes; $acked_at_kill of 1197 gate-1 records acknowledged"
+echo "-- $victim_node (the $victim) killed with SIGKILL at $(date -u -d "@$killed_at" +%H:%M:%S.%3N): its postgres and its pg_autoctl keeper, $(echo $victim_procs | wc -w) processes; $acked_at_kill of 1197 gate-1 records acknowledged"
 
 # The survivor's new role: promoted (wait_primary, then primary once the old one is back as a standby, which it is
 # not here), or, with the standby killed, the primary alone (wait_primary: synchronous_commit off).
@@ -328,6 +345,11 @@ else
     took_over="the primary alone, without a synchronous standby" through_it="after that"
     event="the loss of the synchronous standby"
 fi
+# The sockets to the killed node left at that moment, and any of its processes still alive (there must be none).
+ss -tnoa "( dport = :${node_port[$victim_node]} or sport = :${node_port[$victim_node]} )" \
+    > "$demo/victim-sockets.txt" 2>&1 || true
+alive=$(for pid in $victim_procs; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done || true)
+[ -z "$alive" ] || echo "-- still alive after SIGKILL: $alive"
 if [ -n "$new_state_at" ]; then
     echo "-- $survivor is $took_over ($state) $(seconds_since "$killed_at" "$new_state_at") s after the kill"
     missing_at_failover=$(missing_on "$survivor" "$demo/acknowledged-at-kill/ids.txt")
@@ -344,6 +366,13 @@ done
 synced_at=$EPOCHREALTIME
 for device in cart-1 cart-2 gate-1; do
     echo "   $device: $(tail -n 1 "$demo/$device-sync.log")"
+done
+for name in a b; do # what each aggregator saw of the store: the outage, and its end on the new primary
+    grep -hE "store unreachable|store reachable again" "$demo/aggregator-$name.log" \
+        | sed -E 's/^([^ ]+) [a-z]+ .*(server=[^ ]+ \([a-z-]+\)).*\] (.*)$/\1 \3 (\2)/; t
+                  s/^([^ ]+) [a-z]+ .*(did not answer within [0-9]+ s).*\] (.*)$/\1 \3 (\2)/; t
+                  s/^([^ ]+) [a-z]+ .*\] (.*)$/\1 \2/' \
+        | sed "s/^/   aggregator $name: /" || true
 done
 as_pg pg_autoctl show state --pgdata "${node_dir[monitor]}"
 echo "synchronous_standby_names on $survivor: '$(node_sql "$survivor" 'SHOW synchronous_standby_names')'," \
