@@ -340,10 +340,10 @@ for _ in $(seq 1 900); do
     sleep 0.1
 done
 if [ "$victim" = primary ]; then
-    took_over="the new primary" through_it="through it" event="a PostgreSQL failover"
+    took_over="the new primary" through_it="through it" event="a PostgreSQL failover" at_event="at the failover"
 else
-    took_over="the primary alone, without a synchronous standby" through_it="after that"
-    event="the loss of the synchronous standby"
+    took_over="the primary alone, without a synchronous standby" through_it="from the primary alone"
+    event="the loss of the synchronous standby" at_event="once it was alone"
 fi
 # The sockets to the killed node left at that moment, and any of its processes still alive (there must be none).
 ss -tnoa "( dport = :${node_port[$victim_node]} or sport = :${node_port[$victim_node]} )" \
@@ -408,7 +408,7 @@ else
 fi
 figures+=", first ack $through_it after $([ -n "$first_ack_at" ] && seconds_since "$killed_at" "$first_ack_at" || echo "—") s"
 figures+=", sync done $(seconds_since "$killed_at" "$synced_at") s after the kill"
-figures+="; acknowledged then missing: $missing_at_failover of $(wc -l < "$demo/acknowledged-at-kill/ids.txt") at the failover"
+figures+="; acknowledged then missing: $missing_at_failover of $(wc -l < "$demo/acknowledged-at-kill/ids.txt") $at_event"
 figures+=", $missing_at_end of $(wc -l < "$demo/acknowledged-at-end.txt") at the end; proof-of-delivery mismatches: $mismatches"
 if [ "$failed" = 0 ] && [ -n "$new_state_at" ] && [ -n "$first_ack_at" ] && [ "$missing_at_failover" = 0 ] \
     && [ "$missing_at_end" = 0 ] && [ "$mismatches" = 0 ] \
