@@ -104,7 +104,7 @@ node_processes() { # node_processes NODE: its keeper, the keeper's services, its
 cleanup() {
     local node pid procs shm
     set +e # every step is tried, whatever failed before it
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do { kill -9 "$pid" && wait "$pid"; } 2>/dev/null; done
     # The keepers first, politely: SIGTERM makes pg_autoctl stop its postgres (fast shutdown) and exit; whatever is
     # left after 15 s, and the processes of a node killed earlier, are killed by pid.
     for node in "${keepers[@]}"; do
