@@ -16,8 +16,9 @@
 # A SIGKILL on one machine is not quite a dead host: the kernel closes the killed processes' sockets, so the
 # aggregators and the monitor learn at once that the connection is gone, where a host that lost power leaves them to
 # their timeouts (the store's keepalives and statement timeout: docs/STORE.md, "Timeouts"; the monitor's health check).
-# Nothing outside DEMO_DIR (a new temporary directory by default) and the formation's directory is written; every
-# process the script started is stopped by its pid and both directories' formation files removed on every exit.
+# Nothing outside DEMO_DIR (a new temporary directory by default) and the formation's directory is written; on every
+# exit each process the script started is stopped by its pid and the formation's directory removed (the demo
+# directory stays, with the logs).
 # Endpoints: 127.0.0.1 ports FAILOVER_PORT … +5 (default 5580); PostgreSQL: three free loopback ports. Binaries: those
 # in --bin DIR or JETBRIDGE_BIN when set, else built here (debug).
 set -euo pipefail
@@ -90,8 +91,11 @@ descendants() { # descendants PID: every process under PID, depth first
         descendants "$child"
     done
 }
-postmaster_of() { # postmaster_of NODE: the pid in its postmaster.pid, if any
-    head -n 1 "${node_dir[$1]}/postmaster.pid" 2>/dev/null || true
+postmaster_of() { # postmaster_of NODE: the pid in its postmaster.pid, if that process is still NODE's postgres
+    local pid
+    pid=$(head -n 1 "${node_dir[$1]}/postmaster.pid" 2>/dev/null) || return 0
+    # A killed node's postmaster.pid stays behind, and its pid may since name another process.
+    tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF -- "-D ${node_dir[$1]} " && echo "$pid" || true
 }
 node_processes() { # node_processes NODE: its keeper, the keeper's services, its postmaster and every backend
     local keeper=${keeper_pid[$1]:-} postmaster
@@ -123,8 +127,11 @@ cleanup() {
         [ -n "$procs" ] && kill -9 $procs 2>/dev/null || true
         # A postmaster killed with SIGKILL leaves its small System V segment behind (PostgreSQL removes it at the
         # next start, which does not come): remove it by the id its postmaster.pid names, when nothing is attached.
+        pid=$(head -n 1 "${node_dir[$node]}/postmaster.pid" 2>/dev/null)
         shm=$(sed -n 7p "${node_dir[$node]}/postmaster.pid" 2>/dev/null | awk '{print $2}')
-        if [ -n "$shm" ] && ipcs -m -i "$shm" 2>/dev/null | grep -q 'nattch=0'; then ipcrm -m "$shm" 2>/dev/null || true; fi
+        if [ -n "$shm" ] && ipcs -m -i "$shm" 2>/dev/null | grep -q "cpid=$pid\b.*nattch=0\|nattch=0.*cpid=$pid\b"; then
+            ipcrm -m "$shm" 2>/dev/null || true
+        fi
     done
     rm -rf "$formation"
 }
@@ -316,6 +323,7 @@ victim_procs=$(node_processes "$victim_node")
 ps -o pid,ppid,cmd -p $victim_procs > "$demo/killed-processes.txt"
 # shellcheck disable=SC2086 # one word per pid
 { kill -9 $victim_procs; killed_at=$EPOCHREALTIME; wait "${keeper_pid[$victim_node]}"; } 2>/dev/null || true
+keeper_pid[$victim_node]="" # reaped: its pid may name another process from now on
 acked_at_kill=$(acknowledged gate-1)
 mkdir -p "$demo/acknowledged-at-kill"
 acknowledged_ids $(delivered_dirs) > "$demo/acknowledged-at-kill/ids.txt"
