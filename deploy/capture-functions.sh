@@ -1,4 +1,4 @@
-# Sourced by deploy/demo.sh and deploy/scale-out.sh (not run on its own): the devices of both demos and what they
+# Sourced by deploy/demo.sh, deploy/scale-out.sh and deploy/failover.sh (not run on its own): the devices of the demos and what they
 # capture in flight, so the two scripts capture the same records and check the same totals.
 # Needs: bin (the directory of the binaries: build_products sets it), demo (the demo directory: each device's home is
 # $demo/DEVICE), flight (the flight the devices sell on).

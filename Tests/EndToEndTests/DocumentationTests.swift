@@ -56,6 +56,25 @@ struct DocumentationTests {
         }
     }
 
+    /// Every `deploy/….sh` the docs, the sources, the scripts or CI name is in the repository, so that a renamed or
+    /// removed demo never leaves the README or .ci/run pointing at nothing.
+    @Test func everyCitedDeployScriptExists() throws {
+        var texts = try Self.repositoryTexts()
+        let ci = Self.packageRoot.appendingPathComponent(".ci/run")
+        texts.append((".ci/run", try String(contentsOf: ci, encoding: .utf8)))
+        var cited: [String: String] = [:]
+        for (path, text) in texts {
+            for match in text.matches(of: /deploy\/[a-z0-9_-]+\.sh/) where cited[String(match.output)] == nil {
+                cited[String(match.output)] = path
+            }
+        }
+        #expect(cited["deploy/failover.sh"] != nil && cited["deploy/scale-out.sh"] != nil)
+        for (script, citer) in cited.sorted(by: { $0.key < $1.key }) {
+            let url = Self.packageRoot.appendingPathComponent(script)
+            #expect(FileManager.default.fileExists(atPath: url.path), "\(citer) names \(script), which does not exist")
+        }
+    }
+
     /// docs/ARCHITECTURE.md names the types that keep each rule; a rename must not leave it pointing at nothing.
     /// Every `UpperCamelCase` name in backticks there is a type, extension or file of Sources/.
     @Test func everyTypeTheArchitecturePageNamesExists() throws {
