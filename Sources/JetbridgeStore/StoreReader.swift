@@ -135,6 +135,16 @@ public protocol StoreWriter: StoreReader {
 
     /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
     func idleMaintenance() throws
+
+    /// Records that `device` announced, at `now`, that it holds records of each of `flights` the ground has not
+    /// confirmed (docs/PROTOCOL.md, "Announce"): each pair's announcement time becomes `now` and its confirmation is
+    /// cleared, in one transaction.
+    func recordAnnouncement(device: String, flights: [String], at now: Date) throws
+
+    /// Records that the ground confirmed `device`'s summary of `flight` at `now` (docs/PROTOCOL.md, "Proof of
+    /// delivery"). Only a flight the device announced has a row to mark; an agent that never announces is shown by
+    /// what it stored.
+    func recordConfirmation(device: String, flight: String, at now: Date) throws
 }
 
 /// A seat whose receipt is behind, as the receipt walk met it.

@@ -67,6 +67,8 @@ final class AggregatorMetrics: Sendable {
             CoreMetrics.Counter(label: "jetbridge_summaries_total", dimensions: [("status", status)], factory: factory)
                 .increment(by: 0)
         }
+        CoreMetrics.Counter(label: "jetbridge_announces_total", dimensions: [("status", "recorded")], factory: factory)
+            .increment(by: 0)
         process.register(in: factory)
     }
 
@@ -143,6 +145,12 @@ final class AggregatorMetrics: Sendable {
             .increment()
     }
 
+    /// An announcement answered: `status` is the answer's (`recorded`, `rejected`, …).
+    func announce(status: String) {
+        CoreMetrics.Counter(label: "jetbridge_announces_total", dimensions: [("status", status)], factory: factory)
+            .increment()
+    }
+
     /// A handshake the ZAP handler decided.
     func handshake(result: String) {
         CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
@@ -195,6 +203,7 @@ final class AggregatorMetrics: Sendable {
         "jetbridge_device_last_batch_timestamp_seconds":
             "Unix time of the device's last answered batch (its last sync in the store until it sends one).",
         "jetbridge_summaries_total": "Flight summaries (proof of delivery) answered, by answer.",
+        "jetbridge_announces_total": "Announcements of the flights a device holds records of, answered, by answer.",
         "jetbridge_handshakes_total": "CURVE handshakes decided by ZAP, by result; failed: before ZAP.",
         "jetbridge_store_commit_seconds": "Time of one store transaction, committed or failed.",
         "jetbridge_batch_queue_depth": "Decoded batches waiting for the store.",
