@@ -234,6 +234,96 @@ struct FleetViewTests {
         #expect(rows.count == 1)
         try await serve.stop()
     }
+
+    /// `report devices --flight F` (text and JSON), `status` and `/metrics` show each device that announced F, or
+    /// stored records of it, as confirmed, sending or silent, on both engines with real processes: cart-1 syncs with
+    /// the real agent (confirmed); cart-2 announces and stores a batch but asks nothing (sending); cart-3 announced two
+    /// hours ago (the store's rows moved back behind the ground's back) and was never heard from again (silent).
+    /// Failed before: `report devices --flight` was refused (64), and neither `status` nor `/metrics` had a fleet.
+    @Test(arguments: Engine.allCases)
+    func theReportStatusAndMetricsShowEachDeviceOfAFlight(_ engine: Engine) async throws {
+        guard engine == .sqlite || TestPostgres.enabled else { return }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let path = fixture.directory.appendingPathComponent("store.sqlite").path
+        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
+        defer { database?.drop() }
+        let store = database?.url ?? path
+        let serve = try await ServeProcess(store: store, in: fixture.directory, name: "ground", metrics: true)
+        defer { serve.killNow() }
+        let flight = ProofOfDeliveryEndToEndTests.flight
+        let cart = try ProofOfDeliveryEndToEndTests.Agent(device: "cart-1", serve: serve, in: fixture.directory)
+        try await cart.capture(scans: 20)
+        let (synced, output) = try await cart.sync()
+        #expect(synced == 0, "\(output)")
+
+        try await onOwnThread {
+            for id in ["cart-2", "cart-3"] {
+                let device = try RawDevice(id: id, to: serve)
+                defer { device.close() }
+                try device.dealer.send(WireCoding.encode(FlightAnnounce(device: id, flights: [flight])))
+                // Its answer first: recorded (an ack-channel frame that is not an ack).
+                let ready = try poll([PollItem(device.dealer, .readable)], timeout: .seconds(20))
+                #expect(ready[0].contains(.readable))
+                let frame = try #require(try device.dealer.receive())
+                #expect(try WireCoding.decode(AnnounceAnswer.self, from: frame).status == .recorded)
+                if id == "cart-2" {
+                    let records = (0..<3).map { scan($0, tag: $0, flight: flightA) }
+                    #expect(try device.store(try outgoing(id, 1, records)).ack.status == .stored)
+                }
+            }
+        }
+        // cart-3's announcement two hours back: silent since then.
+        let moveBack = "UPDATE announcements SET announced_at = announced_at - 7200 WHERE device = 'cart-3'"
+        if let database {
+            try TestPostgres.admin(database.url, moveBack)
+        } else {
+            try await onOwnThread {
+                let queue = try DatabaseQueue(path: path)
+                try queue.write { try $0.execute(sql: moveBack) }
+                try queue.close()
+            }
+        }
+
+        let json = try AggregatorCLITests.run(
+            ["report", "devices", "--flight", flight, "--format", "json", "--store", store, "--home", serve.home.path],
+            in: fixture.directory)
+        #expect(json.status == 0, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["flight"] as? String == flight)
+        let rows = (object["devices"] as? [[String: Any]]) ?? []
+        #expect(rows.map { $0["device"] as? String } == ["cart-1", "cart-2", "cart-3"], "\(json.stdout)")
+        #expect(rows.map { $0["state"] as? String } == ["confirmed", "sending", "silent"], "\(json.stdout)")
+        #expect(rows.map { $0["records"] as? Int } == [20, 3, 0], "\(json.stdout)")
+        #expect(rows[0]["confirmedAt"] is String && rows[1]["confirmedAt"] is NSNull && rows[2]["lastSeen"] is String)
+        let table = try AggregatorCLITests.run(
+            ["report", "devices", "--flight", flight, "--store", store, "--home", serve.home.path], in: fixture.directory)
+        #expect(table.status == 0 && table.stdout.contains("State") && table.stdout.contains("silent"), "\(table)")
+        let none = try AggregatorCLITests.run(
+            ["report", "devices", "--flight", "ZA999/2026-11-21", "--store", store, "--home", serve.home.path],
+            in: fixture.directory)
+        #expect(none.status == 0 && none.stdout.contains("(no devices)"), "\(none)")
+
+        // /metrics and status, from the status thread's reading (every 2 s).
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(20)
+        repeat {
+            text = try await Self.scrape(serve)
+            if MetricsTests.sample(text, "jetbridge_flight_devices", ["flight": flight, "state": "silent"]) == 1 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        } while ContinuousClock.now < deadline
+        for (state, count) in [("confirmed", 1.0), ("sending", 1.0), ("silent", 1.0)] {
+            #expect(MetricsTests.sample(text, "jetbridge_flight_devices", ["flight": flight, "state": state]) == count)
+        }
+        let status = try AggregatorCLITests.run(["status", "--json", "--home", serve.home.path], in: fixture.directory)
+        let statusObject = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let fleet = (statusObject["fleet"] as? [[String: Any]]) ?? []
+        #expect(fleet.count == 1 && fleet.first?["flight"] as? String == flight, "\(status.stdout)")
+        #expect(fleet.first.map { [$0["confirmed"], $0["sending"], $0["silent"]].map { $0 as? Int } } == [1, 1, 1])
+        let screen = try AggregatorCLITests.run(["status", "--home", serve.home.path], in: fixture.directory)
+        #expect(screen.stdout.contains("CONFIRMED") && screen.stdout.contains(flight), "\(screen.stdout)")
+        try await serve.stop()
+    }
 }
 
 extension TestDevice {
