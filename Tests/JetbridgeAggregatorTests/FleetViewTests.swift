@@ -232,6 +232,19 @@ struct FleetViewTests {
         let row = try #require(rows["cart-1 \(ProofOfDeliveryEndToEndTests.flight)"], "\(rows)")
         #expect(row.announcedAt >= before && (row.confirmedAt ?? 0) >= row.announcedAt, "\(row)")
         #expect(rows.count == 1)
+
+        // A confirmed flight is not announced again: the next sync leaves its announcement as it was.
+        let (again, againOutput) = try await cart.sync()
+        #expect(again == 0, "\(againOutput)")
+        var next = try await onOwnThread { try Self.announcements(sqlite: path, database: database) }
+        #expect(next["cart-1 \(ProofOfDeliveryEndToEndTests.flight)"]?.announcedAt == row.announcedAt, "\(next)")
+        // More captured for it: announced again, then confirmed again.
+        try await cart.capture(scans: 2)
+        let (third, thirdOutput) = try await cart.sync()
+        #expect(third == 0, "\(thirdOutput)")
+        next = try await onOwnThread { try Self.announcements(sqlite: path, database: database) }
+        let later = try #require(next["cart-1 \(ProofOfDeliveryEndToEndTests.flight)"])
+        #expect(later.announcedAt > row.announcedAt && (later.confirmedAt ?? 0) >= later.announcedAt, "\(later)")
         try await serve.stop()
     }
 
