@@ -9,7 +9,7 @@ extension PostgresStore {
         let seconds = now.timeIntervalSince1970
         try locked {
             try transaction {
-                for flight in flights {
+                for flight in flights.sorted() {
                     try run(
                         """
                         INSERT INTO announcements (device, flight, announced_at, confirmed_at)

@@ -9,7 +9,7 @@ extension SQLiteStore {
         try calls.measure {
             try pool.write { db in
                 let statement = try db.cachedStatement(sql: Self.announceSQL)
-                for flight in flights {
+                for flight in flights.sorted() {
                     try statement.execute(arguments: [device, flight, now.timeIntervalSince1970])
                 }
             }
