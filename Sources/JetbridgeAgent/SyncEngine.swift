@@ -93,6 +93,9 @@ final class SyncEngine: Sendable {
         var holdings: [String: DeliveryArchive.Holding] = [:]
         /// Round robin over the aggregators for summaries.
         var nextAsk = 0
+        /// The announcements sent on every new connection after its hello (docs/PROTOCOL.md, "Announce"): the flights
+        /// this device holds records of that the ground has not confirmed, as they stood when the sync started.
+        var announcements: [FlightAnnounce] = []
 
         init(engine: SyncEngine) {
             self.engine = engine
@@ -129,6 +132,11 @@ final class SyncEngine: Sendable {
                 queue = try FileQueue(directory: configuration.queueDirectory)
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough
+                announcements = Self.announcements(
+                    device: configuration.device,
+                    flights: CaptureService(configuration: configuration, logger: logger)
+                        .deliveries(queue: configuration.queueDirectory, acknowledgedThrough: status.acknowledgedThrough)
+                        .filter { $0.unacknowledged > 0 || ($0.acknowledged > 0 && !$0.confirmed) }.map(\.flight))
                 initialLast = status.lastSequence ?? status.acknowledgedThrough
                 total = status.unacknowledged
             } catch {
@@ -473,9 +481,10 @@ final class SyncEngine: Sendable {
                 }
                 peer.seenUps = link.ups
                 lastProblem = nil
-                // Announce the ack route on every new connection, before any batch.
+                // Announce the ack route on every new connection, before any batch; then the flights.
                 sendHello(peer.sockets.dealer)
                 peer.lastHello = t
+                sendAnnouncements(peer.sockets.dealer)
             }
         }
 
@@ -560,6 +569,45 @@ final class SyncEngine: Sendable {
             try? dealer.send(frame, options: .dontWait)
         }
 
+        /// The flights to announce, at most ``announcedFlights``, in announcements of at most
+        /// ``FlightAnnounce/maxFlights`` each; none when there is nothing to announce.
+        static func announcements(device: String, flights: [String]) -> [FlightAnnounce] {
+            let kept = Array(flights.sorted().prefix(announcedFlights))
+            return stride(from: 0, to: kept.count, by: FlightAnnounce.maxFlights).map {
+                FlightAnnounce(device: device, flights: Array(kept[$0..<min($0 + FlightAnnounce.maxFlights, kept.count)]))
+            }
+        }
+
+        /// The most flights announced on one connection: four announcements, within the ground's five a second.
+        static let announcedFlights = 4 * FlightAnnounce.maxFlights
+
+        /// Sends the announcements on `dealer`, without blocking: the ground's answer is only logged, and a ground
+        /// that predates announcements ignores them (docs/PROTOCOL.md, "Announce").
+        func sendAnnouncements(_ dealer: Socket) {
+            for announce in announcements {
+                guard let frame = try? WireCoding.encode(announce) else { continue }
+                try? dealer.send(frame, options: .dontWait)
+            }
+        }
+
+        /// Logs the ground's answer to an announcement: nothing waits for it.
+        func handleAnnounceAnswer(_ frame: Data, from index: Int, device: String) {
+            let from = isSpread ? " from \(name(index))" : ""
+            guard let answer = try? WireCoding.decode(AnnounceAnswer.self, from: frame), answer.device == device else {
+                logger.warning("ignoring an announce answer\(from) that does not decode or is for another device")
+                return
+            }
+            let reason = Ack.bounded(answer.reason ?? "no reason given", scalars: Ack.maxReasonScalars)
+            switch answer.status {
+            case .recorded:
+                logger.debug("the ground\(from) recorded the announcement of \(answer.flights ?? 0) flights")
+            case .retry:
+                logger.debug("the ground\(from) could not record the announcement now: \(reason)")
+            case .rejected, .forbidden, .unsupportedVersion:
+                logger.warning("the ground\(from) refused the announcement (\(answer.status.rawValue)): \(reason)")
+            }
+        }
+
         /// Proof of delivery, once everything queued is acknowledged: recomputes the flights' summaries when records were
         /// acknowledged since, asks the ground about each flight not confirmed (``DeliveryConfirmer``), and gives up on
         /// those whose answers do not come.
@@ -633,6 +681,10 @@ final class SyncEngine: Sendable {
             let from = isSpread ? " from \(name(index))" : ""
             if frames.count == 1, AckChannelType.of(frames[0]) == SummaryAnswer.messageType {
                 try handleSummaryAnswer(frames[0], from: index, device: device, queue: queue)
+                return nil
+            }
+            if frames.count == 1, AckChannelType.of(frames[0]) == AnnounceAnswer.messageType {
+                handleAnnounceAnswer(frames[0], from: index, device: device)
                 return nil
             }
             // An ack is one frame (docs/PROTOCOL.md, Acks); a message of several is nobody's ack.

@@ -13,6 +13,8 @@ public enum Report: Hashable, Sendable {
     case items(ItemReport)
     case luggage(LuggageReport)
     case devices(DeviceReport)
+    /// `report devices --flight F`.
+    case fleet(FleetReport)
 }
 
 /// Sales per item over the selected flights: one row per item name and currency (amounts in two currencies are

@@ -37,6 +37,14 @@ public protocol StoreReader: AnyObject, Sendable {
     /// acknowledged (docs/PROTOCOL.md, "Proof of delivery"): from indexes, over that device's rows of that flight only.
     func deliverySummary(device: String, flight: String) throws -> DeliverySummary
 
+    /// The devices that announced `flight` or stored records of it, and where each stands at `now`
+    /// (`report devices --flight`, docs/AGGREGATOR.md "The fleet of a flight").
+    func fleetReport(flight: FlightID, now: Date) throws -> FleetReport
+
+    /// Per flight announced since `since` (at most ``FleetFlightCounts/maxFlights``, the most recent), its announcing
+    /// devices by state at `now` (`status`, `/metrics`).
+    func fleetCounts(since: Date, now: Date) throws -> [FleetFlightCounts]
+
     /// When a batch was last stored, or `nil` before the first.
     func lastCommit() throws -> Date?
 
@@ -135,6 +143,16 @@ public protocol StoreWriter: StoreReader {
 
     /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
     func idleMaintenance() throws
+
+    /// Records that `device` announced, at `now`, that it holds records of each of `flights` the ground has not
+    /// confirmed (docs/PROTOCOL.md, "Announce"): each pair's announcement time becomes `now` and its confirmation is
+    /// cleared, in one transaction.
+    func recordAnnouncement(device: String, flights: [String], at now: Date) throws
+
+    /// Records that the ground confirmed `device`'s summary of `flight` at `now` (docs/PROTOCOL.md, "Proof of
+    /// delivery"). Only a flight the device announced has a row to mark; an agent that never announces is shown by
+    /// what it stored.
+    func recordConfirmation(device: String, flight: String, at now: Date) throws
 }
 
 /// A seat whose receipt is behind, as the receipt walk met it.
@@ -157,15 +175,14 @@ extension StoreReader {
     ///
     /// - Parameters:
     ///   - kind: Which report.
-    ///   - flight: Only this flight (ignored by the devices report, whose statistics are per device; the command
-    ///     line refuses `--flight` with it).
+    ///   - flight: Only this flight (the devices report then becomes the flight's fleet, ``FleetReport``).
     ///   - status: Only bags with these statuses (luggage report; all when empty).
     public func report(_ kind: ReportKind, flight: FlightID? = nil, status: Set<BagStatus> = []) throws -> Report {
         switch kind {
         case .flights: .flights(try flightReports(flight: flight))
         case .items: .items(try itemReport(flight: flight))
         case .luggage: .luggage(try luggageReport(flight: flight, status: status))
-        case .devices: .devices(try deviceReport())
+        case .devices: try flight.map { .fleet(try fleetReport(flight: $0, now: Date())) } ?? .devices(try deviceReport())
         }
     }
 }

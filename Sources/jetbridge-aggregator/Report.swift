@@ -24,6 +24,7 @@ struct Report: ParsableCommand {
               jetbridge-aggregator report flights
               jetbridge-aggregator report items --format csv --output items.csv
               jetbridge-aggregator report luggage --status missing --format html
+              jetbridge-aggregator report devices --flight ZA101/2026-11-21
 
             A flight whose stored orders cannot be totalled (two currencies, a total that overflows) is printed as \
             one row with its error; the other flights print. The HTML luggage page lists the first 1,000 bags \
@@ -41,7 +42,10 @@ struct Report: ParsableCommand {
     @Argument(help: "flights, items, luggage or devices.")
     var kind: ReportKind
 
-    @Option(help: ArgumentHelp("Only this flight, e.g. ZA101/2026-11-21 (not for devices).", valueName: "flight"))
+    @Option(
+        help: ArgumentHelp(
+            "Only this flight, e.g. ZA101/2026-11-21; for devices: the devices that announced it or stored records of it, and whether each is confirmed, sending or silent.",
+            valueName: "flight"))
     var flight: String?
 
     @Option(
@@ -63,9 +67,6 @@ struct Report: ParsableCommand {
         // A flight typed by a person is read as the agent reads one: any case, surrounding spaces ignored.
         if let flight, (try? FlightID(parsing: flight)) == nil {
             throw ValidationError("'\(flight)' is not a flight id like ZA101/2026-11-21")
-        }
-        if flight != nil, kind == .devices {
-            throw ValidationError("--flight does not apply to `report devices`: device statistics are not per flight")
         }
         if !status.isEmpty, kind != .luggage {
             throw ValidationError("--status applies to `report luggage` only")

@@ -3,6 +3,7 @@ import Foundation
 import JetbridgeCLI
 import JetbridgeAggregator
 import JetbridgeModel
+import JetbridgeStore
 import JetbridgeLogging
 import SystemSupport
 
@@ -88,6 +89,22 @@ struct Status: ParsableCommand {
             lines += table(rows)
         }
         lines.append("")
+        if let fleet = status.fleet {
+            if fleet.isEmpty {
+                lines.append("fleet             no flight announced in the last 24 hours")
+            } else {
+                lines.append("fleet             devices that announced each flight (last 24 hours)")
+                lines += table(
+                    [["FLIGHT", "CONFIRMED", "SENDING", "SILENT", "LAST ANNOUNCED"]]
+                        + fleet.map {
+                            [
+                                clean($0.flight), g($0.confirmed), g($0.sending), g($0.silent),
+                                "\(ago(now.timeIntervalSince($0.lastAnnouncedAt))) ago",
+                            ]
+                        })
+            }
+            lines.append("")
+        }
         if status.recentRejections.isEmpty {
             lines.append("last rejections   none")
         } else {

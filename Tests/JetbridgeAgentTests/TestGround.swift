@@ -130,7 +130,7 @@ final class TestGround: Sendable {
                     }
                     guard message.frames.count == 2,
                         let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
-                        hello.device == message.userID
+                        hello.type == Hello.messageType, hello.device == message.userID
                     else { continue }
                     routes[hello.device] = message.frames[0]
                     delivered.withLock { $0.hellos += 1 }

@@ -258,7 +258,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [6, 6, 6])
+        #expect(versions == [7, 7, 7])
     }
 }
 

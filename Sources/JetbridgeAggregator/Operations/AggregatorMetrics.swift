@@ -2,6 +2,7 @@ import CoreMetrics
 import FileQueue
 import Foundation
 import JetbridgeProtocol
+import JetbridgeStore
 import Prometheus
 import SystemSupport
 
@@ -67,6 +68,8 @@ final class AggregatorMetrics: Sendable {
             CoreMetrics.Counter(label: "jetbridge_summaries_total", dimensions: [("status", status)], factory: factory)
                 .increment(by: 0)
         }
+        CoreMetrics.Counter(label: "jetbridge_announces_total", dimensions: [("status", "recorded")], factory: factory)
+            .increment(by: 0)
         process.register(in: factory)
     }
 
@@ -143,6 +146,12 @@ final class AggregatorMetrics: Sendable {
             .increment()
     }
 
+    /// An announcement answered: `status` is the answer's (`recorded`, `rejected`, …).
+    func announce(status: String) {
+        CoreMetrics.Counter(label: "jetbridge_announces_total", dimensions: [("status", status)], factory: factory)
+            .increment()
+    }
+
     /// A handshake the ZAP handler decided.
     func handshake(result: String) {
         CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
@@ -166,15 +175,33 @@ final class AggregatorMetrics: Sendable {
     ///   - acksHeld: Acks waiting for a route.
     ///   - receiptsPending: Seats whose receipts are behind, if the store could say.
     ///   - ready: Whether `/readyz` would answer ready now.
-    func exposition(queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?, ready isReady: Bool)
-        -> String
-    {
+    ///   - fleet: Each recently announced flight's devices by state (`jetbridge_flight_devices`).
+    func exposition(
+        queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?, ready isReady: Bool,
+        fleet: [FleetFlightCounts] = []
+    ) -> String {
         queueDepth.record(depth)
         acksHeld.record(held)
         if let pending { receiptsPending.record(pending) }
         ready.record(isReady ? 1 : 0)
         process.sample()
-        return Self.withHelp(registry.emitToString())
+        return Self.withHelp(registry.emitToString() + Self.fleetFamily(fleet))
+    }
+
+    /// `jetbridge_flight_devices{flight, state}`, written here rather than kept as gauges in the registry: a flight
+    /// announced more than ``FleetFlightCounts/window`` ago must leave the exposition, and the registry keeps every
+    /// series it ever made. Three series per flight, at most ``FleetFlightCounts/maxFlights`` flights.
+    static func fleetFamily(_ fleet: [FleetFlightCounts]) -> String {
+        var text = "# TYPE jetbridge_flight_devices gauge\n"
+        for counts in fleet {
+            // Flight ids are checked (`ZA101/2026-11-21`); escaped anyway, as the format asks.
+            let flight = counts.flight.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+            for state in FleetState.allCases {
+                text += "jetbridge_flight_devices{flight=\"\(flight)\",state=\"\(state.rawValue)\"} \(counts.count(state))\n"
+            }
+        }
+        return text
     }
 
     /// `jetbridge_build_info`'s labels: what `--version` prints.
@@ -195,6 +222,9 @@ final class AggregatorMetrics: Sendable {
         "jetbridge_device_last_batch_timestamp_seconds":
             "Unix time of the device's last answered batch (its last sync in the store until it sends one).",
         "jetbridge_summaries_total": "Flight summaries (proof of delivery) answered, by answer.",
+        "jetbridge_flight_devices":
+            "Devices that announced the flight (announced in the last 24 hours), by state: confirmed, sending, silent.",
+        "jetbridge_announces_total": "Announcements of the flights a device holds records of, answered, by answer.",
         "jetbridge_handshakes_total": "CURVE handshakes decided by ZAP, by result; failed: before ZAP.",
         "jetbridge_store_commit_seconds": "Time of one store transaction, committed or failed.",
         "jetbridge_batch_queue_depth": "Decoded batches waiting for the store.",

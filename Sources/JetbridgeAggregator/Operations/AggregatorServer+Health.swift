@@ -30,7 +30,8 @@ extension AggregatorServer {
     public func metricsText() -> String {
         ledger.metrics.exposition(
             queueDepth: queue.depth, acksHeld: ledger.statistics.acksHeld,
-            receiptsPending: receiptsPending.withLock { $0 }, ready: readiness() == nil)
+            receiptsPending: receiptsPending.withLock { $0 }, ready: readiness() == nil,
+            fleet: fleet.withLock { $0 } ?? [])
     }
 
     /// Answers one HTTP request on the metrics endpoint.

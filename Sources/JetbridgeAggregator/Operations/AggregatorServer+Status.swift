@@ -21,7 +21,7 @@ extension AggregatorServer {
             handshakes: handshakes.counts,
             recentRefusedHandshakes: handshakes.recent.map {
                 .init(time: $0.time, result: $0.result, publicKey: $0.publicKey, address: $0.address)
-            })
+            }, fleet: fleet.withLock { $0 })
     }
 
     /// The status thread's loop (``StatusService``): reads the receipts backlog from the store and rewrites
@@ -33,6 +33,10 @@ extension AggregatorServer {
         while !stopped() {
             // The one store reading `status` and `/metrics` show, taken here on a thread of its own.
             if let pending = try? store.dirtyReceiptCount() { receiptsPending.withLock { $0 = pending } }
+            let now = Date()
+            if let counts = try? store.fleetCounts(since: now - FleetFlightCounts.window, now: now) {
+                fleet.withLock { $0 = counts }
+            }
             do {
                 try AtomicFile.write(try currentStatus().json(), to: url, mode: 0o600)
                 failedBefore = false

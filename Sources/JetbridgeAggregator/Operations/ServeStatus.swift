@@ -1,4 +1,5 @@
 public import Foundation
+public import JetbridgeStore
 import SystemSupport
 
 /// What a running `serve` says about itself in `<home>/status.json`, replaced atomically every
@@ -68,6 +69,9 @@ public struct ServeStatus: Codable, Hashable, Sendable {
     public var handshakes: [String: Int]
     /// The last refused handshakes, oldest first (at most 10).
     public var recentRefusedHandshakes: [RefusedHandshake]
+    /// Per flight announced in the last 24 hours (at most 200, the most recent), its announcing devices by state
+    /// (docs/AGGREGATOR.md, "The fleet of a flight"); nil until the store could say.
+    public var fleet: [FleetFlightCounts]?
 
     static func url(in home: AggregatorHome) -> URL { home.directory.appendingPathComponent(fileName) }
 

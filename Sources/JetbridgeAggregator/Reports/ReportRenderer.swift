@@ -96,6 +96,21 @@ public struct ReportRenderer: Sendable {
                         ("lastRejectReason", .optional($0.lastRejectReason)), ("limited", .int($0.limited)),
                     ])
                 })
+        case .fleet(let report):
+            return .object([
+                ("flight", .string(report.flight.rawValue)),
+                (
+                    "devices",
+                    .array(
+                        report.devices.map {
+                            .object([
+                                ("device", .string($0.device)), ("state", .string($0.state.rawValue)),
+                                ("announcedAt", .optional($0.announcedAt)), ("records", .int($0.records)),
+                                ("confirmedAt", .optional($0.confirmedAt)), ("lastSeen", .optional($0.lastSeen)),
+                            ])
+                        })
+                ),
+            ])
         }
     }
 

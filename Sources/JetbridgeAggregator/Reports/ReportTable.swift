@@ -145,6 +145,7 @@ extension ReportTable {
         case .items(let report): self.init(items: report)
         case .luggage(let report): self.init(luggage: report)
         case .devices(let report): self.init(devices: report)
+        case .fleet(let report): self.init(fleet: report)
         }
     }
 
@@ -343,5 +344,34 @@ extension ReportTable {
                         ]
                     }, legend: [("duplicate records", .neutral), ("rejected batches", .bad)]),
             ])
+    }
+
+    /// `report devices --flight F`: each device's state in words (`confirmed`, `sending`, `silent`).
+    init(fleet report: FleetReport) {
+        let tones: [FleetState: Tone] = [.confirmed: .good, .sending: .neutral, .silent: .bad]
+        self.init(
+            title: "Devices",
+            columns: [
+                Self.column("device", "Device"), Self.column("state", "State"),
+                Self.column("announcedAt", "Announced"), Self.column("records", "Records", numeric: true),
+                Self.column("confirmedAt", "Confirmed"), Self.column("lastSeen", "Last seen"),
+            ],
+            rows: report.devices.map {
+                [
+                    .text($0.device), .text($0.state.rawValue), .date($0.announcedAt), .int($0.records),
+                    .date($0.confirmedAt), .date($0.lastSeen),
+                ]
+            },
+            charts: [
+                Chart(
+                    title: "Devices by state",
+                    bars: FleetState.allCases.map { state in
+                        let count = report.devices.count { $0.state == state }
+                        return .init(
+                            label: state.rawValue, value: Double(count), display: NumberText.grouped(count),
+                            tone: tones[state] ?? .plain)
+                    })
+            ],
+            rowTones: report.devices.map { tones[$0.state] ?? .plain })
     }
 }

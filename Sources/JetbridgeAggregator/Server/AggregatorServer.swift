@@ -76,6 +76,9 @@ public final class AggregatorServer: Service, Sendable {
     /// `/metrics` and `status` show this value. Nothing on the metrics server's event loop may call the store:
     /// PostgreSQL's calls wait on a future, which SwiftNIO forbids on an event loop (a scrape crashed `serve`).
     let receiptsPending = Locked<Int?>(nil)
+    /// The fleet of each flight announced in the last ``FleetFlightCounts/window`` (devices by state), as the status
+    /// thread last read it: `status` and `/metrics` show it (nil until it could).
+    let fleet = Locked<[FleetFlightCounts]?>(nil)
     let startedAt = Date()
     let network: NetworkLoop
     let storeLoop: StoreLoop

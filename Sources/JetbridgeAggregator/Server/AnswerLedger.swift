@@ -110,6 +110,13 @@ final class AnswerLedger: Sendable {
         totals.withLock { $0.summaries[status.rawValue, default: 0] += 1 }
     }
 
+    /// An announcement answered (docs/PROTOCOL.md, "Announce"): counted, then `send` answers it.
+    func announce(_ status: AnnounceAnswer.Status, send: () -> Void) {
+        metrics.announce(status: status.rawValue)
+        send()
+        totals.withLock { $0.announces[status.rawValue, default: 0] += 1 }
+    }
+
     /// One store transaction's commit (`apply`), successful or not; its batches are counted one by one as they are
     /// answered.
     func committed(in duration: Duration, succeeded: Bool = true) {

@@ -13,6 +13,9 @@ enum StoreWork: Sendable {
     /// A device's summary of a flight to compare with the store (docs/PROTOCOL.md, "Proof of delivery"), answered to
     /// `owner`'s route. It waits behind the batches read before it, so counts them once they commit.
     case summary(FlightSummary, owner: String)
+    /// A device's announcement of the flights it holds records of (docs/PROTOCOL.md, "Announce"), recorded in the
+    /// store and answered to `owner`'s route.
+    case announce(FlightAnnounce, owner: String)
 }
 
 /// The bounded hand-off from the network thread to the store thread.

@@ -50,6 +50,11 @@ final class NetworkLoop: @unchecked Sendable {
     private var summaryCounts: [String: (second: ContinuousClock.Instant, count: Int)] = [:]
     /// Summaries one device may have answered from the store per second; past it they are answered `retry`.
     static let summariesPerSecond = 20
+    /// Announcements taken per device in the current second (``readAnnounce(_:route:key:)``): each is a store write.
+    private var announceCounts: [String: (second: ContinuousClock.Instant, count: Int)] = [:]
+    /// The most announcements a device may send in a second; an agent sends one per connection (a few more when it
+    /// holds more than ``FlightAnnounce/maxFlights`` flights).
+    static let announcesPerSecond = 5
 
     init(
         sockets: Sockets, allowlist: DeviceAllowlist, devicesFile: URL, zap: ZAPHandler?, insecure: Bool,
@@ -161,6 +166,7 @@ final class NetworkLoop: @unchecked Sendable {
             switch message {
             case .ack(let ack, let owner): send(ack, to: owner)
             case .summary(let answer, let owner): send(answer, to: owner)
+            case .announce(let answer, let owner): send(answer, to: owner)
             case .room: break  // the poll loop reads the data socket again
             case .done: done = true
             }
@@ -194,6 +200,11 @@ final class NetworkLoop: @unchecked Sendable {
 
     /// Encodes a summary's answer and sends it to `device`'s route, as an ack: behind that device's held acks.
     private func send(_ answer: SummaryAnswer, to device: String) {
+        if let payload = try? WireCoding.encode(answer) { sendAck(payload, to: device) }
+    }
+
+    /// Encodes an announcement's answer and sends it to `device`'s route, as an ack.
+    private func send(_ answer: AnnounceAnswer, to device: String) {
         if let payload = try? WireCoding.encode(answer) { sendAck(payload, to: device) }
     }
 
@@ -238,9 +249,16 @@ final class NetworkLoop: @unchecked Sendable {
                     "another key took over the ack route of \(lost) (an agent that uses its device id as routing id); its acks wait for its next hello",
                     metadata: ["device": "\(lost)", "key": "\(key)"])
             }
-            if message.frames.count >= 2, AckChannelType.of(message.frames[1]) == FlightSummary.messageType {
-                readSummary(message, route: route, key: key)
-                continue
+            if message.frames.count >= 2 {
+                switch AckChannelType.of(message.frames[1]) {
+                case FlightSummary.messageType:
+                    readSummary(message, route: route, key: key)
+                    continue
+                case FlightAnnounce.messageType:
+                    readAnnounce(message, route: route, key: key)
+                    continue
+                default: break
+                }
             }
             guard message.frames.count == 2, let hello = try? WireCoding.decode(Hello.self, from: message.frames[1]),
                 hello.type == Hello.messageType
@@ -357,6 +375,83 @@ final class NetworkLoop: @unchecked Sendable {
                 return
             }
             refuseSummary(rejection, owner: known)
+        }
+    }
+
+    /// Checks an announcement and queues it for the store thread, or answers it at once when it is refused
+    /// (docs/PROTOCOL.md, "Announce"). Every message whose `type` is `announce` gets an answer, to the route of the
+    /// connection's device (in insecure mode, the device it names): a device announces only for itself.
+    ///
+    /// Checks, in order: the key is still allowed (else `forbidden`, to this connection only); the message is one
+    /// frame; ``FlightAnnounce/decode(_:)``; it names the key's device (else `forbidden`); the queue has room and the
+    /// device sent fewer than ``announcesPerSecond`` in the last second (else `retry`).
+    private func readAnnounce(_ message: ReceivedMessage, route: Data, key: String?) {
+        if let key, !Self.stillAllowed(message, admitted: admitted) {
+            let answer = AnnounceAnswer(device: key, status: .forbidden, reason: Self.revokedReason)
+            ledger.announce(.forbidden) {
+                if let payload = try? WireCoding.encode(answer) {
+                    try? sockets.router.send([route, payload], options: .dontWait)
+                }
+            }
+            return
+        }
+        let decoded: Result<FlightAnnounce, AnnounceRejection> =
+            message.frames.count == 2
+            ? FlightAnnounce.decode(message.frames[1])
+            : .failure(
+                AnnounceRejection(
+                    device: nil, status: .rejected,
+                    reason: "an announce is one frame; this message has \(message.frames.count - 1)"))
+        switch decoded {
+        case .success(let announce):
+            let owner = key ?? announce.device
+            if let key, announce.device != key {
+                refuseAnnounce(
+                    AnnounceRejection(
+                        device: announce.device, status: .forbidden,
+                        reason: "the announce names device '\(Validation.visible(announce.device.prefix(64)))' but the "
+                            + "connection's key belongs to '\(key)'; a device may only announce its own flights"),
+                    owner: key)
+                return
+            }
+            let now = ContinuousClock.now
+            var taken = announceCounts[owner] ?? (now, 0)
+            if now - taken.second >= .seconds(1) { taken = (now, 0) }
+            guard queue.hasRoom, taken.count < Self.announcesPerSecond else {
+                refuseAnnounce(
+                    AnnounceRejection(
+                        device: announce.device, status: .retry,
+                        reason: queue.hasRoom
+                            ? "more than \(Self.announcesPerSecond) announces in a second from this device; announce again later"
+                            : "the aggregator is busy; announce again later"),
+                    owner: owner)
+                return
+            }
+            taken.count += 1
+            if announceCounts.count >= 100_000 { announceCounts = [:] }
+            announceCounts[owner] = taken
+            queue.push(.announce(announce, owner: owner))
+        case .failure(let rejection):
+            guard let known = key ?? rejection.device.flatMap({ (try? Validation.deviceID($0)) != nil ? $0 : nil })
+            else {
+                logger.debug("ignored an announce naming no device (insecure mode)", metadata: ["reason": "\(rejection.reason)"])
+                return
+            }
+            refuseAnnounce(rejection, owner: known)
+        }
+    }
+
+    /// Answers a refused announcement to `owner`'s route, logged at most every 30 s per device.
+    private func refuseAnnounce(_ rejection: AnnounceRejection, owner: String) {
+        let answer = rejection.answer(owner: owner)
+        ledger.announce(answer.status) { send(answer, to: owner) }
+        if answer.status != .retry, routes.shouldWarn(about: "announce " + owner) {
+            logger.warning(
+                "announce refused",
+                metadata: [
+                    "device": "\(owner)", "status": "\(answer.status.rawValue)",
+                    "reason": "\(InertText.escape(rejection.reason))",
+                ])
         }
     }
 

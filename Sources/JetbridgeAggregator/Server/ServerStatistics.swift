@@ -30,6 +30,8 @@ public struct ServerStatistics: Codable, Hashable, Sendable {
     public var hellos = 0
     /// Summaries answered, by answer status (`confirmed`, `mismatch`, `rejected`, …).
     public var summaries: [String: Int] = [:]
+    /// Announcements answered, by the answer's status (docs/PROTOCOL.md, "Announce").
+    public var announces: [String: Int] = [:]
 
     public init() {}
 

@@ -136,6 +136,9 @@ struct StoreLoop: Sendable {
                 refusals.count(device: device, reason: reason, in: store)
             case .summary(let summary, let owner):
                 summaries.append((summary, owner))
+            case .announce(let announce, let owner):
+                // Before the group's batches: the device announced before it sent them.
+                record(announce, owner: owner)
             case .limited(let device, let reason):
                 do { try store.recordLimited(device: device, reason: reason) } catch {
                     logger.warning(
@@ -235,6 +238,16 @@ struct StoreLoop: Sendable {
             do {
                 let held = try store.deliverySummary(device: summary.device, flight: summary.flight)
                 answer = .comparing(summary, with: held)
+                if answer.status == .confirmed {
+                    // The fleet view (`report devices --flight`): the flight is confirmed for this device since now.
+                    do {
+                        try store.recordConfirmation(device: summary.device, flight: summary.flight, at: Date())
+                    } catch {
+                        logger.warning(
+                            "could not record a confirmation",
+                            metadata: ["device": "\(summary.device)", "flight": "\(summary.flight)", "error": "\(error)"])
+                    }
+                }
                 if answer.status == .mismatch {
                     logger.notice(
                         "a device's summary does not match the store; it will send the flight again",
@@ -252,6 +265,23 @@ struct StoreLoop: Sendable {
             }
             ledger.summary(answer.status) { mailbox.post(.summary(answer, owner: owner)) }
         }
+    }
+
+    /// Records an announcement in the store and posts its answer: `recorded`, or `retry` when the store cannot
+    /// take it now.
+    private func record(_ announce: FlightAnnounce, owner: String) {
+        let answer: AnnounceAnswer
+        do {
+            try store.recordAnnouncement(device: announce.device, flights: announce.flights, at: Date())
+            answer = AnnounceAnswer(device: announce.device, status: .recorded, flights: announce.flights.count)
+        } catch {
+            answer = AnnounceAnswer(
+                device: announce.device, status: .retry,
+                reason: "the aggregator could not write the store now; announce again later")
+            logger.warning(
+                "could not record an announce", metadata: ["device": "\(announce.device)", "error": "\(error)"])
+        }
+        ledger.announce(answer.status) { mailbox.post(.announce(answer, owner: owner)) }
     }
 
     /// Posts `ack` for the network thread to send to its device's route.

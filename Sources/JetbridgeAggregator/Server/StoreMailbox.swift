@@ -11,6 +11,8 @@ final class StoreMailbox: Sendable {
         case ack(Ack, owner: String)
         /// Send the answer to a summary to `owner`'s ack route.
         case summary(SummaryAnswer, owner: String)
+        /// Send the answer to an announcement to `owner`'s ack route.
+        case announce(AnnounceAnswer, owner: String)
         /// The queue had been full and has room now: read the data socket again.
         case room
         /// The store thread has committed and answered its last batch and is gone.

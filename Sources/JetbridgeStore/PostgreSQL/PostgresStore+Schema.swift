@@ -145,6 +145,21 @@ extension PostgresStore {
             "CREATE INDEX scans_flight_tag ON scans (flight, tag, point)",
             "CREATE INDEX scans_flight_device ON scans (flight, device)",
         ],
+        [
+            // Version 7: the ground's view of the fleet (docs/PROTOCOL.md, "Announce"), SQLite's
+            // `fleet-announcements`: per device and flight, its last announcement and the ground's confirmation since.
+            """
+            CREATE TABLE announcements (
+                device text COLLATE "C" NOT NULL,
+                flight text COLLATE "C" NOT NULL,
+                announced_at double precision NOT NULL,
+                confirmed_at double precision,
+                PRIMARY KEY (device, flight)
+            )
+            """,
+            "CREATE INDEX announcements_flight ON announcements (flight, device)",
+            "CREATE INDEX announcements_recent ON announcements (announced_at)",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

@@ -152,6 +152,24 @@ extension SQLiteStore {
                     CREATE INDEX scans_flight_device ON scans(flight, device);
                     """)
         }
+        migrator.registerMigration("fleet-announcements") { db in
+            // The ground's view of the fleet (docs/PROTOCOL.md, "Announce"): per device and flight, when the device
+            // last announced it holds records of the flight the ground has not confirmed, and when the ground last
+            // confirmed the device's summary of it since. The index serves `report devices --flight` and the
+            // per-flight counts of `status` and /metrics (flights announced in a recent window).
+            try db.execute(
+                sql: """
+                    CREATE TABLE announcements (
+                        device TEXT NOT NULL,
+                        flight TEXT NOT NULL,
+                        announced_at REAL NOT NULL,
+                        confirmed_at REAL,
+                        PRIMARY KEY (device, flight)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX announcements_flight ON announcements(flight, device);
+                    CREATE INDEX announcements_recent ON announcements(announced_at);
+                    """)
+        }
         return migrator
     }
 

@@ -1,0 +1,82 @@
+public import Foundation
+internal import GRDB
+public import JetbridgeModel
+
+// The ground's view of the fleet (docs/PROTOCOL.md, "Announce"): announcements and confirmations per device and flight.
+extension SQLiteStore {
+    public func recordAnnouncement(device: String, flights: [String], at now: Date) throws {
+        guard !flights.isEmpty else { return }
+        try calls.measure {
+            try pool.write { db in
+                let statement = try db.cachedStatement(sql: Self.announceSQL)
+                for flight in flights.sorted() {
+                    try statement.execute(arguments: [device, flight, now.timeIntervalSince1970])
+                }
+            }
+        }
+    }
+
+    public func recordConfirmation(device: String, flight: String, at now: Date) throws {
+        try calls.measure {
+            try pool.write { db in
+                try db.execute(sql: Self.confirmSQL, arguments: [now.timeIntervalSince1970, device, flight])
+            }
+        }
+    }
+
+    static let announceSQL = """
+        INSERT INTO announcements (device, flight, announced_at, confirmed_at) VALUES (?, ?, ?, NULL)
+        ON CONFLICT (device, flight) DO UPDATE SET announced_at = excluded.announced_at, confirmed_at = NULL
+        """
+
+    static let confirmSQL = "UPDATE announcements SET confirmed_at = ? WHERE device = ? AND flight = ?"
+}
+
+extension SQLiteStore {
+    public func fleetReport(flight: FlightID, now: Date) throws -> FleetReport {
+        try pool.read { db in
+            let rows = try Row.fetchAll(db, sql: Self.fleetSQL, arguments: [flight.rawValue, flight.rawValue])
+            return FleetReport(
+                flight: flight,
+                devices: rows.map { row in
+                    FleetReport.Row(
+                        device: row[0], announcedAt: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        records: row[3], confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        lastSync: (row[4] as Double?).map(Date.init(timeIntervalSince1970:)), now: now)
+                })
+        }
+    }
+
+    public func fleetCounts(since: Date, now: Date) throws -> [FleetFlightCounts] {
+        try pool.read { db in
+            let rows = try Row.fetchAll(db, sql: Self.fleetCountsSQL, arguments: [since.timeIntervalSince1970])
+            return FleetFlightCounts.counting(
+                rows.map { row in
+                    (
+                        flight: row[0], announcedAt: Date(timeIntervalSince1970: row[1]),
+                        confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        lastSync: (row[3] as Double?).map(Date.init(timeIntervalSince1970:))
+                    )
+                }, now: now)
+        }
+    }
+
+    /// Every device with an announcement of the flight or a record first stored on it: its announcement, confirmation,
+    /// records and last sync. `device_flights` has no index by flight: it holds one row per device and flight.
+    static let fleetSQL = """
+        SELECT d.device, a.announced_at, a.confirmed_at, coalesce(f.records, 0), v.last_sync
+        FROM (SELECT device FROM announcements WHERE flight = ?1 UNION SELECT device FROM device_flights WHERE flight = ?2)
+            AS d
+        LEFT JOIN announcements AS a ON a.device = d.device AND a.flight = ?1
+        LEFT JOIN device_flights AS f ON f.device = d.device AND f.flight = ?1
+        LEFT JOIN devices AS v ON v.device = d.device
+        ORDER BY d.device
+        """
+
+    /// The announcements of every flight announced since ?1 (`announcements_recent`, then `announcements_flight`).
+    static let fleetCountsSQL = """
+        SELECT a.flight, a.announced_at, a.confirmed_at, v.last_sync
+        FROM announcements AS a LEFT JOIN devices AS v ON v.device = a.device
+        WHERE a.flight IN (SELECT DISTINCT flight FROM announcements WHERE announced_at >= ?1)
+        """
+}
