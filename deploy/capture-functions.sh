@@ -1,5 +1,6 @@
-# Sourced by deploy/demo.sh, deploy/scale-out.sh and deploy/failover.sh (not run on its own): the devices of the demos and what they
-# capture in flight, so the two scripts capture the same records and check the same totals.
+# Sourced by deploy/demo.sh, deploy/scale-out.sh and deploy/failover.sh (not run on its own): the devices of the demos
+# and what they capture in flight, so the scripts capture the same records and check the same totals; and the two
+# aggregators of the shared-store demos (scale-out.sh, failover.sh).
 # Needs: bin (the directory of the binaries: build_products sets it), demo (the demo directory: each device's home is
 # $demo/DEVICE), flight (the flight the devices sell on).
 
@@ -93,4 +94,40 @@ show_queues() { # each device's unacknowledged records
     for device in cart-1 cart-2 gate-1; do
         printf '   %-7s %s\n' "$device" "$(agent "$device" status | grep -E '^unacknowledged')"
     done
+}
+
+# The two aggregators of the shared-store demos. Need: bin, demo, store (the shared store's URL), port (the first of six
+# loopback ports; call aggregator_endpoints once it is set), pids (an array the caller's cleanup kills).
+aggregator() { # aggregator NAME ARGS...: aggregator NAME's command, with its own home $demo/ground-NAME
+    local name=$1
+    shift
+    "$bin/jetbridge-aggregator" --home "$demo/ground-$name" "$@"
+}
+aggregator_endpoints() { # sets data_a acks_a data_b acks_b metrics_a metrics_b: ports port … port + 5 on loopback
+    data_a=tcp://127.0.0.1:$port acks_a=tcp://127.0.0.1:$((port + 1))
+    data_b=tcp://127.0.0.1:$((port + 2)) acks_b=tcp://127.0.0.1:$((port + 3))
+    metrics_a=127.0.0.1:$((port + 4)) metrics_b=127.0.0.1:$((port + 5))
+}
+start_aggregator() { # start_aggregator NAME DATA ACKS [METRICS]: prints nothing, sets last_pid
+    local metrics=()
+    [ -z "${4:-}" ] || metrics=(--metrics "$4")
+    # The binary itself, not a shell function, so that $! is the server's own pid (kill -9 must reach it).
+    "$bin/jetbridge-aggregator" --home "$demo/ground-$1" serve --store "$store" --data "$2" --acks "$3" \
+        "${metrics[@]}" >> "$demo/aggregator-$1.log" 2>&1 &
+    last_pid=$!
+    pids+=("$last_pid")
+}
+allow_devices_on_both() { # each aggregator's key pair, one pair per device, each device allowed on both aggregators
+    local key_a key_b ground_list device device_key
+    mkdir -p "$demo/ground-a" "$demo/ground-b"
+    key_a=$(aggregator a keys generate)
+    key_b=$(aggregator b keys generate)
+    ground_list="[{\"data\": \"$data_a\", \"acks\": \"$acks_a\", \"serverPublicKey\": \"$key_a\"},
+            {\"data\": \"$data_b\", \"acks\": \"$acks_b\", \"serverPublicKey\": \"$key_b\"}]"
+    for device in cart-1 cart-2 gate-1; do
+        device_key=$(make_device "$device" "$ground_list")
+        aggregator a devices allow "$device" -- "$device_key" >/dev/null
+        aggregator b devices allow "$device" -- "$device_key" >/dev/null
+    done
+    echo "aggregator A: $data_a $acks_a   aggregator B: $data_b $acks_b"
 }

@@ -225,34 +225,11 @@ if [ "$hold" = 1 ]; then
     exit 0
 fi
 
-aggregator() { # aggregator NAME ARGS...: one aggregator's command, on the formation
-    local name=$1
-    shift
-    "$bin/jetbridge-aggregator" --home "$demo/ground-$name" "$@"
-}
-data_a=tcp://127.0.0.1:$port acks_a=tcp://127.0.0.1:$((port + 1))
-data_b=tcp://127.0.0.1:$((port + 2)) acks_b=tcp://127.0.0.1:$((port + 3))
-metrics_a=127.0.0.1:$((port + 4)) metrics_b=127.0.0.1:$((port + 5))
-start_aggregator() { # start_aggregator NAME DATA ACKS METRICS: prints nothing, sets last_pid
-    "$bin/jetbridge-aggregator" --home "$demo/ground-$1" serve --store "$store" --data "$2" --acks "$3" \
-        --metrics "$4" >> "$demo/aggregator-$1.log" 2>&1 &
-    last_pid=$!
-    pids+=("$last_pid")
-}
+aggregator_endpoints
 
 echo
 echo "== 2. keys: each aggregator's pair, one pair per device, each device allowed on both aggregators"
-mkdir -p "$demo/ground-a" "$demo/ground-b"
-key_a=$(aggregator a keys generate)
-key_b=$(aggregator b keys generate)
-ground_list="[{\"data\": \"$data_a\", \"acks\": \"$acks_a\", \"serverPublicKey\": \"$key_a\"},
-            {\"data\": \"$data_b\", \"acks\": \"$acks_b\", \"serverPublicKey\": \"$key_b\"}]"
-for device in cart-1 cart-2 gate-1; do
-    device_key=$(make_device "$device" "$ground_list")
-    aggregator a devices allow "$device" -- "$device_key" >/dev/null
-    aggregator b devices allow "$device" -- "$device_key" >/dev/null
-done
-echo "aggregator A: $data_a $acks_a   aggregator B: $data_b $acks_b"
+allow_devices_on_both
 
 echo
 echo "== 3. in flight, offline: two attendants sell, a handler scans 600 bags out and 597 in"
