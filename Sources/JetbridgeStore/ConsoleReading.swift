@@ -149,10 +149,8 @@ extension ConsoleReading {
             try deviceReport().devices.map { ($0.device, $0) }, uniquingKeysWith: { first, _ in first })
         var counts: [String: Int] = [:]
         for order in Order.latestRevisions(orders) { counts[order.device, default: 0] += 1 }
-        for row in try fleetReport(flight: flight, now: Date()).devices where row.announcedAt != nil {
-            counts[row.device, default: 0] += 0
-        }
-        return counts.keys.sorted().map {
+        let announced = try fleetReport(flight: flight, now: Date()).devices.filter { $0.announcedAt != nil }
+        return Set(counts.keys).union(announced.map(\.device)).sorted().map {
             ConsoleFlightDevice(device: $0, orders: counts[$0] ?? 0, scans: 0, statistics: statistics[$0])
         }
     }
