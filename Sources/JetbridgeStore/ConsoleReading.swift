@@ -16,8 +16,14 @@ public protocol ConsoleReading: StoreReader {
     /// One flight's totals: orders and revenue in its one currency, items sold, bags by status, devices seen.
     func consoleSummary(flight: FlightID) throws -> ConsoleFlightSummary
 
-    /// The devices that stored records of `flight`, by device id, with how many of each kind and their statistics.
+    /// The devices that stored records of `flight` or announced it, by device id, with how many of each kind and
+    /// their statistics.
     func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice]
+
+    /// Per flight of `flights` that a device announced, its announcing devices by state at `now` (the fleet report's
+    /// states, counted as `status` and `/metrics` count them), keyed by flight id: one read for the whole list, so a
+    /// board of 25 flights costs one query, not 25. A flight nobody announced is absent.
+    func consoleFleet(flights: [FlightID], now: Date) throws -> [String: FleetFlightCounts]
 
     /// One page of `flight`'s bags in tag id order, after `after`, only `status` (all when `nil`); at most `limit`
     /// bags, and at most 500 whatever `limit` says.
@@ -143,9 +149,18 @@ extension ConsoleReading {
             try deviceReport().devices.map { ($0.device, $0) }, uniquingKeysWith: { first, _ in first })
         var counts: [String: Int] = [:]
         for order in Order.latestRevisions(orders) { counts[order.device, default: 0] += 1 }
-        return counts.keys.sorted().map {
+        let announced = try fleetReport(flight: flight, now: Date()).devices.filter { $0.announcedAt != nil }
+        return Set(counts.keys).union(announced.map(\.device)).sorted().map {
             ConsoleFlightDevice(device: $0, orders: counts[$0] ?? 0, scans: 0, statistics: statistics[$0])
         }
+    }
+
+    public func consoleFleet(flights: [FlightID], now: Date) throws -> [String: FleetFlightCounts] {
+        var counts: [String: FleetFlightCounts] = [:]
+        for flight in flights {
+            counts[flight.rawValue] = FleetFlightCounts(try fleetReport(flight: flight, now: now))
+        }
+        return counts
     }
 
     public func consoleBags(flight: FlightID, status: BagStatus?, after: UUID?, limit: Int) throws -> ConsoleBagPage {

@@ -76,6 +76,23 @@ public struct FleetFlightCounts: Codable, Hashable, Sendable {
         self.lastAnnouncedAt = lastAnnouncedAt
     }
 
+    /// The devices of `report` that announced its flight, by state (the report's own); `nil` when none did.
+    public init?(_ report: FleetReport) {
+        let announced = report.devices.filter { $0.announcedAt != nil }
+        guard let last = announced.compactMap(\.announcedAt).max() else { return nil }
+        self.init(flight: report.flight.rawValue, lastAnnouncedAt: last)
+        for row in announced {
+            switch row.state {
+            case .confirmed: confirmed += 1
+            case .sending: sending += 1
+            case .silent: silent += 1
+            }
+        }
+    }
+
+    /// Devices that announced the flight, in any state.
+    public var announced: Int { confirmed + sending + silent }
+
     /// How many devices are in `state`.
     public func count(_ state: FleetState) -> Int {
         switch state {
@@ -95,6 +112,16 @@ public struct FleetFlightCounts: Codable, Hashable, Sendable {
     static func counting(
         _ rows: [(flight: String, announcedAt: Date, confirmedAt: Date?, lastSync: Date?)], now: Date
     ) -> [FleetFlightCounts] {
+        Array(
+            tally(rows, now: now).values.sorted { ($0.lastAnnouncedAt, $1.flight) > ($1.lastAnnouncedAt, $0.flight) }
+                .prefix(maxFlights)
+        ).sorted { $0.flight < $1.flight }
+    }
+
+    /// Counts announcement rows into flights, every flight the rows name (the console's board asks for one page's).
+    static func tally(
+        _ rows: [(flight: String, announcedAt: Date, confirmedAt: Date?, lastSync: Date?)], now: Date
+    ) -> [String: FleetFlightCounts] {
         var flights: [String: FleetFlightCounts] = [:]
         for row in rows {
             var counts = flights[row.flight] ?? FleetFlightCounts(flight: row.flight, lastAnnouncedAt: row.announcedAt)
@@ -107,8 +134,6 @@ public struct FleetFlightCounts: Codable, Hashable, Sendable {
             }
             flights[row.flight] = counts
         }
-        return Array(
-            flights.values.sorted { ($0.lastAnnouncedAt, $1.flight) > ($1.lastAnnouncedAt, $0.flight) }.prefix(maxFlights)
-        ).sorted { $0.flight < $1.flight }
+        return flights
     }
 }

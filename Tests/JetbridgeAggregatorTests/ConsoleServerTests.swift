@@ -85,6 +85,22 @@ struct ConsoleServerTests {
         #expect(line["devices"] as? [String] == ["cart-1", "ramp-1"])
         let bags = try #require(line["bags"] as? [String: Int])
         #expect(bags == ["total": 5, "arrived": 1, "missing": 4, "inTransit": 0, "checked": 0])
+        #expect(line["fleet"] as? [String: Int] == ["announced": 0, "confirmed": 0, "sending": 0, "silent": 0])
+
+        // The fleet: both announce the flight, the cart's summary is confirmed, the ramp's never asked for. The board
+        // counts one confirmed and one sending; the flight page gives each its state (failed before: no `fleet`,
+        // no `fleetState`).
+        for (device, name) in [(cart, "cart-1"), (ramp, "ramp-1")] {
+            try device.announce(FlightAnnounce(device: name, flights: [flight]))
+            #expect(try await device.announceAnswer()?.status == .recorded)
+        }
+        try cart.ask(
+            ProofOfDeliveryServerTests.summary(
+                of: [order(1, seat: "17B"), order(2, seat: "3A", lines: [(chips, 1)])], device: "cart-1"))
+        #expect(try await cart.summaryAnswer()?.status == .confirmed)
+        flights = try await Self.get(fixture.server, "/api/flights")
+        let fleet = (flights.json["flights"] as? [[String: Any]])?.first?["fleet"] as? [String: Int]
+        #expect(fleet == ["announced": 2, "confirmed": 1, "sending": 1, "silent": 0])
 
         // A flight's page: missing bags first, its devices with their last contact.
         var detail = try await Self.get(fixture.server, "/api/flight?flight=\(quoted)")
@@ -96,6 +112,9 @@ struct ConsoleServerTests {
         let devices = try #require(detail.json["devices"] as? [[String: Any]])
         #expect(devices.map { $0["device"] as? String } == ["cart-1", "ramp-1"])
         #expect(devices.allSatisfy { $0["lastContact"] is String })
+        #expect(devices.map { $0["fleetState"] as? String } == ["confirmed", "sending"])
+        #expect(devices.allSatisfy { $0["announcedAt"] is String })
+        #expect((detail.json["summary"] as? [String: Any])?["fleet"] as? [String: Int] == fleet)
 
         // The rest arrive: the same request now shows none missing.
         try ramp.send(try outgoing("ramp-1", 7, (1..<5).map { scan(20 + $0, tag: $0, point: .destination) }))

@@ -1,10 +1,11 @@
 import Foundation
-import JetbridgeAggregator
+@testable import JetbridgeAggregator
 import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeStore
 import JetbridgeTestKit
 import Logging
+import NIOHTTP1
 import Testing
 
 /// The console's store reads (``ConsoleReading``) against the reports they must agree with, on the parity data set,
@@ -160,7 +161,73 @@ struct ConsoleStoreTests {
         try Self.checkAgreement(store)
     }
 
-    /// EXPLAIN QUERY PLAN of every console query: `scans` and `orders` are only searched through an index, never
+    /// The fleet on the console (issue 26 item 2), through the API's JSON as the page reads it: cart-1 announced
+    /// flight A and was confirmed, cart-2 announced it only, cart-3 announced it two hours ago and was not heard from
+    /// since, ramp-1 only stored scans; cart-1 also announced flight B. The board counts the announcing devices by the
+    /// fleet report's state next to the devices seen; the flight page gives each device its state and announcement.
+    /// Failed before: the JSON had no `fleet` and no `fleetState`.
+    static func checkFleet(_ store: any ConsoleReading & StoreWriter, devicesFile: URL) throws {
+        _ = try store.apply([
+            batch("cart-1", 1, [order(1), order(2, flight: flightB)]),
+            batch("ramp-1", 1, (0..<3).map { scan(10 + $0, tag: $0) }),
+        ])
+        let now = Date()
+        try store.recordAnnouncement(device: "cart-1", flights: [flightA.rawValue, flightB.rawValue], at: now - 60)
+        try store.recordConfirmation(device: "cart-1", flight: flightA.rawValue, at: now - 50)
+        try store.recordAnnouncement(device: "cart-2", flights: [flightA.rawValue], at: now - 40)
+        try store.recordAnnouncement(device: "cart-3", flights: [flightA.rawValue], at: now - 7_200)
+        let api = ConsoleAPI(store: store, devicesFile: devicesFile, insecure: true, now: { now })
+        func json(_ uri: String) throws -> [String: Any] {
+            let answer = api.answer(MetricsServer.Request(method: .GET, uri: uri))
+            #expect(answer.status == .ok, "\(uri): \(answer.body)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        }
+        let lines = try #require(try json("/api/flights")["flights"] as? [[String: Any]])
+        let byFlight = Dictionary(uniqueKeysWithValues: lines.map { ($0["flight"] as? String ?? "", $0) })
+        let a = try #require(byFlight[flightA.rawValue])
+        #expect(a["devices"] as? [String] == ["cart-1", "ramp-1"])
+        #expect(a["fleet"] as? [String: Int] == ["announced": 3, "confirmed": 1, "sending": 1, "silent": 1], "\(a)")
+        #expect(
+            byFlight[flightB.rawValue]?["fleet"] as? [String: Int]
+                == ["announced": 1, "confirmed": 0, "sending": 1, "silent": 0])
+
+        let quoted = flightA.rawValue.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let page = try json("/api/flight?flight=\(quoted)")
+        #expect((page["summary"] as? [String: Any])?["fleet"] as? [String: Int] == a["fleet"] as? [String: Int])
+        let devices = try #require(page["devices"] as? [[String: Any]])
+        let states = Dictionary(uniqueKeysWithValues: devices.map { ($0["device"] as? String ?? "", $0["fleetState"] as? String ?? "") })
+        #expect(states == ["cart-1": "confirmed", "cart-2": "sending", "cart-3": "silent", "ramp-1": "not-announced"])
+        // The same states as `report devices --flight`.
+        let report = try store.fleetReport(flight: flightA, now: now)
+        for row in report.devices where row.announcedAt != nil { #expect(states[row.device] == row.state.rawValue) }
+        let cart2 = try #require(devices.first { $0["device"] as? String == "cart-2" })
+        #expect(cart2["announcedAt"] is String && cart2["orders"] as? Int == 0 && cart2["scans"] as? Int == 0)
+        #expect(devices.first { $0["device"] as? String == "ramp-1" }?["announcedAt"] == nil)
+    }
+
+    @Test func sqliteBoardAndFlightPageShowTheFleet() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        defer { try? store.close() }
+        try Self.checkFleet(store, devicesFile: fixture.directory.appendingPathComponent("devices.json"))
+    }
+
+    @Test(
+        .enabled(
+            if: TestPostgres.enabled,
+            "JETBRIDGE_TEST_POSTGRES is not set (start one with: eval \"$(Tests/postgres/start-throwaway.sh)\")"))
+    func postgresBoardAndFlightPageShowTheFleet() throws {
+        let database = try TestPostgres.freshDatabase()
+        defer { database.drop() }
+        let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+        defer { try? store.close() }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        try Self.checkFleet(store, devicesFile: fixture.directory.appendingPathComponent("devices.json"))
+    }
+
+    /// EXPLAIN QUERY PLAN of every console query: `scans`, `orders` and `announcements` are only searched through an index, never
     /// scanned in full, and scans are never sorted in a temporary tree. Failed before `console-indexes` (every bag read was
     /// `SCAN scans` with `USE TEMP B-TREE FOR GROUP BY`).
     @Test func everyQueryUsesAnIndex() throws {
@@ -171,7 +238,9 @@ struct ConsoleStoreTests {
         try Self.filled(store)
         for (name, plan) in try store.consoleQueryPlans() {
             for line in plan {
-                let fullScan = (line.hasPrefix("SCAN scans") || line.hasPrefix("SCAN orders") || line.hasPrefix("SCAN s"))
+                let fullScan =
+                    (line.hasPrefix("SCAN scans") || line.hasPrefix("SCAN orders") || line.hasPrefix("SCAN s")
+                        || line.hasPrefix("SCAN announcements") || line == "SCAN a")
                     && !line.contains("INDEX")
                 #expect(!fullScan, "\(name): \(plan)")
                 // A flight's orders may be grouped in a temporary tree (one flight's rows); scans never.

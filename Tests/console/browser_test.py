@@ -3,9 +3,10 @@
 `jetbridge-agent sync` processes, and headless Chromium driven by Selenium.
 
 Checks, in order: a page asked for without the token goes to the sign-in form, a wrong token is refused there, the
-right one leads back to the page (and the JSON is refused without it); the board shows a flight whose numbers equal `report flights --format json`; a device syncs and
+right one leads back to the page (and the JSON is refused without it); the board shows a flight whose numbers equal `report flights --format json`, and whose devices announced,
+confirmed, sending and silent equal `report devices --flight F --format json`; a device syncs and
 the board changes without a reload (a marker set in the page survives); the flight page lists the missing bags first,
-in red; the bag lookup; a seat's receipt rendered from the database; the devices page; an item name that is HTML
+in red, and each device's state as the fleet report gives it; the bag lookup; a seat's receipt rendered from the database; the devices page; an item name that is HTML
 (`<img src=x onerror=…>`) shows as text and makes no element. After every page the browser's console log is read:
 a Content Security Policy violation fails the test (and an inline script injected at the end proves such a
 violation is seen). Screenshots (PNG) go to --out.
@@ -158,6 +159,19 @@ def main():
         reported = reported["flights"] if isinstance(reported, dict) else reported
         expected = next(f for f in reported if f["flight"] == flight)
 
+        def fleet_report():
+            """`report devices --flight F --format json`: each device's row, by device id."""
+            result = subprocess.run(
+                [aggregator, "--home", ground, "report", "devices", "--flight", flight, "--format", "json"],
+                capture_output=True, text=True, check=True)
+            return {row["device"]: row for row in json.loads(result.stdout)["devices"]}
+
+        def fleet_cells(devices):
+            """The board's Announced, Confirmed, Sending and Silent cells that `devices` (the report's) make."""
+            announced = [row for row in devices.values() if row.get("announcedAt")]
+            return [str(len(announced))] + [
+                str(sum(1 for row in announced if row["state"] == state)) for state in ("confirmed", "sending", "silent")]
+
         options = webdriver.ChromeOptions()
         options.binary_location = chromium
         # The browser's console log, read after every page: a CSP violation is reported there.
@@ -204,11 +218,18 @@ def main():
         wait_until("the flight on the board", lambda: row())
         values = cells()
         assert values[0] == flight, values
-        assert values[2] == str(expected["orders"]), (values, expected)
+        # Columns: flight, devices seen, announced, confirmed, sending, silent, orders, revenue, bags, arrived,
+        # in transit, missing.
+        assert values[1] == "2", values
+        fleet = fleet_report()
+        assert set(fleet) == {"cart-1", "ramp-1"}, fleet
+        assert values[2:6] == fleet_cells(fleet), (values, fleet)
+        assert values[2] == "2", (values, fleet)  # both agents announced the flight when they synced
+        assert values[6] == str(expected["orders"]), (values, expected)
         revenue = f"{expected['revenue'] / 100:,.2f} {expected['currency']}"
-        assert values[3].startswith(revenue), (values, revenue)
-        assert values[4] == "20", values
-        assert "in transit" not in values[6] and values[6].startswith("20 "), values
+        assert values[7].startswith(revenue), (values, revenue)
+        assert values[8] == "20", values
+        assert "in transit" not in values[10] and values[10].startswith("20 "), values
         browser.save_screenshot(os.path.join(out, "1-board-in-flight.png"))
         no_csp_violation("the board")
 
@@ -216,15 +237,18 @@ def main():
         browser.execute_script("window.__notReloaded = true")
         run(arrivals, "scan", "--at", "destination", stdin="".join(lines.splitlines(True)[:15]))
         sync(arrivals)
-        wait_until("15 arrived on the board", lambda: cells()[5].startswith("15 "), timeout=20)
+        wait_until("15 arrived on the board", lambda: cells()[9].startswith("15 "), timeout=20)
+        fleet = fleet_report()
+        wait_until("three devices announced on the board", lambda: cells()[2:6] == fleet_cells(fleet), timeout=20)
         values = cells()
-        assert values[7].startswith("5 "), values
+        assert values[2] == "3", (values, fleet)
+        assert values[11].startswith("5 "), values
         assert browser.execute_script("return window.__notReloaded === true"), "the page was reloaded"
         assert "problem" in row().get_attribute("class")
         missing_colour = browser.execute_script(
-            "return getComputedStyle(arguments[0]).color", row().find_elements(By.TAG_NAME, "td")[7])
+            "return getComputedStyle(arguments[0]).color", row().find_elements(By.TAG_NAME, "td")[11])
         arrived_colour = browser.execute_script(
-            "return getComputedStyle(arguments[0]).color", row().find_elements(By.TAG_NAME, "td")[5])
+            "return getComputedStyle(arguments[0]).color", row().find_elements(By.TAG_NAME, "td")[9])
         assert missing_colour == "rgb(198, 40, 40)", missing_colour   # red: missing
         assert arrived_colour == "rgb(46, 125, 50)", arrived_colour   # green: arrived
         browser.save_screenshot(os.path.join(out, "2-board-after-arrivals.png"))
@@ -238,6 +262,12 @@ def main():
         assert HOSTILE_ITEM in browser.find_element(By.TAG_NAME, "main").text
         assert not browser.find_elements(By.CSS_SELECTOR, "main img"), "device text became markup"
         assert browser.title != "pwned"
+        # Each device's state on the flight is the fleet report's (its second cell; "not announced" when it has none).
+        shown = {r.get_attribute("data-device"): r.find_elements(By.TAG_NAME, "td")[1].text
+                 for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-device]")}
+        fleet = fleet_report()
+        assert shown == {d: row["state"] if row.get("announcedAt") else "not announced" for d, row in fleet.items()}, \
+            (shown, fleet)
         browser.save_screenshot(os.path.join(out, "3-flight-missing-first.png"))
         no_csp_violation("the flight page")
 

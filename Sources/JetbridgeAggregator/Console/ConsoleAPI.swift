@@ -71,10 +71,18 @@ struct ConsoleAPI: Sendable {
         var revenueText: String
     }
 
+    /// A flight's devices that announced it, by their state in the fleet report (docs/AGGREGATOR.md, "The fleet of a
+    /// flight").
+    struct FleetCounts: Encodable {
+        var announced, confirmed, sending, silent: Int
+    }
+
     struct FlightLine: Encodable {
         var flight: String
         var date: String
+        /// Devices that stored an order or a scan of the flight ("devices seen").
         var devices: [String]
+        var fleet: FleetCounts
         var orders: Int
         var currency: String
         /// Minor units of `currency`.
@@ -108,11 +116,15 @@ struct ConsoleAPI: Sendable {
         var note: String?
     }
 
-    static func line(_ summary: ConsoleFlightSummary) -> FlightLine {
+    static func line(_ summary: ConsoleFlightSummary, fleet: FleetFlightCounts?) -> FlightLine {
         let bags = summary.bags
         return FlightLine(
             flight: summary.flight.rawValue, date: summary.flight.date,
-            devices: summary.devices.map(InertText.escape), orders: summary.orders, currency: summary.currency,
+            devices: summary.devices.map(InertText.escape),
+            fleet: FleetCounts(
+                announced: fleet?.announced ?? 0, confirmed: fleet?.confirmed ?? 0, sending: fleet?.sending ?? 0,
+                silent: fleet?.silent ?? 0),
+            orders: summary.orders, currency: summary.currency,
             revenue: summary.revenue,
             revenueText: summary.currency.isEmpty
                 ? "-" : NumberText.groupedMoney(summary.revenue, currency: summary.currency) + " " + summary.currency,
@@ -174,8 +186,11 @@ struct ConsoleAPI: Sendable {
             total.revenueText = NumberText.groupedMoney(sum, currency: summary.currency) + " " + summary.currency
             totals[summary.currency] = total
         }
+        // One read for the page's flights, not one per flight.
+        let fleet = try store.consoleFleet(flights: summaries.map(\.flight), now: now)
         return FlightsPage(
-            now: now, today: today, date: date, dates: dates, flights: summaries.map(Self.line), page: page,
+            now: now, today: today, date: date, dates: dates,
+            flights: summaries.map { Self.line($0, fleet: fleet[$0.flight.rawValue]) }, page: page,
             pages: max(1, (matching + Self.flightsPerPage - 1) / Self.flightsPerPage), matching: matching,
             revenueByCurrency: totals.values.sorted { $0.currency < $1.currency }, note: note)
     }
@@ -192,6 +207,13 @@ struct ConsoleAPI: Sendable {
 
     struct DeviceLine: Encodable {
         var device: String
+        /// `confirmed`, `sending` or `silent` (the fleet report's state), `not-announced` for a device that never
+        /// announced the flight.
+        var fleetState: String
+        /// Its last announcement of the flight.
+        var announcedAt: Date?
+        /// When the ground confirmed its summary of the flight after that announcement.
+        var confirmedAt: Date?
         var orders: Int
         var scans: Int
         var lastContact: Date?
@@ -254,16 +276,21 @@ struct ConsoleAPI: Sendable {
         }
         let after = try query["after"].flatMap { $0.isEmpty ? nil : try Self.tag($0) }
         let page = try store.consoleBags(flight: flight, status: status, after: after, limit: Self.bagsPerPage)
+        let report = try store.fleetReport(flight: flight, now: now)
+        let fleet = Dictionary(
+            report.devices.filter { $0.announcedAt != nil }.map { ($0.device, $0) }, uniquingKeysWith: { first, _ in first })
         let devices = try store.consoleDevices(flight: flight).map { device in
             let statistics = device.statistics
+            let row = fleet[device.device]
             return DeviceLine(
-                device: InertText.escape(device.device), orders: device.orders, scans: device.scans,
+                device: InertText.escape(device.device), fleetState: row?.state.rawValue ?? "not-announced",
+                announcedAt: row?.announcedAt, confirmedAt: row?.confirmedAt, orders: device.orders, scans: device.scans,
                 lastContact: statistics?.lastSync, lagSeconds: statistics?.lastSync.map { now.timeIntervalSince($0) },
                 rejects: statistics?.rejects ?? 0, lastRejectAt: statistics?.lastRejectAt,
                 lastRejectReason: statistics?.lastRejectReason.map(InertText.escape), limited: statistics?.limited ?? 0)
         }
         return FlightPage(
-            now: now, summary: Self.line(summary), devices: devices, status: status?.rawValue ?? "all",
+            now: now, summary: Self.line(summary, fleet: FleetFlightCounts(report)), devices: devices, status: status?.rawValue ?? "all",
             bags: page.bags.map(Self.bagLine), after: after?.uuidString, next: page.next?.uuidString)
     }
 

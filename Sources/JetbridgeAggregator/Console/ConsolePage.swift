@@ -179,6 +179,11 @@ struct ConsolePage {
           return p;
         }
         function card(k, v, cls) { return el("div", { cls: "card " + (cls || "") }, el("div", { cls: "k", text: k }), el("div", { cls: "v", text: v })); }
+        // A device's state on a flight (the fleet report's): confirmed is green, silent red, sending grey.
+        function fleetCell(s) {
+          const cls = s === "confirmed" ? "arrived" : s === "silent" ? "missing" : s === "sending" ? "transit" : "muted";
+          return el("td", { cls: cls + " nw", text: s === "not-announced" ? "not announced" : s });
+        }
         function statusCell(s) {
           const cls = s === "missing" ? "missing" : s === "arrived" ? "arrived" : "transit";
           return el("td", { cls: cls + " nw", text: s });
@@ -215,6 +220,10 @@ struct ConsolePage {
                 return el("tr", { cls: x.problem ? "problem" : null, "data-flight": x.flight },
                   el("td", { cls: "id" }, el("a", { href: "/flight?flight=" + encodeURIComponent(x.flight), text: x.flight })),
                   el("td", { cls: "n", text: x.devices.length, title: x.devices.join(", ") }),
+                  el("td", { cls: "n", text: n(x.fleet.announced) }),
+                  el("td", { cls: "n " + (x.fleet.confirmed ? "arrived" : "muted"), text: n(x.fleet.confirmed) }),
+                  el("td", { cls: "n transit", text: n(x.fleet.sending) }),
+                  el("td", { cls: "n " + (x.fleet.silent ? "missing" : "muted"), text: n(x.fleet.silent) }),
                   el("td", { cls: "n", text: n(x.orders) }),
                   rev,
                   el("td", { cls: "n", text: n(b.total) }),
@@ -224,7 +233,7 @@ struct ConsolePage {
                   el("td", {}, bagBar(b)),
                   el("td", { cls: "err", text: x.error || "" }));
               });
-              out.push(table(["Flight", "Devices seen", "Orders", "Revenue", "Bags", "Arrived", "In transit", "Missing", "", ""], rows, [1, 2, 3, 4, 5, 6, 7]));
+              out.push(table(["Flight", "Devices seen", "Announced", "Confirmed", "Sending", "Silent", "Orders", "Revenue", "Bags", "Arrived", "In transit", "Missing", "", ""], rows, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]));
               out.push(legendLine());
               out.push(pager(d.page, d.pages));
               return out;
@@ -236,19 +245,22 @@ struct ConsolePage {
               const out = [el("h1", { cls: "id", text: "Flight " + s.flight })];
               const cards = el("div", { cls: "cards" });
               cards.append(card("revenue", s.error ? "–" : s.revenueText), card("orders", n(s.orders)), card("devices seen", n(s.devices.length)),
+                card("devices announced", n(s.fleet.announced)), card("confirmed", n(s.fleet.confirmed), s.fleet.confirmed ? "good" : ""),
+                card("sending", n(s.fleet.sending)), card("silent", n(s.fleet.silent), s.fleet.silent ? "bad" : ""),
                 card("bags checked in", n(b.total)), card("arrived", `${n(b.arrived)} · ${pct(b.arrived, b.total)}`, "good"),
                 card("in transit", `${n(b.inTransit)} · ${pct(b.inTransit, b.total)}`),
                 card("missing", `${n(b.missing)} · ${pct(b.missing, b.total)}`, b.missing ? "bad" : "good"));
               out.push(cards);
               if (s.error) out.push(el("p", { cls: "err", text: "Sales cannot be totalled: " + s.error }));
               out.push(el("h2", { text: "Devices" }));
-              out.push(table(["Device", "Orders", "Scans", "Last contact", "Since", "Rejected batches", "Last rejection", "Limited"],
-                d.devices.map((x) => el("tr", { cls: x.rejects ? "problem" : null },
-                  el("td", { cls: "id mono", text: x.device }), el("td", { cls: "n", text: n(x.orders) }), el("td", { cls: "n", text: n(x.scans) }),
+              out.push(table(["Device", "State", "Announced", "Orders", "Scans", "Last contact", "Since", "Rejected batches", "Last rejection", "Limited"],
+                d.devices.map((x) => el("tr", { cls: x.rejects ? "problem" : null, "data-device": x.device },
+                  el("td", { cls: "id mono", text: x.device }), fleetCell(x.fleetState), el("td", { cls: "time", text: x.announcedAt ? time(x.announcedAt) : "" }),
+                  el("td", { cls: "n", text: n(x.orders) }), el("td", { cls: "n", text: n(x.scans) }),
                   el("td", { cls: "time", text: time(x.lastContact) }), el("td", { cls: "nw", text: ago(x.lastContact, d.now) }),
                   el("td", { cls: "n " + (x.rejects ? "missing" : "muted"), text: n(x.rejects) }),
                   el("td", { text: x.lastRejectReason ? `${time(x.lastRejectAt)}: ${x.lastRejectReason}` : "" }),
-                  el("td", { cls: "n " + (x.limited ? "missing" : "muted"), text: n(x.limited) }))), [1, 2, 5, 7]));
+                  el("td", { cls: "n " + (x.limited ? "missing" : "muted"), text: n(x.limited) }))), [3, 4, 7, 9]));
               out.push(el("h2", { text: "Bags" }));
               const f = el("form", { cls: "filters", method: "get", action: "/flight" });
               const sel = el("select", { name: "status" });

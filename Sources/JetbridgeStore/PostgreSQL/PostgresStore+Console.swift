@@ -86,7 +86,10 @@ extension PostgresStore: ConsoleReading {
                 let (device, count) = try row.decode((String, Int).self)
                 scans[device] = count
             }
-            let devices = Set(orders.keys).union(scans.keys).sorted()
+            let announced = try run("SELECT device FROM announcements WHERE flight = \(flight.rawValue)").map {
+                try $0.decode(String.self)
+            }
+            let devices = Set(orders.keys).union(scans.keys).union(announced).sorted()
             var statistics: [String: DeviceStatistics] = [:]
             for row in try run(
                 """

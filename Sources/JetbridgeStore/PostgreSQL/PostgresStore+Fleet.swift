@@ -82,4 +82,27 @@ extension PostgresStore {
                 }, now: now)
         }
     }
+
+    public func consoleFleet(flights: [FlightID], now: Date) throws -> [String: FleetFlightCounts] {
+        guard !flights.isEmpty else { return [:] }
+        let names = flights.map(\.rawValue)
+        return try locked {
+            // One page of the console's board: one probe each on `announcements_flight`.
+            let rows = try run(
+                """
+                SELECT a.flight, a.announced_at, a.confirmed_at, v.last_sync
+                FROM announcements AS a LEFT JOIN devices AS v ON v.device = a.device
+                WHERE a.flight = ANY(\(names))
+                """)
+            return FleetFlightCounts.tally(
+                try rows.map { row in
+                    let (flight, announced, confirmed, lastSync) = try row.decode((String, Double, Double?, Double?).self)
+                    return (
+                        flight: flight, announcedAt: Date(timeIntervalSince1970: announced),
+                        confirmedAt: confirmed.map(Date.init(timeIntervalSince1970:)),
+                        lastSync: lastSync.map(Date.init(timeIntervalSince1970:))
+                    )
+                }, now: now)
+        }
+    }
 }

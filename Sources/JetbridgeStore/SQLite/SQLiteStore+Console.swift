@@ -72,7 +72,8 @@ extension SQLiteStore: ConsoleReading {
                 orders[row[0]] = row[1]
             }
             scans = try scanTally(flight, in: db).devices
-            let devices = Set(orders.keys).union(scans.keys).sorted()
+            let announced = try String.fetchAll(db, sql: Self.announcedDevicesSQL, arguments: [flight.rawValue])
+            let devices = Set(orders.keys).union(scans.keys).union(announced).sorted()
             var statistics: [String: DeviceStatistics] = [:]
             for device in devices {
                 if let row = try Row.fetchOne(
@@ -194,6 +195,9 @@ extension SQLiteStore: ConsoleReading {
     /// rows' revisions: milliseconds, where decoding a big flight's orders again takes a second.
     static let ordersVersionSQL = "SELECT count(*), coalesce(max(rowid), 0), coalesce(sum(revision), 0) FROM orders WHERE flight = ?"
 
+    /// The devices that announced a flight, from `announcements_flight` alone.
+    static let announcedDevicesSQL = "SELECT device FROM announcements WHERE flight = ?"
+
     static let deviceStatisticsSQL = """
         SELECT device, last_sync, batches, records, new_records, duplicates, rejects, last_reject_at,
             last_reject_reason, limited
@@ -231,6 +235,8 @@ extension SQLiteStore: ConsoleReading {
         ("orders of a flight", "SELECT record FROM orders WHERE flight = ?", ["ZA101/2026-11-21"]),
         ("whether a flight's orders changed", ordersVersionSQL, ["ZA101/2026-11-21"]),
         ("orders per device of a flight", "SELECT device, count(*) FROM orders WHERE flight = ? GROUP BY device", ["ZA101/2026-11-21"]),
+        ("devices that announced a flight", announcedDevicesSQL, ["ZA101/2026-11-21"]),
+        ("devices by fleet state of a page of flights", consoleFleetSQL(flights: 2), ["ZA101/2026-11-21", "ZA300/2026-11-21"]),
     ]
 
     /// `EXPLAIN QUERY PLAN` of every console query: name, then the plan's lines.

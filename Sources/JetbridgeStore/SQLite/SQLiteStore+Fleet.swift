@@ -61,6 +61,33 @@ extension SQLiteStore {
         }
     }
 
+    public func consoleFleet(flights: [FlightID], now: Date) throws -> [String: FleetFlightCounts] {
+        guard !flights.isEmpty else { return [:] }
+        return try pool.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: Self.consoleFleetSQL(flights: flights.count),
+                arguments: StatementArguments(flights.map(\.rawValue)))
+            return FleetFlightCounts.tally(
+                rows.map { row in
+                    (
+                        flight: row[0], announcedAt: Date(timeIntervalSince1970: row[1]),
+                        confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        lastSync: (row[3] as Double?).map(Date.init(timeIntervalSince1970:))
+                    )
+                }, now: now)
+        }
+    }
+
+    /// The announcements of `flights` flights (one page of the console's board): one seek each on
+    /// `announcements_flight`, the rows `fleetCountsSQL` reads for a flight.
+    static func consoleFleetSQL(flights: Int) -> String {
+        """
+        SELECT a.flight, a.announced_at, a.confirmed_at, v.last_sync
+        FROM announcements AS a LEFT JOIN devices AS v ON v.device = a.device
+        WHERE a.flight IN (\(Array(repeating: "?", count: flights).joined(separator: ", ")))
+        """
+    }
+
     /// Every device with an announcement of the flight or a record first stored on it: its announcement, confirmation,
     /// records and last sync. `device_flights` has no index by flight: it holds one row per device and flight.
     static let fleetSQL = """
