@@ -43,6 +43,31 @@ struct DeliveryArchive {
         /// by the ground at its new revision only, so its released revision comes out of the released summary
         /// (``holdings()``); scans are never revised and are not listed.
         var releasedOrders: [String: Int]?
+        /// A release begun and not finished (``applyRetention(_:now:)``): the marks it sets. Until it is done, the
+        /// flight's file is still in place (the release had not started: it is undone) or renamed aside (it had:
+        /// it is finished); ``confirmations()`` answers as if either had happened.
+        var releasing: Release?
+
+        /// What a release sets: the summary the ground confirmed, the orders it counts, and when.
+        struct Release: Codable, Hashable, Sendable {
+            var at: Date
+            var count: Int
+            var digest: String
+            var orders: [String: Int]?
+        }
+
+        /// This confirmation with `releasing` finished (its records released) or undone.
+        func settled(finished: Bool) -> Confirmation {
+            var settled = self
+            settled.releasing = nil
+            guard finished, let release = releasing else { return settled }
+            settled.releasedAt = release.at
+            settled.releasedCount = release.count
+            settled.releasedDigest = release.digest
+            settled.releasedOrders = release.orders
+            settled.bytes = 0
+            return settled
+        }
 
         var released: DeliverySummary? {
             guard let releasedCount, let releasedDigest, let digest = UInt64(releasedDigest, radix: 16) else {
@@ -60,6 +85,11 @@ struct DeliveryArchive {
 
     func file(for flight: String) -> URL {
         directory.appendingPathComponent(flight.replacingOccurrences(of: "/", with: "_") + ".records")
+    }
+
+    /// Where a flight's file is while retention releases it (``applyRetention(_:now:)``).
+    func asideFile(for flight: String) -> URL {
+        file(for: flight).appendingPathExtension("releasing")
     }
 
     /// The flight a file name stands for, or nil for another file.
@@ -206,10 +236,31 @@ struct DeliveryArchive {
         var payloads: [Data] = []
     }
 
-    /// The confirmations recorded so far, by flight.
+    /// The confirmations recorded so far, by flight; a release a crash interrupted is answered finished when its
+    /// file was renamed aside, undone when not (``applyRetention(_:now:)``).
     func confirmations() -> [String: Confirmation] {
-        guard let data = try? Data(contentsOf: confirmationsFile) else { return [:] }
-        return (try? SyncState.decoder.decode([String: Confirmation].self, from: data)) ?? [:]
+        guard let data = try? Data(contentsOf: confirmationsFile),
+            let stored = try? SyncState.decoder.decode([String: Confirmation].self, from: data)
+        else { return [:] }
+        var settled = stored
+        for (flight, confirmation) in stored where confirmation.releasing != nil {
+            settled[flight] = confirmation.settled(
+                finished: FileManager.default.fileExists(atPath: asideFile(for: flight).path))
+        }
+        return settled
+    }
+
+    /// Finishes or undoes the releases a crash interrupted (as ``confirmations()`` answers them), then removes the
+    /// files renamed aside.
+    func finishInterruptedReleases() throws(AgentError) {
+        let stored = (try? Data(contentsOf: confirmationsFile)).flatMap {
+            try? SyncState.decoder.decode([String: Confirmation].self, from: $0)
+        }
+        if let stored, stored.values.contains(where: { $0.releasing != nil }) { try save(confirmations()) }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasSuffix(".records.releasing") {
+            try Files.remove(directory.appendingPathComponent(name))
+        }
     }
 
     /// Records that the ground confirmed `summary` for `flight`.
@@ -272,6 +323,7 @@ struct DeliveryArchive {
     /// - Returns: The flights released, oldest confirmation first.
     @discardableResult
     func applyRetention(_ retention: AgentConfiguration.Retention, now: Date = Date()) throws(AgentError) -> [String] {
+        try finishInterruptedReleases()
         var all = confirmations()
         var total = totalBytes()
         // Only a confirmation that is still the flight's summary: an order amended since into another flight has
@@ -290,10 +342,6 @@ struct DeliveryArchive {
             let expired = now.timeIntervalSince(confirmedAt) > retention.days * 86_400
             guard expired || total > retention.maxBytes else { continue }
             guard var confirmation = all[flight] else { continue }
-            try Files.remove(file(for: flight))
-            confirmation.releasedAt = now
-            confirmation.releasedCount = confirmation.count
-            confirmation.releasedDigest = confirmation.digest
             // The orders the confirmed summary counts: the earlier release's still current, and this file's.
             var releasedOrders = (confirmation.releasedOrders ?? [:]).filter { id, revision in
                 UUID(uuidString: id).map { (newest[$0] ?? 0) <= revision } ?? false
@@ -301,13 +349,20 @@ struct DeliveryArchive {
             for (id, order) in orders where order.flight == flight && newest[id] == order.revision {
                 releasedOrders[id.uuidString] = order.revision
             }
-            confirmation.releasedOrders = releasedOrders.isEmpty ? nil : releasedOrders
-            confirmation.bytes = 0
+            confirmation.releasing = .init(
+                at: now, count: confirmation.count, digest: confirmation.digest,
+                orders: releasedOrders.isEmpty ? nil : releasedOrders)
             all[flight] = confirmation
             total -= size
             released.append(flight)
         }
-        if !released.isEmpty { try save(all) }
+        guard !released.isEmpty else { return [] }
+        // In three durable steps, so that a crash between any two leaves a state `confirmations()` reads whole: the
+        // marks saved as pending (a crash now: undone), the files renamed aside (now: finished), the marks saved as
+        // done and the files removed.
+        try save(all)
+        for flight in released { try Files.rename(file(for: flight), to: asideFile(for: flight)) }
+        try finishInterruptedReleases()
         return released
     }
 

@@ -47,6 +47,12 @@ enum Files {
         try io(FileSystem.syncDirectory(url.path))
     }
 
+    /// Renames `from` to `to` (replacing it) and makes the rename durable.
+    static func rename(_ from: URL, to: URL) throws(AgentError) {
+        try io(FileSystem.rename(from.path, to: to.path))
+        try syncDirectory(to.deletingLastPathComponent())
+    }
+
     /// Removes a file if it exists and makes the removal durable.
     static func remove(_ url: URL) throws(AgentError) {
         try io(FileSystem.unlinkIfExists(url.path))

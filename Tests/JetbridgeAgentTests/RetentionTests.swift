@@ -197,4 +197,60 @@ struct RetentionTests {
         sent.append(third)
         #expect(archive.holdings()[flight]?.summary == (try Self.groundSummary(sent, flight: flight)))
     }
+
+    /// A crash inside a release: the marks saved as pending, then (or not yet) the flight's file renamed aside. Each
+    /// state reads whole: not released while the file is in place, released once it was renamed; records acknowledged
+    /// after the crash build on the confirmed summary either way, and the next retention pass tidies up.
+    @Test(arguments: [false, true])
+    func aReleaseACrashInterruptedIsUndoneOrFinishedAsItsFileSays(renamed: Bool) throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let (archive, _) = try Self.archive(in: fixture.url)
+        let flight = "ZA101/2026-11-21"
+        let confirmed = try #require(archive.holdings()[flight]?.summary)
+        // What applyRetention writes first (the marks, pending) and, when `renamed`, does next.
+        var stored = archive.confirmations()
+        let confirmation = try #require(stored[flight])
+        stored[flight]?.releasing = .init(
+            at: Date(), count: confirmation.count, digest: confirmation.digest, orders: nil)
+        try archive.save(stored)
+        if renamed { try Files.rename(archive.file(for: flight), to: archive.asideFile(for: flight)) }
+
+        let read = try #require(archive.confirmations()[flight])
+        #expect(read.releasing == nil)
+        #expect((read.releasedAt != nil) == renamed)
+        #expect(read.released == (renamed ? confirmed : nil))
+        #expect(archive.flights().contains(flight) == !renamed)
+        // As after a release that finished: a flight with no file left is not summarised; while its file is in place,
+        // its summary is the confirmed one.
+        #expect(archive.holdings()[flight]?.summary == (renamed ? nil : confirmed))
+
+        // Records of the flight acknowledged after the crash build on it.
+        try archive.append(try Self.scans(5, flight: flight))
+        #expect(archive.holdings()[flight]?.summary.count == 105)
+
+        // The next pass saves the settled marks and removes the renamed file; nothing more is released (the flight
+        // now holds records the ground has not confirmed).
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 7, maxBytes: .max)) == [])
+        #expect(!FileManager.default.fileExists(atPath: archive.asideFile(for: flight).path))
+        let data = try Data(contentsOf: archive.confirmationsFile)
+        let saved = try #require(try SyncState.decoder.decode([String: DeliveryArchive.Confirmation].self, from: data)[flight])
+        #expect(saved.releasing == nil)
+        #expect((saved.releasedAt != nil) == renamed)
+        #expect(archive.holdings()[flight]?.summary.count == 105)
+        #expect(archive.payloads(flight: flight).count == (renamed ? 5 : 105))
+    }
+
+    @Test func aReleaseLeavesNoFileAsideAndNoPendingMarks() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let (archive, _) = try Self.archive(in: fixture.url)
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 2, maxBytes: .max)) == ["ZA101/2026-11-21"])
+        let names = try FileManager.default.contentsOfDirectory(atPath: archive.directory.path)
+        #expect(!names.contains { $0.hasSuffix(".releasing") }, "\(names)")
+        let data = try Data(contentsOf: archive.confirmationsFile)
+        let saved = try SyncState.decoder.decode([String: DeliveryArchive.Confirmation].self, from: data)
+        #expect(saved.values.allSatisfy { $0.releasing == nil })
+        #expect(saved["ZA101/2026-11-21"]?.released?.count == 100)
+    }
 }
