@@ -131,3 +131,25 @@ allow_devices_on_both() { # each aggregator's key pair, one pair per device, eac
     done
     echo "aggregator A: $data_a $acks_a   aggregator B: $data_b $acks_b"
 }
+start_both_and_sync() { # start_both_and_sync [METRICS_A METRICS_B]: both aggregators (pid_a, pid_b), then the three
+    # devices' syncs (sync_pids); returns once gate-1 has over 100 records acknowledged (or after 10 s)
+    start_aggregator a "$data_a" "$acks_a" "${1:-}"
+    pid_a=$last_pid
+    start_aggregator b "$data_b" "$acks_b" "${2:-}"
+    pid_b=$last_pid
+    sleep 1
+    for pid in "$pid_a" "$pid_b"; do
+        kill -0 "$pid" 2>/dev/null || { echo "an aggregator did not start:"; cat "$demo"/aggregator-*.log; exit 1; }
+    done
+    sync_pids=()
+    local device
+    for device in cart-1 cart-2 gate-1; do
+        agent "$device" sync --until-drained --timeout 180 > "$demo/$device-sync.log" 2>&1 &
+        sync_pids+=($!)
+        pids+=($!)
+    done
+    for _ in $(seq 1 500); do
+        [ "$(acknowledged gate-1)" -gt 100 ] && break
+        sleep 0.02
+    done
+}

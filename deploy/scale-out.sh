@@ -64,23 +64,7 @@ show_queues
 
 echo
 echo "== 4. landed: both aggregators start on the shared store; the three devices sync at once"
-start_aggregator a "$data_a" "$acks_a"
-pid_a=$last_pid
-start_aggregator b "$data_b" "$acks_b"
-pid_b=$last_pid
-sleep 1
-for pid in "$pid_a" "$pid_b"; do
-    kill -0 "$pid" 2>/dev/null || { echo "an aggregator did not start:"; cat "$demo"/aggregator-*.log; exit 1; }
-done
-sync_pids=()
-for device in cart-1 cart-2 gate-1; do
-    agent "$device" sync --until-drained --timeout 180 > "$demo/$device-sync.log" 2>&1 &
-    sync_pids+=($!)
-done
-for _ in $(seq 1 500); do
-    [ "$(acknowledged gate-1)" -gt 100 ] && break
-    sleep 0.02
-done
+start_both_and_sync
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true
 echo "-- aggregator A killed with SIGKILL with $(acknowledged gate-1) of 1197 gate-1 records acknowledged; not restarted"

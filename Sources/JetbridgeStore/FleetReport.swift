@@ -107,10 +107,14 @@ public struct FleetFlightCounts: Codable, Hashable, Sendable {
     /// The most flights counted: the most recently announced (a bound on /metrics' series: 3 per flight).
     public static let maxFlights = 200
 
+    /// One announcement row as the engines read it: the flight, when the device announced it, when the ground
+    /// confirmed it for the device, and the device's last sync.
+    typealias Announcement = (flight: String, announcedAt: Date, confirmedAt: Date?, lastSync: Date?)
+
     /// Counts announcement rows (flight, announced at, confirmed at, device's last sync) into flights, the most
     /// recently announced first, at most ``maxFlights``.
     static func counting(
-        _ rows: [(flight: String, announcedAt: Date, confirmedAt: Date?, lastSync: Date?)], now: Date
+        _ rows: [Announcement], now: Date
     ) -> [FleetFlightCounts] {
         Array(
             tally(rows, now: now).values.sorted { ($0.lastAnnouncedAt, $1.flight) > ($1.lastAnnouncedAt, $0.flight) }
@@ -120,7 +124,7 @@ public struct FleetFlightCounts: Codable, Hashable, Sendable {
 
     /// Counts announcement rows into flights, every flight the rows name (the console's board asks for one page's).
     static func tally(
-        _ rows: [(flight: String, announcedAt: Date, confirmedAt: Date?, lastSync: Date?)], now: Date
+        _ rows: [Announcement], now: Date
     ) -> [String: FleetFlightCounts] {
         var flights: [String: FleetFlightCounts] = [:]
         for row in rows {

@@ -72,14 +72,7 @@ extension PostgresStore {
                 WHERE a.flight IN (SELECT DISTINCT flight FROM announcements WHERE announced_at >= \(seconds))
                 """)
             return FleetFlightCounts.counting(
-                try rows.map { row in
-                    let (flight, announced, confirmed, lastSync) = try row.decode((String, Double, Double?, Double?).self)
-                    return (
-                        flight: flight, announcedAt: Date(timeIntervalSince1970: announced),
-                        confirmedAt: confirmed.map(Date.init(timeIntervalSince1970:)),
-                        lastSync: lastSync.map(Date.init(timeIntervalSince1970:))
-                    )
-                }, now: now)
+                try rows.map(announcement), now: now)
         }
     }
 
@@ -95,14 +88,17 @@ extension PostgresStore {
                 WHERE a.flight = ANY(\(names))
                 """)
             return FleetFlightCounts.tally(
-                try rows.map { row in
-                    let (flight, announced, confirmed, lastSync) = try row.decode((String, Double, Double?, Double?).self)
-                    return (
-                        flight: flight, announcedAt: Date(timeIntervalSince1970: announced),
-                        confirmedAt: confirmed.map(Date.init(timeIntervalSince1970:)),
-                        lastSync: lastSync.map(Date.init(timeIntervalSince1970:))
-                    )
-                }, now: now)
+                try rows.map(announcement), now: now)
         }
+    }
+
+    /// One row of `SELECT a.flight, a.announced_at, a.confirmed_at, v.last_sync` (the fleet reads above).
+    private func announcement(_ row: PostgresRow) throws -> FleetFlightCounts.Announcement {
+        let (flight, announced, confirmed, lastSync) = try row.decode((String, Double, Double?, Double?).self)
+        return (
+            flight: flight, announcedAt: Date(timeIntervalSince1970: announced),
+            confirmedAt: confirmed.map(Date.init(timeIntervalSince1970:)),
+            lastSync: lastSync.map(Date.init(timeIntervalSince1970:))
+        )
     }
 }

@@ -51,13 +51,7 @@ extension SQLiteStore {
         try pool.read { db in
             let rows = try Row.fetchAll(db, sql: Self.fleetCountsSQL, arguments: [since.timeIntervalSince1970])
             return FleetFlightCounts.counting(
-                rows.map { row in
-                    (
-                        flight: row[0], announcedAt: Date(timeIntervalSince1970: row[1]),
-                        confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
-                        lastSync: (row[3] as Double?).map(Date.init(timeIntervalSince1970:))
-                    )
-                }, now: now)
+                rows.map(Self.announcement), now: now)
         }
     }
 
@@ -68,13 +62,7 @@ extension SQLiteStore {
                 db, sql: Self.consoleFleetSQL(flights: flights.count),
                 arguments: StatementArguments(flights.map(\.rawValue)))
             return FleetFlightCounts.tally(
-                rows.map { row in
-                    (
-                        flight: row[0], announcedAt: Date(timeIntervalSince1970: row[1]),
-                        confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
-                        lastSync: (row[3] as Double?).map(Date.init(timeIntervalSince1970:))
-                    )
-                }, now: now)
+                rows.map(Self.announcement), now: now)
         }
     }
 
@@ -106,4 +94,13 @@ extension SQLiteStore {
         FROM announcements AS a LEFT JOIN devices AS v ON v.device = a.device
         WHERE a.flight IN (SELECT DISTINCT flight FROM announcements WHERE announced_at >= ?1)
         """
+
+    /// One row of the fleet reads' `flight, announced_at, confirmed_at, last_sync`.
+    private static func announcement(_ row: Row) -> FleetFlightCounts.Announcement {
+        (
+            flight: row[0], announcedAt: Date(timeIntervalSince1970: row[1]),
+            confirmedAt: (row[2] as Double?).map(Date.init(timeIntervalSince1970:)),
+            lastSync: (row[3] as Double?).map(Date.init(timeIntervalSince1970:))
+        )
+    }
 }
