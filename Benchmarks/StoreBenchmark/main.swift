@@ -66,6 +66,46 @@ func checkedBatch(device: String, first: UInt64, records: [Record]) -> IncomingB
     return try! IncomingBatch.decode(frames: frames, authenticatedDevice: device).get()
 }
 
+/// What each device holds acknowledged per flight once everything is stored, as it summarises it (proof of delivery),
+/// by "device flight": added up from the batches the SQLite run makes (not timed).
+var expected: [String: DeliverySummary] = [:]
+
+@MainActor func expect(_ batches: [IncomingBatch]) {
+    for batch in batches {
+        for incoming in batch.records {
+            expected["\(batch.header.device) \(incoming.record.flight.rawValue)", default: DeliverySummary()].add(incoming.record)
+        }
+    }
+}
+
+/// Every device's summary of every flight answered by `store` (each compared with what the device holds: the
+/// `confirmed` path), then every one read from the rows (the path of a mismatch, and of every summary before the
+/// digests were kept): the CPU of each (this process's, and `serverCPU`'s: PostgreSQL's backends), and the records
+/// summarised.
+@MainActor func confirmAll(
+    _ store: some StoreReader, serverCPU: () -> Double = { 0 }
+) throws -> (kept: Double, rows: Double, records: Int) {
+    func cpu() -> Double { selfCPU() + serverCPU() }
+    var summarised = 0
+    var c0 = cpu()
+    for device in devices {
+        for flight in flights {
+            let mine = expected["\(device) \(flight.rawValue)"] ?? DeliverySummary()
+            let held = try store.deliverySummary(device: device, flight: flight.rawValue, expected: mine)
+            precondition(held == mine, "\(device) \(flight): the store holds \(held), the device \(mine)")
+            summarised += held.count
+        }
+    }
+    let kept = cpu() - c0
+    c0 = cpu()
+    for device in devices {
+        for flight in flights {
+            _ = try store.deliverySummary(device: device, flight: flight.rawValue, expected: nil)
+        }
+    }
+    return (kept, cpu() - c0, summarised)
+}
+
 /// One transaction's worth of batches; record `i` overall is an order when even, a scan when odd.
 func makeGroup(_ group: Int, _ rng: inout SplitMix) -> [IncomingBatch] {
     (0..<batchesPerTransaction).map { b in
@@ -121,6 +161,7 @@ do {
     for group in 0..<groups {
         batches += makeGroup(group, &rng)
         guard batches.count >= storeBatchesPerTransaction || group == groups - 1 else { continue }
+        expect(batches)
         let t0 = now()
         let c0 = selfCPU()
         let outcomes = try store.apply(batches, at: Date(), limits: limits)
@@ -131,23 +172,17 @@ do {
     }
     storeRSS = peakRSS()
     // Proof of delivery: every device asks about every flight it holds records of (docs/PROTOCOL.md); the store's
-    // CPU to answer all of them, beside its CPU to store the records.
-    var summaries = 0
-    var summarised = 0
-    let c0 = selfCPU()
+    // CPU to answer all of them, beside its CPU to store the records, and beside reading them from the rows.
     let s0 = now()
-    for device in devices {
-        for flight in flights {
-            summarised += try store.deliverySummary(device: device, flight: flight.rawValue).count
-            summaries += 1
-        }
-    }
-    confirmCPU = selfCPU() - c0
+    let confirm = try confirmAll(store)
+    let summarised = confirm.records
+    confirmCPU = confirm.kept
     print(
-        "confirm: \(summaries) summaries (10 devices × 20 flights) over \(summarised) records in "
-            + "\(String(format: "%.2f", now() - s0)) s, CPU \(String(format: "%.2f", confirmCPU)) s = "
-            + "\(String(format: "%.1f", confirmCPU / storeCPU * 100)) % of the CPU to store them "
-            + "(\(String(format: "%.2f", storeCPU)) s)")
+        "confirm: \(devices.count * flights.count) summaries (10 devices × 20 flights) over \(summarised) records in "
+            + "\(String(format: "%.2f", now() - s0)) s, CPU \(String(format: "%.3f", confirmCPU)) s = "
+            + "\(String(format: "%.2f", confirmCPU / storeCPU * 100)) % of the CPU to store them "
+            + "(\(String(format: "%.2f", storeCPU)) s); read from the rows: CPU \(String(format: "%.2f", confirm.rows)) s = "
+            + "\(String(format: "%.1f", confirm.rows / storeCPU * 100)) %")
     precondition(summarised == records, "the summaries count \(summarised) of \(records) records")
     var t0 = now()
     try store.checkpoint()
@@ -235,6 +270,15 @@ if let postgresURL {
             batches = []
         }
         figures.serverCPU = backends.reduce(0) { $0 + PostgresCopy.processCPU($1) } - server0
+        // Proof of delivery on PostgreSQL: the client's and the server's CPU to answer every summary.
+        let confirm = try confirmAll(store) { backends.reduce(0) { $0 + PostgresCopy.processCPU($1) } }
+        let storeGround = figures.cpu + figures.serverCPU
+        print(
+            "postgres confirm: \(devices.count * flights.count) summaries over \(confirm.records) records, client and "
+                + "server CPU \(String(format: "%.3f", confirm.kept)) s = "
+                + "\(String(format: "%.2f", confirm.kept / storeGround * 100)) % of the CPU to store them "
+                + "(\(String(format: "%.2f", storeGround)) s); read from the rows: "
+                + "\(String(format: "%.2f", confirm.rows)) s = \(String(format: "%.1f", confirm.rows / storeGround * 100)) %")
         try store.close()
         precondition(new == records, "expected \(records) new records in PostgreSQL, got \(new)")
         print(

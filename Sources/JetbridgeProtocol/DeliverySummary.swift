@@ -23,13 +23,35 @@ public struct DeliverySummary: Hashable, Sendable {
 
     /// Adds an order at its highest revision.
     public mutating func add(order id: UUID, revision: Int) {
+        add(hash: Self.hash(order: id, revision: revision))
+    }
+
+    /// The element hash of an order at `revision`: of the key `o:<ID>:<revision>`.
+    public static func hash(order id: UUID, revision: Int) -> UInt64 {
         var hasher = KeyHasher()
         hasher.byte(UInt8(ascii: "o"))
         hasher.byte(UInt8(ascii: ":"))
         hasher.uuid(id)
         hasher.byte(UInt8(ascii: ":"))
         hasher.decimal(revision)
-        add(hash: hasher.finish())
+        return hasher.finish()
+    }
+
+    /// The element hash of a scan: of the key `s:<ID>`.
+    public static func hash(scan id: UUID) -> UInt64 {
+        var hasher = KeyHasher()
+        hasher.byte(UInt8(ascii: "s"))
+        hasher.byte(UInt8(ascii: ":"))
+        hasher.uuid(id)
+        return hasher.finish()
+    }
+
+    /// The element hash of a record as the ground stores it: an order by its (id, revision), a scan by its id.
+    public static func hash(of record: Record) -> UInt64 {
+        switch record {
+        case .order(let order): hash(order: order.id, revision: order.revision)
+        case .scan(let scan): hash(scan: scan.id)
+        }
     }
 
     /// Takes out an order's revision added before (an order amended after its flight's records were released: the
@@ -43,11 +65,7 @@ public struct DeliverySummary: Hashable, Sendable {
 
     /// Adds a scan.
     public mutating func add(scan id: UUID) {
-        var hasher = KeyHasher()
-        hasher.byte(UInt8(ascii: "s"))
-        hasher.byte(UInt8(ascii: ":"))
-        hasher.uuid(id)
-        add(hash: hasher.finish())
+        add(hash: Self.hash(scan: id))
     }
 
     private mutating func add(hash: UInt64) {
@@ -100,10 +118,7 @@ public struct DeliverySummary: Hashable, Sendable {
 
     /// Adds a record as the ground stores it: an order by its (id, revision), a scan by its id.
     public mutating func add(_ record: Record) {
-        switch record {
-        case .order(let order): add(order: order.id, revision: order.revision)
-        case .scan(let scan): add(scan: scan.id)
-        }
+        add(hash: Self.hash(of: record))
     }
 
     /// Adds every element of `other` (a summary of records not among these): the digest is a sum, so summaries of

@@ -34,8 +34,10 @@ public protocol StoreReader: AnyObject, Sendable {
     func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int
 
     /// What the store holds of `device`'s records on `flight`, summarised as a device summarises what it holds
-    /// acknowledged (docs/PROTOCOL.md, "Proof of delivery"): from indexes, over that device's rows of that flight only.
-    func deliverySummary(device: String, flight: String) throws -> DeliverySummary
+    /// acknowledged (docs/PROTOCOL.md, "Proof of delivery"): from the pair's kept digest when it is valid and equals
+    /// `expected` (the device's own summary), else from indexes, over that device's rows of that flight only
+    /// (docs/STORE.md, "Kept digests"). Without `expected`, always from the rows.
+    func deliverySummary(device: String, flight: String, expected: DeliverySummary?) throws -> DeliverySummary
 
     /// The devices that announced `flight` or stored records of it, and where each stands at `now`
     /// (`report devices --flight`, docs/AGGREGATOR.md "The fleet of a flight").
@@ -164,6 +166,12 @@ public struct ReceiptMark: Hashable, Sendable {
 }
 
 extension StoreReader {
+    /// What the store's rows hold of `device`'s records on `flight` (``deliverySummary(device:flight:expected:)``
+    /// without an expected summary).
+    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+        try deliverySummary(device: device, flight: flight, expected: nil)
+    }
+
     /// Every order at its latest revision, by flight, then in order of first arrival.
     public func orders() throws -> [Order] { try orders(flight: nil) }
 

@@ -16,6 +16,33 @@ struct DeviceFlight: Hashable, Sendable {
     var flight: String
 }
 
+/// What one round adds to one row of `device_flights`: its new records, and the sum of their element hashes modulo
+/// 2⁶⁴ (``DeliverySummary``), kept as two 32-bit halves' sums so that neither engine's SQL ever wraps around (docs/STORE.md,
+/// "Kept digests").
+struct FlightIncrement: Sendable {
+    var pair: DeviceFlight
+    var records = 0
+    var digest: UInt64 = 0
+
+    /// The digest's high 32 bits.
+    var digestHigh: Int64 { Int64(digest >> 32) }
+    /// The digest's low 32 bits.
+    var digestLow: Int64 { Int64(digest & 0xffff_ffff) }
+}
+
+extension DeliverySummary {
+    /// A kept digest as `device_flights` holds it: the count, and two sums whose `(high << 32) + low` modulo 2⁶⁴ is
+    /// the digest (each sum of 32-bit halves stays far below 2⁶³ for any number of rows a flight can hold).
+    init(count: Int, high: Int64, low: Int64) {
+        self.init(count: count, digest: (UInt64(bitPattern: high) << 32) &+ UInt64(bitPattern: low))
+    }
+
+    /// The digest's high 32 bits, as a kept digest starts.
+    var digestHigh: Int64 { Int64(digest >> 32) }
+    /// The digest's low 32 bits.
+    var digestLow: Int64 { Int64(digest & 0xffff_ffff) }
+}
+
 /// Per batch of a group, its records new to the store per flight (what the flight limits count), with little work
 /// per record: each record's flight is numbered once, as a pass first walks the group (``note(_:_:flight:)``), and a
 /// new record adds to a flat array. The numbering looks a flight up by its bytes in a small table of its own: through
@@ -30,6 +57,9 @@ struct NewRecordTally {
     private var recordFlights: [Int32]
     /// Batch × flight → new records, once ``startCounting()`` has sized it.
     private var counts: [Int] = []
+    /// Batch × flight → the sum of the new records' element hashes modulo 2⁶⁴ (``DeliverySummary``): what the round
+    /// adds to the kept digests of `device_flights` (docs/STORE.md, "Kept digests").
+    private var digests: [UInt64] = []
     private var numbering = FlightNumbering()
 
     init(_ batches: [IncomingBatch]) {
@@ -55,11 +85,14 @@ struct NewRecordTally {
     /// Sizes the counts, once every record of the batches to store is noted.
     mutating func startCounting() {
         counts = [Int](repeating: 0, count: offsets.count * flights.count)
+        digests = [UInt64](repeating: 0, count: offsets.count * flights.count)
     }
 
-    /// Counts record `i` of batch `b` as new to the store.
-    mutating func countNew(_ b: Int, _ i: Int) {
-        counts[b * flights.count + Int(recordFlights[offsets[b] + i])] += 1
+    /// Counts record `i` of batch `b` as new to the store, with its element hash (``DeliverySummary/hash(of:)``).
+    mutating func countNew(_ b: Int, _ i: Int, hash: UInt64) {
+        let slot = b * flights.count + Int(recordFlights[offsets[b] + i])
+        counts[slot] += 1
+        digests[slot] &+= hash
     }
 
     /// Per batch, its new records per flight (flights with none left out).
@@ -68,6 +101,17 @@ struct NewRecordTally {
             var perFlight: [String: Int] = [:]
             for (f, flight) in flights.enumerated() where counts[b * flights.count + f] > 0 {
                 perFlight[flight] = counts[b * flights.count + f]
+            }
+            return perFlight
+        }
+    }
+
+    /// Per batch, the sum of its new records' element hashes per flight (flights with no new record left out).
+    var newDigests: [[String: UInt64]] {
+        offsets.indices.map { b in
+            var perFlight: [String: UInt64] = [:]
+            for (f, flight) in flights.enumerated() where counts[b * flights.count + f] > 0 {
+                perFlight[flight] = digests[b * flights.count + f]
             }
             return perFlight
         }
@@ -200,21 +244,22 @@ extension StoreReader {
         return (b, BatchRejection(status: .rejected, header: header, index: i, reason: "record \(i): \(error)"))
     }
 
-    /// The pairs a round adds records to, and how many: each device's new records per flight summed over the batches
-    /// not skipped (what the round adds to `device_flights`), in (device, flight) order.
+    /// The pairs a round adds records to, how many and their hashes' sum: each device's new records per flight summed
+    /// over the batches not skipped (what the round adds to `device_flights`), in (device, flight) order.
     static func counterIncrements(
-        _ batches: [IncomingBatch], skipping: [Int: BatchVerdict], newRecords: [[String: Int]]
-    ) -> [(pair: DeviceFlight, records: Int)] {
-        var sums: [DeviceFlight: Int] = [:]
+        _ batches: [IncomingBatch], skipping: [Int: BatchVerdict], newRecords: [[String: Int]],
+        newDigests: [[String: UInt64]]
+    ) -> [FlightIncrement] {
+        var sums: [DeviceFlight: FlightIncrement] = [:]
         for (b, flights) in newRecords.enumerated() where skipping[b] == nil {
             for (flight, n) in flights where n > 0 {
-                sums[DeviceFlight(device: batches[b].header.device, flight: flight), default: 0] += n
+                let pair = DeviceFlight(device: batches[b].header.device, flight: flight)
+                sums[pair, default: FlightIncrement(pair: pair)].records += n
+                sums[pair]!.digest &+= newDigests[b][flight] ?? 0
             }
         }
         // Device and flight ids are ASCII (docs/PROTOCOL.md), so String order is byte order, as `COLLATE "C"` sorts.
-        return sums.map { ($0.key, $0.value) }.sorted {
-            ($0.pair.device, $0.pair.flight) < ($1.pair.device, $1.pair.flight)
-        }
+        return sums.values.sorted { ($0.pair.device, $0.pair.flight) < ($1.pair.device, $1.pair.flight) }
     }
 
     /// The verdicts a round is certain of: the earliest batch (in arrival order) that would take its device past a

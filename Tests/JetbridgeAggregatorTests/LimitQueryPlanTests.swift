@@ -32,7 +32,7 @@ struct LimitQueryPlanTests {
         let statements: [(String, StatementArguments)] = [
             (SQLiteStore.deviceFlightSQL, ["d-7", "ZA9/2026-11-21"]),
             (SQLiteStore.deviceWindowSQL, ["d-7", 0.0]),
-            (SQLiteStore.addDeviceFlightSQL, ["d-7", "ZA9/2026-11-21", 1, 0.0]),
+            (SQLiteStore.addDeviceFlightSQL, ["d-7", "ZA9/2026-11-21", 1, 0.0, 0, 0]),
         ]
         for (sql, arguments) in statements {
             let plan = try queue.read { db in
@@ -60,8 +60,8 @@ struct LimitQueryPlanTests {
                 PostgresStore.deviceWindows(["d-7", "d-8"], after: 0),
                 PostgresStore.addDeviceFlights(
                     [
-                        (DeviceFlight(device: "d-7", flight: "ZA9/2026-11-21"), 1),
-                        (DeviceFlight(device: "d-7", flight: "ZA999/2026-11-21"), 1),
+                        FlightIncrement(pair: DeviceFlight(device: "d-7", flight: "ZA9/2026-11-21"), records: 1),
+                        FlightIncrement(pair: DeviceFlight(device: "d-7", flight: "ZA999/2026-11-21"), records: 1),
                     ], at: 0),
             ]
             for query in queries {

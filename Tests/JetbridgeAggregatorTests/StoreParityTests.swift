@@ -258,7 +258,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [7, 7, 7])
+        #expect(versions == [8, 8, 8])
     }
 }
 

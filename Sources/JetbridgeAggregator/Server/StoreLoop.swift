@@ -236,7 +236,8 @@ struct StoreLoop: Sendable {
         for (summary, owner) in summaries {
             let answer: SummaryAnswer
             do {
-                let held = try store.deliverySummary(device: summary.device, flight: summary.flight)
+                let held = try store.deliverySummary(
+                    device: summary.device, flight: summary.flight, expected: summary.summary)
                 answer = .comparing(summary, with: held)
                 if answer.status == .confirmed {
                     // The fleet view (`report devices --flight`): the flight is confirmed for this device since now.

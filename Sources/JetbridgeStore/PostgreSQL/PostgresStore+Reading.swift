@@ -17,20 +17,52 @@ extension PostgresStore {
         }
     }
 
-    /// What the store holds of `device`'s records on `flight` (docs/PROTOCOL.md, "Proof of delivery"), read through
-    /// the `(device, flight)` indexes (schema version 5), which carry the id and revision so that the rows themselves
-    /// need not be read once the table is vacuumed (an index-only scan).
-    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+    /// What the store holds of `device`'s records on `flight` (docs/PROTOCOL.md, "Proof of delivery"): from the
+    /// pair's kept digest when it is valid and equals `expected` (a primary-key read and an index probe of
+    /// `stale_digests`), else from the rows, read through the `(device, flight)` indexes (schema version 5, index-only
+    /// once the table is vacuumed), and the kept digest set to them (docs/STORE.md, "Kept digests"; SQLiteStore's
+    /// `deliverySummary` says why).
+    ///
+    /// The rows are read again in a transaction that first locks the pair's `device_flights` row, so a concurrent
+    /// `apply` of the pair either committed before (its rows are read) or adds its rows' hashes after this commits;
+    /// it clears the pair's stale marks before it reads the rows, so a change committed after the clearing leaves its
+    /// mark, and one committed before it is in the rows read.
+    public func deliverySummary(
+        device: String, flight: String, expected: DeliverySummary?
+    ) throws -> DeliverySummary {
         try locked {
-            var summary = DeliverySummary()
-            for row in try run("SELECT id, revision FROM orders WHERE device = \(device) AND flight = \(flight)") {
-                let (id, revision) = try row.decode((UUID, Int).self)
-                summary.add(order: id, revision: revision)
+            if let expected {
+                let rows = try run(
+                    """
+                    SELECT held, digest_hi, digest_lo FROM device_flights
+                    WHERE device = \(device) AND flight = \(flight) AND digest_valid
+                        AND NOT EXISTS (SELECT 1 FROM stale_digests WHERE device = \(device) AND flight = \(flight))
+                    """)
+                if let row = rows.first {
+                    let (held, high, low) = try row.decode((Int, Int64, Int64).self)
+                    let kept = DeliverySummary(count: held, high: high, low: low)
+                    if kept == expected { return kept }
+                }
             }
-            for row in try run("SELECT id FROM scans WHERE device = \(device) AND flight = \(flight)") {
-                summary.add(scan: try row.decode(UUID.self))
+            return try transaction {
+                try run("SELECT 1 FROM device_flights WHERE device = \(device) AND flight = \(flight) FOR UPDATE")
+                try run("DELETE FROM stale_digests WHERE device = \(device) AND flight = \(flight)")
+                var summary = DeliverySummary()
+                for row in try run("SELECT id, revision FROM orders WHERE device = \(device) AND flight = \(flight)") {
+                    let (id, revision) = try row.decode((UUID, Int).self)
+                    summary.add(order: id, revision: revision)
+                }
+                for row in try run("SELECT id FROM scans WHERE device = \(device) AND flight = \(flight)") {
+                    summary.add(scan: try row.decode(UUID.self))
+                }
+                try run(
+                    """
+                    UPDATE device_flights SET held = \(summary.count), digest_hi = \(summary.digestHigh),
+                        digest_lo = \(summary.digestLow), digest_valid = true
+                    WHERE device = \(device) AND flight = \(flight)
+                    """)
+                return (summary, true)
             }
-            return summary
         }
     }
 

@@ -160,6 +160,50 @@ extension PostgresStore {
             "CREATE INDEX announcements_flight ON announcements (flight, device)",
             "CREATE INDEX announcements_recent ON announcements (announced_at)",
         ],
+        [
+            // Version 8: proof of delivery answers `confirmed` from a digest kept per device and flight (docs/STORE.md,
+            // "Kept digests"), SQLite's `kept-digests`: `apply` adds the rows it stores. A row deleted or changed by
+            // anything (an amendment, an operator's statement) leaves a mark in `stale_digests` for its device and
+            // flight, an append that waits on no lock, so the triggers keep every transaction's lock order; the next
+            // summary of that pair reads the rows again and clears the marks. A TRUNCATE marks every pair stale.
+            // Existing pairs start stale.
+            """
+            ALTER TABLE device_flights ADD COLUMN held bigint NOT NULL DEFAULT 0,
+                ADD COLUMN digest_hi bigint NOT NULL DEFAULT 0, ADD COLUMN digest_lo bigint NOT NULL DEFAULT 0,
+                ADD COLUMN digest_valid boolean NOT NULL DEFAULT false
+            """,
+            """
+            CREATE TABLE stale_digests (
+                device text COLLATE "C" NOT NULL,
+                flight text COLLATE "C" NOT NULL
+            )
+            """,
+            "CREATE INDEX stale_digests_pair ON stale_digests (device, flight)",
+            """
+            CREATE FUNCTION jetbridge_digest_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO stale_digests (device, flight) VALUES (OLD.device, OLD.flight);
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE FUNCTION jetbridge_digests_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE device_flights SET digest_valid = false WHERE digest_valid;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE TRIGGER orders_digest_stale AFTER UPDATE OF id, revision, flight, device OR DELETE ON orders
+            FOR EACH ROW EXECUTE FUNCTION jetbridge_digest_stale()
+            """,
+            """
+            CREATE TRIGGER scans_digest_stale AFTER UPDATE OF id, flight, device OR DELETE ON scans
+            FOR EACH ROW EXECUTE FUNCTION jetbridge_digest_stale()
+            """,
+            "CREATE TRIGGER orders_digests_truncated AFTER TRUNCATE ON orders FOR EACH STATEMENT EXECUTE FUNCTION jetbridge_digests_stale()",
+            "CREATE TRIGGER scans_digests_truncated AFTER TRUNCATE ON scans FOR EACH STATEMENT EXECUTE FUNCTION jetbridge_digests_stale()",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

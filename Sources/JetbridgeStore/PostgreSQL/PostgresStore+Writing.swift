@@ -194,21 +194,25 @@ extension PostgresStore {
         var limitedReason = ""
     }
 
-    /// Adds a round's new records to each device's counter on each flight, in (device, flight) order (a concurrent
-    /// writer of the same pair waits for this transaction), and answers each pair's count after the addition and
-    /// whether this statement created its row (`xmax`, as in ``upsertOrders(_:of:)``).
-    static func addDeviceFlights(
-        _ increments: [(pair: DeviceFlight, records: Int)], at seconds: Double
-    ) -> PostgresQuery {
+    /// Adds a round's new records to each device's counter and kept digest on each flight (docs/STORE.md, "Kept
+    /// digests"), in (device, flight) order (a concurrent writer of the same pair waits for this transaction), and
+    /// answers each pair's count after the addition and whether this statement created its row (`xmax`, as in
+    /// ``upsertOrders(_:of:)``). A pair's first row starts valid, as every row of the pair is this transaction's.
+    static func addDeviceFlights(_ increments: [FlightIncrement], at seconds: Double) -> PostgresQuery {
         let devices = increments.map(\.pair.device)
         let flights = increments.map(\.pair.flight)
         let records = increments.map(\.records)
+        let highs = increments.map(\.digestHigh)
+        let lows = increments.map(\.digestLow)
         return """
-            INSERT INTO device_flights (device, flight, records, first_stored_at)
-            SELECT device, flight, records, \(seconds)::float8
-            FROM unnest(\(devices)::text[], \(flights)::text[], \(records)::int8[]) AS t(device, flight, records)
+            INSERT INTO device_flights (device, flight, records, first_stored_at, held, digest_hi, digest_lo, digest_valid)
+            SELECT device, flight, records, \(seconds)::float8, records, hi, lo, true
+            FROM unnest(\(devices)::text[], \(flights)::text[], \(records)::int8[], \(highs)::int8[], \(lows)::int8[])
+                AS t(device, flight, records, hi, lo)
             ORDER BY device COLLATE "C", flight COLLATE "C"
-            ON CONFLICT (device, flight) DO UPDATE SET records = device_flights.records + excluded.records
+            ON CONFLICT (device, flight) DO UPDATE SET records = device_flights.records + excluded.records,
+                held = device_flights.held + excluded.held, digest_hi = device_flights.digest_hi + excluded.digest_hi,
+                digest_lo = device_flights.digest_lo + excluded.digest_lo
             RETURNING device, flight, records, xmax = 0
             """
     }
@@ -379,7 +383,11 @@ extension PostgresStore {
                 }
                 guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
-                if inserted[k] { tally.countNew(Int(row.batch), Int(row.index)) }
+                if inserted[k] {
+                    tally.countNew(
+                        Int(row.batch), Int(row.index),
+                        hash: DeliverySummary.hash(order: order.id, revision: order.revision))
+                }
                 dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
             }
         }
@@ -407,14 +415,16 @@ extension PostgresStore {
             }
             for (row, new) in zip(round, inserted) where new {
                 newCounts[Int(row.batch)] += 1
-                tally.countNew(Int(row.batch), Int(row.index))
+                let record = batches[Int(row.batch)].records[Int(row.index)].record
+                tally.countNew(Int(row.batch), Int(row.index), hash: DeliverySummary.hash(of: record))
             }
         }
         let newRecords = tally.newRecords
         // The flight counters: added to first (each pair's row locked until the commit, so that a concurrent writer
         // of the same device and flight waits and then counts on top of this one), then checked; a verdict rolls the
         // additions back with the rest.
-        let increments = Self.counterIncrements(batches, skipping: skipped, newRecords: newRecords)
+        let increments = Self.counterIncrements(
+            batches, skipping: skipped, newRecords: newRecords, newDigests: tally.newDigests)
         let verdicts = Self.limitVerdicts(
             batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
             counters: try flightCounters(increments, now: now), limits: limits, now: now)
@@ -450,7 +460,7 @@ extension PostgresStore {
     /// Adds a round's `increments` to `device_flights` and answers what the rows held before: each pair's count, and
     /// for the devices this round gives a new flight, their flights of the last 24 hours (read under the devices'
     /// flights locks, taken after the counters' row locks: every writer takes them in that order).
-    func flightCounters(_ increments: [(pair: DeviceFlight, records: Int)], now: Date) throws -> FlightCounters {
+    func flightCounters(_ increments: [FlightIncrement], now: Date) throws -> FlightCounters {
         var counters = FlightCounters()
         guard !increments.isEmpty else { return counters }
         let added = Dictionary(increments.map { ($0.pair, $0.records) }, uniquingKeysWith: +)

@@ -170,6 +170,35 @@ extension SQLiteStore {
                     CREATE INDEX announcements_recent ON announcements(announced_at);
                     """)
         }
+        migrator.registerMigration("kept-digests") { db in
+            // Proof of delivery answers `confirmed` from a digest kept per device and flight (docs/STORE.md, "Kept
+            // digests"): `apply` adds the rows it stores; these triggers mark a pair's digest stale when one of its rows
+            // is deleted or changed by anything (an amendment, an operator's statement), and the next summary reads
+            // the rows again. Existing pairs start stale: each is read once, at its first summary.
+            try db.execute(
+                sql: """
+                    ALTER TABLE device_flights ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE device_flights ADD COLUMN digest_hi INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE device_flights ADD COLUMN digest_lo INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE device_flights ADD COLUMN digest_valid INTEGER NOT NULL DEFAULT 0;
+                    CREATE TRIGGER orders_digest_stale AFTER UPDATE OF id, revision, flight, device ON orders BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE device = OLD.device AND flight = OLD.flight AND digest_valid;
+                    END;
+                    CREATE TRIGGER orders_digest_deleted AFTER DELETE ON orders BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE device = OLD.device AND flight = OLD.flight AND digest_valid;
+                    END;
+                    CREATE TRIGGER scans_digest_stale AFTER UPDATE OF id, flight, device ON scans BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE device = OLD.device AND flight = OLD.flight AND digest_valid;
+                    END;
+                    CREATE TRIGGER scans_digest_deleted AFTER DELETE ON scans BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE device = OLD.device AND flight = OLD.flight AND digest_valid;
+                    END;
+                    """)
+        }
         return migrator
     }
 
@@ -214,9 +243,13 @@ extension SQLiteStore {
         """
 
     /// Adds a transaction's new records to a device's count on a flight; the first sets when it was first stored.
+    /// Adds a round's new records to a pair's counter and kept digest (docs/STORE.md, "Kept digests"); a pair's first
+    /// row starts valid, as every row of the pair is this round's.
     static let addDeviceFlightSQL = """
-        INSERT INTO device_flights (device, flight, records, first_stored_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (device, flight) DO UPDATE SET records = records + excluded.records
+        INSERT INTO device_flights (device, flight, records, first_stored_at, held, digest_hi, digest_lo, digest_valid)
+        VALUES (?1, ?2, ?3, ?4, ?3, ?5, ?6, 1)
+        ON CONFLICT (device, flight) DO UPDATE SET records = records + excluded.records, held = held + excluded.held,
+            digest_hi = digest_hi + excluded.digest_hi, digest_lo = digest_lo + excluded.digest_lo
         """
 
     static let deviceLimitedSQL = """

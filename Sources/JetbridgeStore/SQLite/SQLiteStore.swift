@@ -225,7 +225,8 @@ public final class SQLiteStore: Sendable {
             switch try storeOrder(order, bytes: incoming.bytes) {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
-                tally.countNew(Int(row.batch), Int(row.index))
+                tally.countNew(
+                    Int(row.batch), Int(row.index), hash: DeliverySummary.hash(order: order.id, revision: order.revision))
             case .updated:
                 newCounts[Int(row.batch)] += 1
             case .none:
@@ -241,18 +242,22 @@ public final class SQLiteStore: Sendable {
             guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             if try storeScan(scan) {
                 newCounts[Int(row.batch)] += 1
-                tally.countNew(Int(row.batch), Int(row.index))
+                tally.countNew(Int(row.batch), Int(row.index), hash: DeliverySummary.hash(scan: scan.id))
             }
         }
         let newRecords = tally.newRecords
-        let increments = Self.counterIncrements(batches, skipping: skipped, newRecords: newRecords)
+        let increments = Self.counterIncrements(
+            batches, skipping: skipped, newRecords: newRecords, newDigests: tally.newDigests)
         let verdicts = Self.limitVerdicts(
             batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
             counters: try Self.flightCounters(increments, now: now, in: db), limits: limits, now: now)
         if !verdicts.isEmpty { return ([], verdicts) }
         let addDeviceFlight = try db.cachedStatement(sql: addDeviceFlightSQL)
-        for (pair, records) in increments {
-            try addDeviceFlight.execute(arguments: [pair.device, pair.flight, records, now.timeIntervalSince1970])
+        for increment in increments {
+            try addDeviceFlight.execute(arguments: [
+                increment.pair.device, increment.pair.flight, increment.records, now.timeIntervalSince1970,
+                increment.digestHigh, increment.digestLow,
+            ])
         }
         let deviceLimited = try db.cachedStatement(sql: deviceLimitedSQL)
         let outcomes = try Self.outcomes(of: batches, new: newCounts, skipping: skipped) {
@@ -279,13 +284,13 @@ public final class SQLiteStore: Sendable {
     /// devices among them with a flight they have no row for yet, their flights of the last 24 hours (one range of
     /// `device_flights_window` each).
     private static func flightCounters(
-        _ increments: [(pair: DeviceFlight, records: Int)], now: Date, in db: Database
+        _ increments: [FlightIncrement], now: Date, in db: Database
     ) throws -> FlightCounters {
         var counters = FlightCounters()
         guard !increments.isEmpty else { return counters }
         let read = try db.cachedStatement(sql: deviceFlightSQL)
         var adding: Set<String> = []
-        for (pair, _) in increments {
+        for pair in increments.map(\.pair) {
             if let records = try Int.fetchOne(read, arguments: [pair.device, pair.flight]) {
                 counters.records[pair] = records
             } else {
@@ -344,12 +349,25 @@ public final class SQLiteStore: Sendable {
 
     /// What the store holds of `device`'s records on `flight`, as the device summarises what it holds acknowledged
     /// (docs/PROTOCOL.md, "Proof of delivery"): every order the device owns on the flight at its stored revision, and
-    /// every scan. Read through the `(device, flight)` indexes, so only that device's rows of that flight are visited.
+    /// every scan.
+    ///
+    /// Answered from the pair's kept digest in `device_flights` (one primary-key read) when it is valid and equals
+    /// `expected`: `apply` adds every row it stores to it, and a trigger marks it stale when a row leaves the pair or
+    /// changes (docs/STORE.md, "Kept digests"). Otherwise (a stale digest, a mismatch, no `expected`) the rows are
+    /// read through the `(device, flight)` index, only that device's rows of that flight, and the kept digest is set
+    /// to what they hold. So `confirmed` costs a read of one row, and a mismatch is always the rows' answer.
     ///
     /// - Throws: `DatabaseError`.
-    public func deliverySummary(device: String, flight: String) throws -> DeliverySummary {
+    public func deliverySummary(
+        device: String, flight: String, expected: DeliverySummary?
+    ) throws -> DeliverySummary {
         try calls.measure {
-            try pool.read { db in
+            if let expected, let kept = try pool.read({ db in try Self.keptDigest(device: device, flight: flight, in: db) }),
+                kept == expected
+            {
+                return kept
+            }
+            return try pool.write { db in
                 var summary = DeliverySummary()
                 // Straight from SQLite's row buffers: a flight of 100,000 records is 100,000 rows.
                 let orders = try HotStatement(db, sql: Self.summaryOrdersSQL)
@@ -360,10 +378,27 @@ public final class SQLiteStore: Sendable {
                 try scans.bind(device, at: 1)
                 try scans.bind(flight, at: 2)
                 try scans.forEachID(path: path, integers: false) { id, _ in summary.add(scan: id) }
+                try db.execute(
+                    sql: Self.keepDigestSQL,
+                    arguments: [summary.count, summary.digestHigh, summary.digestLow, device, flight])
                 return summary
             }
         }
     }
+
+    /// The pair's kept digest when it is valid.
+    static func keptDigest(device: String, flight: String, in db: Database) throws -> DeliverySummary? {
+        guard let row = try Row.fetchOne(db, sql: keptDigestSQL, arguments: [device, flight]) else { return nil }
+        return DeliverySummary(count: row[0], high: row[1], low: row[2])
+    }
+
+    static let keptDigestSQL = """
+        SELECT held, digest_hi, digest_lo FROM device_flights WHERE device = ? AND flight = ? AND digest_valid
+        """
+    /// Sets a pair's kept digest to what its rows hold (a pair without a row keeps none: `apply` creates it).
+    static let keepDigestSQL = """
+        UPDATE device_flights SET held = ?, digest_hi = ?, digest_lo = ?, digest_valid = 1 WHERE device = ? AND flight = ?
+        """
 
     static let summaryOrdersSQL = "SELECT id, revision FROM orders WHERE device = ? AND flight = ?"
     static let summaryScansSQL = "SELECT id FROM scans WHERE device = ? AND flight = ?"
