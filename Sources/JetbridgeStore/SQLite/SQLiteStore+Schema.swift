@@ -174,9 +174,12 @@ extension SQLiteStore {
             // Proof of delivery answers `confirmed` from a digest kept per device and flight (docs/STORE.md, "Kept
             // digests"): `apply` adds the rows it stores; these triggers mark a pair's digest stale when one of its rows
             // is deleted or changed by anything (an amendment, an operator's statement), and the next summary reads
-            // the rows again. Existing pairs start stale: each is read once, at its first summary.
+            // the rows again. Existing pairs start stale: each is read once, at its first summary. Summaries now read
+            // rows rarely, so `scans_device_flight` goes: the console's `scans_flight_device` finds the same rows, and
+            // every scan's insert writes one index entry less (issue 29).
             try db.execute(
                 sql: """
+                    DROP INDEX IF EXISTS scans_device_flight;
                     ALTER TABLE device_flights ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE device_flights ADD COLUMN digest_hi INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE device_flights ADD COLUMN digest_lo INTEGER NOT NULL DEFAULT 0;
