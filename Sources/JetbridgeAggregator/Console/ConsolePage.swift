@@ -91,6 +91,7 @@ struct ConsolePage {
         #live.down { color:#ffcdd2; font-weight:600; }
         .dot { display:inline-block; width:8px; height:8px; border-radius:50%; background:#8bc34a; margin-right:6px; }
         #live.down .dot { background:#ff5252; }
+        header form { margin:0; } header form button { background:transparent; color:#dfe9f5; border-color:#8fb0d0; padding:2px 8px; font-size:12px; }
         main { padding:16px 20px; max-width:1400px; }
         h1 { font-size:20px; margin:4px 0 12px; } h2 { font-size:16px; margin:22px 0 8px; }
         table { border-collapse:collapse; width:100%; background:#fff; border:1px solid var(--line); }
@@ -122,7 +123,8 @@ struct ConsolePage {
         <body data-page="{{PAGE}}" data-poll="{{POLL}}">
         <header><b>Jetbridge</b>
         <nav><a href="/" id="nav-flights">Flights</a><a href="/devices" id="nav-devices">Devices</a><a href="/bag" id="nav-bag">Bag lookup</a><a href="/receipt" id="nav-receipt">Receipt</a></nav>
-        <span id="live"><span class="dot"></span><span id="live-text">connecting…</span></span></header>
+        <span id="live"><span class="dot"></span><span id="live-text">connecting…</span></span>
+        <form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form></header>
         <main id="main"><p class="muted">Loading…</p></main>
         <script nonce="{{NONCE}}">
         "use strict";

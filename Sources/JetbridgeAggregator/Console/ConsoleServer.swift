@@ -16,7 +16,8 @@ import NIOPosix
 /// event loop). The store is a reader of its own (``ConsoleReading``), opened for the console: its reads never take a
 /// connection the store thread or the receipts thread uses, and in WAL mode they never block a commit.
 ///
-/// Every answer but the sign-in page requires the operators' token (``ConsoleSignIn``, ``ConsoleToken``). Pages carry
+/// Every answer but the sign-in and sign-out forms requires the operators' token (``ConsoleSignIn``, ``ConsoleToken``),
+/// or the cookie of a browser session the sign-in form started (``ConsoleSessions``). Pages carry
 /// their CSS and script inline (no external asset: it works on an airport LAN with no internet), under a
 /// Content-Security-Policy that allows only those, by a nonce drawn per page; every other answer carries a policy that
 /// allows nothing (``ConsolePage/secured(_:)``). Each page polls its JSON endpoint
@@ -87,6 +88,9 @@ final class ConsoleServer: Sendable {
     ) -> EventLoopFuture<MetricsServer.Response> {
         if request.path == ConsoleSignIn.path {
             return eventLoop.makeSucceededFuture(signIn.answer(request))
+        }
+        if request.path == ConsoleSignIn.signOutPath {
+            return eventLoop.makeSucceededFuture(signIn.signOut(request))
         }
         if let refusal = signIn.refusal(request) {
             return eventLoop.makeSucceededFuture(refusal)
