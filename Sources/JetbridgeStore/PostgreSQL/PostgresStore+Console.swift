@@ -72,6 +72,10 @@ extension PostgresStore: ConsoleReading {
         }
     }
 
+    public func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts {
+        try locked { try bagCounts(flight) }
+    }
+
     public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {
         try locked {
             var orders: [String: Int] = [:]
