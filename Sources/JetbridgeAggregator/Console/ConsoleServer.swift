@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SystemSupport
 
 /// The operator's console of `serve --console HOST:PORT`: a read-only web board of flights, devices, bags and
 /// receipts that updates itself (docs/AGGREGATOR.md, "Console").
@@ -28,6 +29,8 @@ final class ConsoleServer: Sendable {
     let endpoint: String
     private let http: MetricsServer
     private let pool: NIOThreadPool
+    /// Set at shutdown: the background read of today's flights stops after the flight it is reading.
+    private let stopping = Locked(false)
     let api: ConsoleAPI
     /// The token every answer but the sign-in page requires.
     let signIn: ConsoleSignIn
@@ -71,9 +74,10 @@ final class ConsoleServer: Sendable {
         let api = api
         // The landing page's flights decoded once before anyone asks (a big flight's orders take a while the first
         // time; later answers use the kept totals): one pool thread, in the background.
+        let stopping = stopping
         pool.submit { state in
             guard state == .active else { return }
-            api.warm()
+            api.warm(until: { stopping.withLock { $0 } })
         }
         let signIn = signIn
         http.start(answering: { request, eventLoop in
@@ -111,6 +115,7 @@ final class ConsoleServer: Sendable {
 
     /// Stops answering, closes the socket, the pool and the console's store reader; blocks until done.
     func shutdown() {
+        stopping.withLock { $0 = true }
         http.shutdown()
         try? pool.syncShutdownGracefully()
         try? api.store.close()
