@@ -15,7 +15,7 @@ import Testing
 struct FlightBagsMetricTests {
     typealias Engine = ProofOfDeliveryServerTests.Engine
 
-    static func day(_ back: Int) -> String { FlightBagsReader.day(Date() - Double(back) * 86_400) }
+    static func day(_ back: Int) -> String { ConsoleAPI.day(Date() - Double(back) * 86_400) }
 
     /// The bag series of `flight` in a scrape, by status.
     static func bags(_ text: String, _ flight: String) -> [String: Double] {
@@ -74,5 +74,46 @@ struct FlightBagsMetricTests {
         let board = try fixture.server.flightBags.map { try $0.store.consoleBagCounts(flight: today) }
         #expect(board?.missing == 3 && board?.arrived == 7)
         await fixture.stop()
+    }
+
+    /// The reading is bounded: of 450 flights today with bags, the first 400 (in flight id order) are read, and 200
+    /// exported, those with missing bags first; a flight three days old is not read.
+    @Test func aReadingReadsAtMost400FlightsAndExports200MissingFirst() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let reader = FlightBagsReader(store: store, logger: quietLogger)
+        defer { reader.close() }
+        let flights = try (0..<450).map { try FlightID("ZA\(1_000 + $0)/\(Self.day(0))") }
+        var n = 0
+        for chunk in stride(from: 0, to: flights.count, by: 50) {
+            var records: [Record] = []
+            for index in chunk..<chunk + 50 {
+                for tag in 0..<2 {
+                    n += 1
+                    records.append(scan(n, tag: index * 2 + tag, flight: flights[index]))
+                }
+                // One of the two bags of ZA1350…ZA1359 (past the first 200) and of ZA1420 (past the first 400)
+                // arrives: the other is missing.
+                if (350..<360).contains(index) || index == 420 {
+                    n += 1
+                    records.append(scan(n, tag: index * 2, point: .destination, flight: flights[index]))
+                }
+            }
+            _ = try store.apply([batch("ramp-\(chunk / 50)", 1, records)])
+        }
+        _ = try store.apply([batch("ramp-old", 1, [scan(100_000, tag: 100_000, flight: try FlightID("ZA1/\(Self.day(3))"))])])
+        let lines = try reader.read(now: Date())
+        #expect(lines.count == FlightBagsReader.maxFlights)
+        let names = Set(lines.map(\.flight))
+        for index in 350..<360 {
+            #expect(names.contains(flights[index].rawValue), "\(flights[index]) has a missing bag and is exported")
+        }
+        #expect(!names.contains(flights[420].rawValue), "past the 400 flights read")
+        #expect(names.contains(flights[0].rawValue) && !names.contains(flights[199].rawValue))
+        #expect(lines.map(\.flight) == lines.map(\.flight).sorted())
+        #expect(lines.first { $0.flight == flights[355].rawValue }?.bags.missing == 1)
+        #expect(lines.first { $0.flight == flights[0].rawValue }?.bags.inTransit == 2)
+        #expect(!names.contains { $0.hasPrefix("ZA1/") })
     }
 }

@@ -399,6 +399,7 @@ struct ConsoleAPI: Sendable {
         return tag
     }
 
+    /// `YYYY-MM-DD` of `date` in UTC (the board's "today", and ``FlightBagsReader``'s recent flights).
     static func day(_ date: Date) -> String {
         String(ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate]))
     }

@@ -74,8 +74,8 @@ final class FlightBagsReader: Sendable {
     /// One reading: the flights dated today or yesterday at `now` (UTC) that have bags, those with missing bags
     /// first, at most ``maxFlights``, in flight id order.
     func read(now: Date) throws -> [Line] {
-        let today = Self.day(now)
-        let yesterday = Self.day(now - 86_400)
+        let today = ConsoleAPI.day(now)
+        let yesterday = ConsoleAPI.day(now - 86_400)
         let recent = try store.consoleFlights().filter { $0.date == today || $0.date == yesterday }
         let candidates = recent.filter { $0.date == today } + recent.filter { $0.date == yesterday }
         var read: [Line] = []
@@ -94,11 +94,5 @@ final class FlightBagsReader: Sendable {
             return !closed
         }
         if first { try? store.close() }
-    }
-
-    /// `YYYY-MM-DD` of `date` in UTC.
-    static func day(_ date: Date) -> String {
-        ISO8601DateFormatter.string(
-            from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
     }
 }
