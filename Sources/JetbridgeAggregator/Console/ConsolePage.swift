@@ -352,7 +352,8 @@ struct ConsolePage {
           if (!url) { main.replaceChildren(...draw()); live.className = ""; liveText.textContent = "ready"; return; }
           try {
             const r = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
-            // Signed out (the token changed): the sign-in page, then back here.
+            // Signed out (the session ended: signed out elsewhere, 12 hours old, or serve restarted): the sign-in
+            // page, then back here.
             if (r.status === 401) { location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search)); return; }
             const d = await r.json();
             if (!r.ok) throw new Error(d.error || r.status);
