@@ -204,6 +204,7 @@ let package = Package(
                 "BenchmarkSupport", "JetbridgeAggregator", "JetbridgeStore", "JetbridgeModel", "JetbridgeProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Benchmarks/ConsoleBenchmark"
         ),

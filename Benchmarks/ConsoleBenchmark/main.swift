@@ -6,10 +6,15 @@
 // JSON answer over HTTP, and prints EXPLAIN QUERY PLAN of every console query.
 //
 //   swift build --product console-benchmark && .build/debug/console-benchmark [--dir DIR] [--reuse] [--runs N]
-//       [--settle SECONDS] [--flights N] [--orders N] [--bags N] [--big-bags N]
+//       [--settle SECONDS] [--flights N] [--orders N] [--bags N] [--big-bags N] [--store sqlite|postgres]
+//       [--url URL] [--database NAME]
 //
-// --reuse times an existing store in DIR without building it again. Orders are distinct records (each has its own
-// id inside its MessagePack bytes, which the console decodes); the rows' `id` column is a random blob of its own.
+// --reuse times an existing store in DIR (or database NAME) without building it again. Orders are distinct records
+// (each has its own id inside its MessagePack bytes, which the console decodes); the rows' `id` column is a random
+// value of its own. --store postgres builds the same store in database NAME (console_benchmark) of the server URL
+// names (default: $JETBRIDGE_TEST_POSTGRES, e.g. a throwaway from Tests/postgres/start-throwaway.sh) by
+// set-based SQL (generate_series), with its indexes dropped and built again as the schema defines them, then
+// VACUUM ANALYZE; DIR is then the aggregator's home only.
 
 import BenchmarkSupport
 import Foundation
@@ -19,6 +24,7 @@ import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeStore
 import Logging
+import PostgresNIO
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -26,7 +32,7 @@ import Logging
 
 let usage = """
     usage: console-benchmark [--dir DIR] [--reuse] [--runs N] [--settle SECONDS] [--flights N] [--orders N] [--bags N]
-        [--big-bags N]
+        [--big-bags N] [--store sqlite|postgres] [--url URL] [--database NAME]
     """
 var options: [String: String] = [:]
 var reuse = false
@@ -46,6 +52,14 @@ while !arguments.isEmpty {
     return value
 }
 let directory = URL(fileURLWithPath: options["dir"] ?? "/tmp/console-benchmark")
+let postgres = options["store"] == "postgres"
+if let engine = options["store"], engine != "postgres", engine != "sqlite" {
+    exitWithUsage("--store is sqlite or postgres, not \(engine)", usage: usage)
+}
+let pgServer: PostgresCopy? = postgres ? PostgresCopy(url: options["url"] ?? ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"] ?? {
+    exitWithUsage("--store postgres needs --url URL or JETBRIDGE_TEST_POSTGRES", usage: usage)
+}()) : nil
+let databaseName = options["database"] ?? "console_benchmark"
 let flightCount = number("flights", 3_100)
 let ordersPerFlight = number("orders", 1_800)
 let bagsPerFlight = number("bags", 500)
@@ -189,35 +203,194 @@ func build() throws {
     print("  indexes built (\(elapsed(started)))")
 }
 
-if !reuse || !FileManager.default.fileExists(atPath: storePath) {
-    print("building the store in \(directory.path)")
-    try build()
+// MARK: PostgreSQL
+
+/// Builds the same store in database `databaseName` of `pgServer`: the schema made by the store itself, then rows by
+/// set-based SQL (each order's bytes from a template per flight and seat, its id written in by SQL), the indexes and
+/// primary keys built after, then VACUUM ANALYZE (index-only scans need the visibility map).
+func buildPostgres(_ pg: PostgresCopy) throws -> String {
+    let url = pg.createDatabase(databaseName)
+    try StoreLocation(url, home: home).open(create: true, logger: logger).close()
+    let connection = pg.connect(database: databaseName)
+    defer { try? connection.close().wait() }
+    let started = ContinuousClock.now
+    for statement in [
+        "SET maintenance_work_mem = '512MB'", "SET synchronous_commit = off",
+        "DROP INDEX orders_flight", "DROP INDEX orders_device_flight", "DROP INDEX scans_flight_tag",
+        "DROP INDEX scans_flight_device", "DROP INDEX scans_device_flight",
+        "ALTER TABLE orders DROP CONSTRAINT orders_pkey", "ALTER TABLE scans DROP CONSTRAINT scans_pkey",
+        """
+        CREATE TEMP TABLE plan (flight text COLLATE "C", idx int, seat text COLLATE "C", seat_idx int, share int,
+            device text COLLATE "C", pre bytea, post bytea)
+        """,
+        """
+        CREATE TEMP TABLE flight_plan (flight text COLLATE "C", idx int, currency text, bags int, missing_every int,
+            landed boolean, ramp text, dest text)
+        """,
+    ] { pg.run(connection, statement) }
+    func hex(_ data: Data) -> String { "'\\x" + data.map { String(format: "%02x", $0) }.joined() + "'::bytea" }
+    var plans: [String] = []
+    var flights: [String] = []
+    func plan(_ flight: FlightID, index: Int, orders: Int, bags: Int, missingEvery: Int, landed: Bool) throws {
+        let currency = index % 3 == 0 ? "USD" : "EUR"
+        let cart = "cart-\(index % 50)"
+        flights.append(
+            "('\(flight.rawValue)', \(index), '\(currency)', \(bags), \(missingEvery), \(landed), 'ramp-\(index % 50)', "
+                + "'ramp-dest-\(index % 50)')")
+        for seatIndex in 0..<seatsPerFlight {
+            let seat = "\(1 + seatIndex / 6)\(["A", "B", "C", "D", "E", "F"][seatIndex % 6])"
+            let share = orders / seatsPerFlight + (seatIndex < orders % seatsPerFlight ? 1 : 0)
+            guard share > 0 else { continue }
+            let (pre, post) = try template(flight: flight, seat: seat, device: cart, currency: currency)
+            plans.append(
+                "('\(flight.rawValue)', \(index), '\(seat)', \(seatIndex), \(share), '\(cart)', \(hex(Data(pre))), "
+                    + "\(hex(Data(post))))")
+        }
+        if plans.count >= 600 {
+            pg.run(connection, "INSERT INTO plan VALUES " + plans.joined(separator: ", "))
+            plans = []
+        }
+    }
+    for index in 0..<flightCount {
+        let flight = try flight(index)
+        try plan(
+            flight, index: index, orders: ordersPerFlight, bags: bagsPerFlight, missingEvery: 250,
+            landed: flight.date != today || index % 3 != 0)
+    }
+    try plan(bigFlight, index: 9_999, orders: bigOrders, bags: bigBags, missingEvery: bigBags / 1_000, landed: true)
+    if !plans.isEmpty { pg.run(connection, "INSERT INTO plan VALUES " + plans.joined(separator: ", ")) }
+    for chunk in stride(from: 0, to: flights.count, by: 1_000) {
+        pg.run(
+            connection,
+            "INSERT INTO flight_plan VALUES " + flights[chunk..<min(chunk + 1_000, flights.count)].joined(separator: ", "))
+    }
+    let base = Date().timeIntervalSinceReferenceDate - 3_600
+    for (what, statement) in [
+        ("flights", "INSERT INTO flights (flight, currency) SELECT flight, currency FROM flight_plan"),
+        (
+            "orders",
+            """
+            INSERT INTO orders (id, revision, flight, seat, device, record)
+            SELECT gen_random_uuid(), 1, p.flight, p.seat, p.device,
+                p.pre || convert_to(upper(lpad(to_hex(p.idx * 16 + p.seat_idx), 8, '0')) || '-0000-4000-8000-'
+                    || upper(lpad(to_hex(n), 12, '0')), 'UTF8') || p.post
+            FROM plan p, generate_series(0, p.share - 1) AS n
+            """
+        ),
+        (
+            "origin scans",
+            """
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            SELECT gen_random_uuid(), f.flight, md5(f.flight || ':' || n)::uuid, 0, \(base) + n * 0.01, 'DZMU',
+                12.5 + (n % 20), f.ramp
+            FROM flight_plan f, generate_series(0, f.bags - 1) AS n
+            """
+        ),
+        (
+            "destination scans",
+            """
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            SELECT gen_random_uuid(), f.flight, md5(f.flight || ':' || n)::uuid, 1, \(base) + n * 0.01 + 7200,
+                'DZMU', 12.5 + (n % 20), f.dest
+            FROM flight_plan f, generate_series(0, f.bags - 1) AS n WHERE f.landed AND n % f.missing_every != 0
+            """
+        ),
+        (
+            "devices",
+            """
+            INSERT INTO devices (device, last_sync, batches, records, new_records, duplicates)
+            SELECT name, \(Date().timeIntervalSince1970) - d * 60, 100, 100000, 100000, 0
+            FROM generate_series(0, 49) AS d,
+                LATERAL (VALUES ('cart-' || d), ('ramp-' || d), ('ramp-dest-' || d)) AS v(name)
+            ON CONFLICT DO NOTHING
+            """
+        ),
+    ] {
+        pg.run(connection, statement)
+        print("  \(what) inserted (\(elapsed(started)))")
+    }
+    for statement in [
+        "ALTER TABLE orders ADD PRIMARY KEY (id)", "ALTER TABLE scans ADD PRIMARY KEY (id)",
+        "CREATE INDEX orders_flight ON orders (flight, seat)",
+        "CREATE INDEX orders_device_flight ON orders (device, flight) INCLUDE (id, revision)",
+        "CREATE INDEX scans_device_flight ON scans (device, flight) INCLUDE (id)",
+        "CREATE INDEX scans_flight_tag ON scans (flight, tag, point)",
+        "CREATE INDEX scans_flight_device ON scans (flight, device)",
+    ] { pg.run(connection, statement) }
+    print("  indexes built (\(elapsed(started)))")
+    pg.run(connection, "VACUUM ANALYZE")
+    print("  vacuumed and analysed (\(elapsed(started)))")
+    return url
+}
+
+let storeSetting: String
+if let pgServer {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    chmod(directory.path, 0o700)
+    let check = pgServer.connect()
+    let exists = pgServer.value(check, "SELECT 1::text FROM pg_database WHERE datname = '\(databaseName)'") != nil
+    try? check.close().wait()
+    if !reuse || !exists {
+        print("building the store in database \(databaseName) of \(pgServer.shown)")
+        storeSetting = try buildPostgres(pgServer)
+    } else {
+        storeSetting = pgServer.url(database: databaseName)
+    }
+} else {
+    if !reuse || !FileManager.default.fileExists(atPath: storePath) {
+        print("building the store in \(directory.path)")
+        try build()
+    }
+    storeSetting = storePath
 }
 
 // MARK: Measure
 
-let store = try SQLiteStore(path: storePath, logger: logger)
-let (orderCount, scanCount) = try DatabaseQueue(path: storePath).read { db in
-    (try Int.fetchOne(db, sql: "SELECT count(*) FROM orders") ?? 0, try Int.fetchOne(db, sql: "SELECT count(*) FROM scans") ?? 0)
+guard let store = try StoreLocation(storeSetting, home: home).open(create: false, logger: logger) as? any ConsoleReading
+else { fatalError("the store cannot serve the console") }
+let orderCount: Int
+let scanCount: Int
+let middleTag: UUID
+if let pgServer {
+    let connection = pgServer.connect(database: databaseName)
+    orderCount = pgServer.integer(connection, "SELECT count(*) FROM orders")
+    scanCount = pgServer.integer(connection, "SELECT count(*) FROM scans")
+    let size = pgServer.value(connection, "SELECT pg_size_pretty(pg_database_size(current_database()))") ?? "?"
+    print(
+        "store (PostgreSQL \(pgServer.setting("server_version"))): \(orderCount) orders + \(scanCount) scans = "
+            + "\(orderCount + scanCount) records, \(size); flights: \(try store.consoleFlights().count)")
+    middleTag = UUID(
+        uuidString: pgServer.value(
+            connection,
+            "SELECT tag::text FROM scans WHERE flight = '\(bigFlight.rawValue)' ORDER BY tag LIMIT 1 OFFSET \(bigBags / 2)")!
+    )!
+    try? connection.close().wait()
+} else {
+    (orderCount, scanCount) = try DatabaseQueue(path: storePath).read { db in
+        (try Int.fetchOne(db, sql: "SELECT count(*) FROM orders") ?? 0, try Int.fetchOne(db, sql: "SELECT count(*) FROM scans") ?? 0)
+    }
+    let size = (try? FileManager.default.attributesOfItem(atPath: storePath)[.size] as? Int) ?? 0
+    print(
+        "store: \(orderCount) orders + \(scanCount) scans = \(orderCount + scanCount) records, "
+            + "\(size / 1_000_000) MB; flights: \(try store.consoleFlights().count)")
+    middleTag = try DatabaseQueue(path: storePath).read { db in
+        try UUID.fetchOne(
+            db, sql: "SELECT tag FROM scans WHERE flight = ? ORDER BY tag LIMIT 1 OFFSET ?",
+            arguments: [bigFlight.rawValue, scanCount > 0 ? bigBags : 0])!
+    }
 }
-let size = (try? FileManager.default.attributesOfItem(atPath: storePath)[.size] as? Int) ?? 0
-print(
-    "store: \(orderCount) orders + \(scanCount) scans = \(orderCount + scanCount) records, "
-        + "\(size / 1_000_000) MB; flights: \(try store.consoleFlights().count)")
 let big = try store.consoleSummary(flight: bigFlight)
 print("big flight \(bigFlight): \(big.bags.total) bags, \(big.bags.missing) missing, \(big.orders) orders")
-print("\nEXPLAIN QUERY PLAN")
-for (name, plan) in try store.consoleQueryPlans() { print("  \(name): \(plan.joined(separator: " | "))") }
-let middleTag = try DatabaseQueue(path: storePath).read { db in
-    try UUID.fetchOne(
-        db, sql: "SELECT tag FROM scans WHERE flight = ? ORDER BY tag LIMIT 1 OFFSET ?",
-        arguments: [bigFlight.rawValue, scanCount > 0 ? bigBags : 0])!
+if let sqlite = store as? SQLiteStore {
+    print("\nEXPLAIN QUERY PLAN")
+    for (name, plan) in try sqlite.consoleQueryPlans() { print("  \(name): \(plan.joined(separator: " | "))") }
 }
 let missingTag = try store.consoleBags(flight: bigFlight, status: .missing, after: nil, limit: 1).bags.first!.bag.tagID
 try store.close()
 
 var configuration = AggregatorConfiguration()
 configuration.insecure = true
+configuration.store = storeSetting
 configuration.dataEndpoint = "tcp://127.0.0.1:*"
 configuration.acksEndpoint = "tcp://127.0.0.1:*"
 configuration.console = "127.0.0.1:0"
@@ -279,16 +452,33 @@ for (name, path) in pages {
 var afterTimes: [String: [Double]] = [:]
 let livePages = [("after 2,000 new scans: flight 600k bags", "/api/flight?flight=\(bigQuoted)"), ("after 2,000 new scans: board", "/api/flights")]
 for _ in 0..<3 {
-    try DatabaseQueue(path: storePath).write { db in
-        try db.execute(
-            sql: """
-                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-                SELECT randomblob(16), flight, tag, 1, scanned_at + 7300, owner, weight, 'ramp-late'
-                FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
-                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-                SELECT randomblob(16), flight, randomblob(16), 0, scanned_at, owner, weight, 'ramp-late'
-                FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
-                """, arguments: [bigFlight.rawValue, bigFlight.rawValue])
+    if let pgServer {
+        let connection = pgServer.connect(database: databaseName)
+        for sql in [
+            """
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            SELECT gen_random_uuid(), flight, tag, 1, scanned_at + 7300, owner, weight, 'ramp-late'
+            FROM scans WHERE flight = '\(bigFlight.rawValue)' AND point = 0 LIMIT 1000
+            """,
+            """
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            SELECT gen_random_uuid(), flight, gen_random_uuid(), 0, scanned_at, owner, weight, 'ramp-late'
+            FROM scans WHERE flight = '\(bigFlight.rawValue)' AND point = 0 LIMIT 1000
+            """,
+        ] { pgServer.run(connection, sql) }
+        try? connection.close().wait()
+    } else {
+        try DatabaseQueue(path: storePath).write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                    SELECT randomblob(16), flight, tag, 1, scanned_at + 7300, owner, weight, 'ramp-late'
+                    FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
+                    INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+                    SELECT randomblob(16), flight, randomblob(16), 0, scanned_at, owner, weight, 'ramp-late'
+                    FROM scans INDEXED BY scans_flight_tag WHERE flight = ? AND point = 0 LIMIT 1000;
+                    """, arguments: [bigFlight.rawValue, bigFlight.rawValue])
+        }
     }
     for (name, path) in livePages {
         let start = ContinuousClock.now

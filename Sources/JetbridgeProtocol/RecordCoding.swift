@@ -38,6 +38,22 @@ public enum RecordCoding: Sendable {
         try RecordDecoder().decode(from: bytes)
     }
 
+    /// Decodes stored records one after the other, as a store reads a flight's orders: what consecutive records share
+    /// (their flight id) is checked once, not once per record. Measured on a 9.9-million-record store (debug build),
+    /// checking each order's flight id again took 40 % of decoding a flight's orders (`console-benchmark`). Each
+    /// record decodes to the value, and fails with the error, that ``RecordCoding/decode(_:)`` gives it.
+    public struct Stream: Sendable {
+        private var cache = RecordDecoder.Cache()
+
+        public init() {}
+
+        /// Decodes the next record from exactly its bytes.
+        /// - Throws: `DecodingError` as ``RecordCoding/decode(_:)``.
+        public mutating func decode(_ bytes: some ContiguousBytes) throws -> Record {
+            try RecordDecoder().decode(from: bytes, cache: &cache)
+        }
+    }
+
     /// Decodes one order record from exactly its bytes, as the order ledger stores it.
     /// - Throws: `DecodingError` as ``decode(_:)``, also when the bytes are a scan record.
     public static func decodeOrder(_ bytes: some ContiguousBytes) throws -> Order {

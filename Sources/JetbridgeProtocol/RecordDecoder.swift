@@ -31,7 +31,14 @@ package struct RecordDecoder: Sendable {
     /// - Throws: `DecodingError`; offsets count from the start of `bytes`.
     package func decode(from bytes: some ContiguousBytes) throws -> Record {
         var cache = Cache()
-        return try MessagePackReader.withReader(bytes) { reader in
+        return try decode(from: bytes, cache: &cache)
+    }
+
+    /// Decodes one record with what the records before it left in `cache` (``RecordCoding/Stream``): a flight id
+    /// equal to the cached one is taken without its checks again. The result and errors are those of
+    /// ``decode(from:)``.
+    func decode(from bytes: some ContiguousBytes, cache: inout Cache) throws -> Record {
+        try MessagePackReader.withReader(bytes) { reader in
             let record = try read(&reader, cache: &cache)
             try reader.expectEnd()
             return record

@@ -16,6 +16,10 @@ public protocol ConsoleReading: StoreReader {
     /// One flight's totals: orders and revenue in its one currency, items sold, bags by status, devices seen.
     func consoleSummary(flight: FlightID) throws -> ConsoleFlightSummary
 
+    /// One flight's bags by status, as ``consoleSummary(flight:)`` counts them, without its sales (the
+    /// `jetbridge_flight_bags` metric reads this for each recent flight).
+    func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts
+
     /// The devices that stored records of `flight` or announced it, by device id, with how many of each kind and
     /// their statistics.
     func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice]
@@ -141,6 +145,13 @@ extension ConsoleReading {
         let counts = ConsoleBagCounts(total: bags.count, arrived: arrived, departedOnly: departed)
         let devices = Set(orders.map(\.device)).sorted()
         return Self.summary(flight: flight, orders: orders, bags: counts, devices: devices)
+    }
+
+    public func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts {
+        let bags = try self.bags(flight: flight)
+        let arrived = bags.count { $0.arrivedAt != nil }
+        let departed = bags.count { $0.arrivedAt == nil && $0.departedAt != nil }
+        return ConsoleBagCounts(total: bags.count, arrived: arrived, departedOnly: departed)
     }
 
     public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {

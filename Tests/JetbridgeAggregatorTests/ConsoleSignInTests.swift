@@ -1,5 +1,8 @@
 import Foundation
 import JetbridgeTestKit
+import Logging
+import NIOHTTP1
+import SystemSupport
 import Testing
 
 @testable import JetbridgeAggregator
@@ -176,7 +179,8 @@ struct ConsoleSignInTests {
         #expect(signedIn.status == 303)
         #expect(signedIn.headers["location"] == "/devices")
         let cookie = try #require(signedIn.headers["set-cookie"])
-        #expect(cookie == "jetbridge_console=\(token); Path=/; HttpOnly; SameSite=Strict")
+        #expect(cookie.hasPrefix("jetbridge_console=") && cookie.hasSuffix("; Path=/; HttpOnly; SameSite=Strict"))
+        let session = try Self.session(cookie)
         Self.expectSecured(signedIn, "a sign-in")
         // Elsewhere (another host, a scheme) is never where the form sends a browser.
         for next in ["%2F%2Fevil.example%2F", "https%3A%2F%2Fevil.example", "%2F%5Cevil.example"] {
@@ -187,7 +191,7 @@ struct ConsoleSignInTests {
         let proxied = try await Self.post(console, "/sign-in", form: "token=\(token)", ["X-Forwarded-Proto: https"])
         #expect(proxied.headers["set-cookie"]?.hasSuffix("; Secure") == true)
         for path in ["/devices", "/api/devices", "/"] {
-            let answer = try await Self.get(console, path, ["Cookie: theme=dark; jetbridge_console=\(token)"])
+            let answer = try await Self.get(console, path, ["Cookie: theme=dark; jetbridge_console=\(session)"])
             #expect(answer.status == 200, "\(path) with the cookie")
         }
 
@@ -201,6 +205,112 @@ struct ConsoleSignInTests {
         #expect(httpStatus(metrics, "/healthz") == 200)
         #expect(try await Self.get(metrics, "/metrics").headers["content-security-policy"] == nil)
         try await serve.stop()
+    }
+
+    /// The session id a `Set-Cookie` value carries.
+    static func session(_ setCookie: String) throws -> String {
+        let pair = try #require(setCookie.split(separator: ";").first)
+        return String(try #require(pair.split(separator: "=", maxSplits: 1).dropFirst().first))
+    }
+
+    /// Issue 26's leftover: the cookie carries a session id, never the token; "Sign out" on every page ends the
+    /// session (its cookie is then refused like none) and clears the cookie; a restart of serve ends every session.
+    @Test func theCookieIsASessionThatSignOutAndARestartEnd() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        var serve = try await ServeProcess(store: fixture.storePath, in: fixture.directory, name: "a", console: true)
+        var console = try #require(serve.consoleEndpoint)
+        let token = try Self.token(in: serve)
+
+        func signIn() async throws -> String {
+            let answer = try await Self.post(console, "/sign-in", form: "next=%2Fdevices&token=\(token)")
+            #expect(answer.status == 303)
+            return try Self.session(try #require(answer.headers["set-cookie"]))
+        }
+        let first = try await signIn()
+        let second = try await signIn()
+        // Nothing of the token in the cookie: a random id per sign-in.
+        for session in [first, second] {
+            #expect(!session.isEmpty && session != token && !session.contains(token) && !token.contains(session))
+            #expect(!session.contains(token.prefix(8)), "no piece of the token in the cookie")
+        }
+        #expect(first != second)
+        // The token itself is not a session: a cookie holding it is refused like none.
+        #expect(try await Self.get(console, "/devices", ["Cookie: jetbridge_console=\(token)"]).status == 303)
+        #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(token)"]).status == 401)
+
+        // Every page has the sign-out form (a POST to /sign-out: no script, so the page's policy allows it).
+        for path in ["/", "/devices", "/bag", "/receipt", "/flight?flight=ZA1/2026-11-21"] {
+            let page = try await Self.get(console, path, ["Cookie: jetbridge_console=\(first)"])
+            #expect(page.status == 200, "\(path)")
+            #expect(page.body.contains(#"<form method="post" action="/sign-out">"#), "\(path) has no sign-out form")
+        }
+        #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(first)"]).status == 200)
+
+        // Signing out: the cookie cleared, the browser sent to the form; GET changes nothing.
+        #expect(try await Self.get(console, "/sign-out", ["Cookie: jetbridge_console=\(first)"]).status == 405)
+        #expect(try await Self.get(console, "/devices", ["Cookie: jetbridge_console=\(first)"]).status == 200)
+        let out = try await Self.post(console, "/sign-out", form: "", ["Cookie: jetbridge_console=\(first)"])
+        #expect(out.status == 303 && out.headers["location"] == "/sign-in?signed-out=1")
+        #expect(out.headers["set-cookie"] == "jetbridge_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+        Self.expectSecured(out, "a sign-out")
+        let form = try await Self.get(console, "/sign-in?signed-out=1")
+        #expect(form.status == 200 && form.body.contains("You are signed out."))
+        // The signed-out cookie is refused like none: the form for a page, 401 for the API.
+        let page = try await Self.get(console, "/devices", ["Cookie: jetbridge_console=\(first)"])
+        #expect(page.status == 303 && page.headers["location"] == "/sign-in?next=/devices")
+        let api = try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(first)"])
+        #expect(api.status == 401 && api.body.contains("the console's session has ended"))
+        // Another browser's session is its own; scripts' Bearer is unchanged.
+        #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(second)"]).status == 200)
+        #expect(try await Self.get(console, "/api/devices", ["Authorization: Bearer \(token)"]).status == 200)
+        // Signing out without a session (or twice) only clears the cookie.
+        #expect(try await Self.post(console, "/sign-out", form: "").status == 303)
+        #expect(!serve.logText.contains(first) && !serve.logText.contains(token), "no session id or token logged")
+
+        // A restart ends every session.
+        try await serve.stop()
+        serve = try await ServeProcess(store: fixture.storePath, in: fixture.directory, name: "a", console: true)
+        console = try #require(serve.consoleEndpoint)
+        #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(second)"]).status == 401)
+        #expect(try await Self.get(console, "/devices", ["Cookie: jetbridge_console=\(second)"]).status == 303)
+        let again = try await signIn()
+        #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(again)"]).status == 200)
+        try await serve.stop()
+    }
+
+    /// 10,000 sign-ins keep at most ``ConsoleSessions/capacity`` sessions (the oldest pushed out), and a session
+    /// ends 12 hours after its sign-in.
+    @Test func theSessionTableStaysBoundedAndSessionsExpire() throws {
+        let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+        let sessions = ConsoleSessions(now: { clock.withLock { $0 } })
+        var logger = Logger(label: "test")
+        logger.logLevel = .error
+        let signIn = ConsoleSignIn(token: ConsoleToken("0123456789abcdef"), sessions: sessions, logger: logger)
+        var ids: [String] = []
+        for index in 0..<10_000 {
+            if index % 100 == 0 { clock.withLock { $0 += 1 } }
+            let answer = signIn.answer(
+                MetricsServer.Request(method: .POST, uri: "/sign-in", body: Array("token=0123456789abcdef".utf8)))
+            let cookie = try #require(answer.headers.first { $0.name == "Set-Cookie" }?.value)
+            ids.append(try Self.session(cookie))
+            #expect(sessions.held <= 2 * ConsoleSessions.capacity + 64, "the table grew past its bound")
+        }
+        #expect(Set(ids).count == 10_000)
+        #expect(sessions.count == ConsoleSessions.capacity)
+        #expect(sessions.held <= 2 * ConsoleSessions.capacity + 64)
+        #expect(!sessions.isActive(ids[0]) && !sessions.isActive(ids[10_000 - ConsoleSessions.capacity - 1]))
+        #expect(sessions.isActive(ids[10_000 - ConsoleSessions.capacity]) && sessions.isActive(ids[9_999]))
+        // Signed out ones leave no trace: half of them out, then as many new sign-ins.
+        for id in ids.suffix(ConsoleSessions.capacity / 2) { sessions.end(id) }
+        for _ in 0..<5_000 { _ = sessions.begin() }
+        #expect(sessions.held <= 2 * ConsoleSessions.capacity + 64)
+        // Twelve hours after its sign-in a session has ended.
+        let last = sessions.begin()
+        clock.withLock { $0 += ConsoleSessions.lifetime - 1 }
+        #expect(sessions.isActive(last))
+        clock.withLock { $0 += 2 }
+        #expect(!sessions.isActive(last) && sessions.count == 0)
     }
 
     @Test func tokensAreComparedWhole() {

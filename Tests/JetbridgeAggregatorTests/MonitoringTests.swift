@@ -151,6 +151,7 @@ struct MonitoringTests {
         #expect(
             Set(alerts) == [
                 "JetbridgeCartSilent", "JetbridgeRecordsRefused", "JetbridgeStoreUnavailable", "JetbridgeDeviceLimited",
+                "JetbridgeBagsMissingAfterArrival",
             ])
         for alert in alerts {
             // Each alert is tested at least once expecting it and once expecting nothing.

@@ -22,7 +22,7 @@ struct ServerFixture {
 
     init(
         insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger,
-        ackBounds: AckRoutes.Bounds = AckRoutes.Bounds(),
+        ackBounds: AckRoutes.Bounds = AckRoutes.Bounds(), flightBagsInterval: Duration = .seconds(30),
         configure: (inout AggregatorConfiguration) -> Void = { _ in }
     ) throws {
         fixture = try Fixture()
@@ -42,7 +42,9 @@ struct ServerFixture {
         }
         try list.save(to: home.devicesFile)
         deviceKeys = keys
-        server = try AggregatorServer(home: home, configuration: configuration, logger: logger, ackBounds: ackBounds)
+        server = try AggregatorServer(
+            home: home, configuration: configuration, logger: logger, ackBounds: ackBounds,
+            flightBagsInterval: flightBagsInterval)
         // Served as `serve` serves it: its services run until ``stop()``. Started on a thread of its own, as the
         // server runs its services: the tests beside it may hold the cooperative pool.
         let server = server

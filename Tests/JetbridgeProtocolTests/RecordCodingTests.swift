@@ -28,6 +28,36 @@ import Testing
         #expect(try RecordCoding.decode(framed[1...]) == .order(exampleOrder))
     }
 
+    /// A stream (a store reading a flight's orders) decodes each record as `decode` does, though the flight id it
+    /// keeps from the record before is taken without its checks: other flights, a flight id that differs in case or
+    /// in one byte, an invalid one right after a valid one, and a scan between orders.
+    @Test func aStreamDecodesEachRecordAsDecodeDoes() throws {
+        var stream = RecordCoding.Stream()
+        var other = exampleOrder
+        other.flight = try FlightID("ZA102/2026-11-21")
+        var inputs = [
+            try RecordCoding.encode(exampleOrder), try RecordCoding.encode(exampleOrder), try RecordCoding.encode(other),
+            try RecordCoding.encode(scan()), try RecordCoding.encode(exampleOrder),
+        ]
+        let flightText = Data(exampleOrder.flight.rawValue.utf8)
+        for replacement in [exampleOrder.flight.rawValue.lowercased(), "ZA101/2026-11-2X", "ZA101/2026-11-22"] {
+            var bytes = try RecordCoding.encode(exampleOrder)
+            let range = try #require(bytes.range(of: flightText))
+            bytes.replaceSubrange(range, with: Data(replacement.utf8))
+            inputs += [try RecordCoding.encode(exampleOrder), bytes]
+        }
+        for (index, bytes) in inputs.enumerated() {
+            let streamed = Result { try stream.decode(bytes) }
+            let alone = Result { try RecordCoding.decode(bytes) }
+            switch (streamed, alone) {
+            case (.success(let a), .success(let b)): #expect(a == b, "record \(index)")
+            case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "record \(index)")
+            default: Issue.record("record \(index): \(streamed) streamed, \(alone) alone")
+            }
+        }
+        #expect(throws: DecodingError.self) { try stream.decode(inputs[inputs.count - 3]) }
+    }
+
     @Test func anOrderFileHoldingAScanIsRefusedAsTheCodableDecoderRefusesIt() throws {
         let bytes = try RecordCoding.encode(scan())
         let error = try #require(throws: DecodingError.self) { try RecordCoding.decodeOrder(bytes) }

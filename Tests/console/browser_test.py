@@ -6,7 +6,8 @@ Checks, in order: a page asked for without the token goes to the sign-in form, a
 right one leads back to the page (and the JSON is refused without it); the board shows a flight whose numbers equal `report flights --format json`, and whose devices announced,
 confirmed, sending and silent equal `report devices --flight F --format json`; a device syncs and
 the board changes without a reload (a marker set in the page survives); the flight page lists the missing bags first,
-in red, and each device's state as the fleet report gives it; the bag lookup; a seat's receipt rendered from the database; the devices page; an item name that is HTML
+in red, and each device's state as the fleet report gives it; the bag lookup; a seat's receipt rendered from the database; the devices page; signing out (the
+cookie, a session id and never the token, is gone and a page asks for the token again); an item name that is HTML
 (`<img src=x onerror=…>`) shows as text and makes no element. After every page the browser's console log is read:
 a Content Security Policy violation fails the test (and an inline script injected at the end proves such a
 violation is seen). Screenshots (PNG) go to --out.
@@ -204,6 +205,7 @@ def main():
         cookie = browser.get_cookie("jetbridge_console")
         assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
         assert browser.execute_script("return document.cookie") == "", "the cookie is HttpOnly"
+        assert cookie["value"] != token and token[:8] not in cookie["value"], "the cookie holds a session id, not the token"
         wait_until("two devices", lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr[data-device]")) == 2)
         no_csp_violation("the devices page")
 
@@ -293,6 +295,16 @@ def main():
         assert not browser.find_elements(By.CSS_SELECTOR, "tr.problem[data-device]")
         browser.save_screenshot(os.path.join(out, "5-devices.png"))
         no_csp_violation("the devices page")
+
+        # 7. Signing out: the header's button ends the session; the cookie is gone and a page asks for the token again.
+        browser.find_element(By.ID, "sign-out").click()
+        wait_until("the signed-out form", lambda: browser.find_element(By.ID, "signed-out").text == "You are signed out.")
+        assert browser.current_url == base + "/sign-in?signed-out=1", browser.current_url
+        assert browser.get_cookie("jetbridge_console") is None, browser.get_cookies()
+        no_csp_violation("signing out")
+        browser.get(base + "/devices")
+        wait_until("the sign-in form again", lambda: browser.current_url == base + "/sign-in?next=/devices")
+        no_csp_violation("the sign-in form after signing out")
 
         # The check sees a violation: an inline script without the page's nonce is refused and reported.
         browser.execute_script(

@@ -2,6 +2,7 @@ import Foundation
 import JetbridgeModel
 import JetbridgeStore
 import NIOHTTP1
+import SystemSupport
 
 /// The console's JSON answers (`/api/…`), each one bounded page of one store read (``ConsoleReading``). Called on the
 /// console's read pool, never on the event loop. Device text (device ids, item names, reasons) is escaped with
@@ -13,6 +14,9 @@ struct ConsoleAPI: Sendable {
     var insecure = false
     /// The clock (tests fix it).
     var now: @Sendable () -> Date = { Date() }
+    /// Answers being read now: ``warm()`` waits while there are any, so that it never takes CPU from an operator's
+    /// answer on a busy machine.
+    private let answering = Locked(0)
 
     /// Flights per page of the board.
     static let flightsPerPage = 25
@@ -22,6 +26,8 @@ struct ConsoleAPI: Sendable {
     static let problemScanLimit = 400
 
     func answer(_ request: MetricsServer.Request) -> MetricsServer.Response {
+        answering.withLock { $0 += 1 }
+        defer { answering.withLock { $0 -= 1 } }
         do {
             let body: any Encodable
             switch request.path {
@@ -196,11 +202,20 @@ struct ConsoleAPI: Sendable {
     }
 
     /// Reads today's flights' totals once, so that the store keeps them for the board's first answer. Failures are
-    /// left for the answers to report.
-    func warm() {
+    /// left for the answers to report. From the last of today's flights back: the board lists them from the first, so
+    /// an answer asked for meanwhile (on the other read thread) does not decode the same flights at the same time
+    /// (before, both decoded the first page's orders side by side, and the first answer took twice as long). Between
+    /// two flights it waits while an answer is being read: on two cores shared with the store thread, the operator's
+    /// answer comes first.
+    /// - Parameter stopped: Whether the console is shutting down.
+    func warm(until stopped: @Sendable () -> Bool = { false }) {
         let today = Self.day(now())
         guard let flights = try? store.consoleFlights() else { return }
-        for flight in flights where flight.date == today { _ = try? store.consoleSummary(flight: flight) }
+        for flight in flights.reversed() where flight.date == today {
+            while answering.withLock({ $0 }) > 0 && !stopped() { Thread.sleep(forTimeInterval: 0.02) }
+            if stopped() { return }
+            _ = try? store.consoleSummary(flight: flight)
+        }
     }
 
     // MARK: One flight
@@ -384,6 +399,7 @@ struct ConsoleAPI: Sendable {
         return tag
     }
 
+    /// `YYYY-MM-DD` of `date` in UTC (the board's "today", and ``FlightBagsReader``'s recent flights).
     static func day(_ date: Date) -> String {
         String(ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate]))
     }

@@ -91,6 +91,7 @@ struct ConsolePage {
         #live.down { color:#ffcdd2; font-weight:600; }
         .dot { display:inline-block; width:8px; height:8px; border-radius:50%; background:#8bc34a; margin-right:6px; }
         #live.down .dot { background:#ff5252; }
+        header form { margin:0; } header form button { background:transparent; color:#dfe9f5; border-color:#8fb0d0; padding:2px 8px; font-size:12px; }
         main { padding:16px 20px; max-width:1400px; }
         h1 { font-size:20px; margin:4px 0 12px; } h2 { font-size:16px; margin:22px 0 8px; }
         table { border-collapse:collapse; width:100%; background:#fff; border:1px solid var(--line); }
@@ -122,7 +123,8 @@ struct ConsolePage {
         <body data-page="{{PAGE}}" data-poll="{{POLL}}">
         <header><b>Jetbridge</b>
         <nav><a href="/" id="nav-flights">Flights</a><a href="/devices" id="nav-devices">Devices</a><a href="/bag" id="nav-bag">Bag lookup</a><a href="/receipt" id="nav-receipt">Receipt</a></nav>
-        <span id="live"><span class="dot"></span><span id="live-text">connecting…</span></span></header>
+        <span id="live"><span class="dot"></span><span id="live-text">connecting…</span></span>
+        <form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form></header>
         <main id="main"><p class="muted">Loading…</p></main>
         <script nonce="{{NONCE}}">
         "use strict";
@@ -350,7 +352,8 @@ struct ConsolePage {
           if (!url) { main.replaceChildren(...draw()); live.className = ""; liveText.textContent = "ready"; return; }
           try {
             const r = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
-            // Signed out (the token changed): the sign-in page, then back here.
+            // Signed out (the session ended: signed out elsewhere, 12 hours old, or serve restarted): the sign-in
+            // page, then back here.
             if (r.status === 401) { location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search)); return; }
             const d = await r.json();
             if (!r.ok) throw new Error(d.error || r.status);

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SystemSupport
 
 /// The operator's console of `serve --console HOST:PORT`: a read-only web board of flights, devices, bags and
 /// receipts that updates itself (docs/AGGREGATOR.md, "Console").
@@ -16,7 +17,8 @@ import NIOPosix
 /// event loop). The store is a reader of its own (``ConsoleReading``), opened for the console: its reads never take a
 /// connection the store thread or the receipts thread uses, and in WAL mode they never block a commit.
 ///
-/// Every answer but the sign-in page requires the operators' token (``ConsoleSignIn``, ``ConsoleToken``). Pages carry
+/// Every answer but the sign-in and sign-out forms requires the operators' token (``ConsoleSignIn``, ``ConsoleToken``),
+/// or the cookie of a browser session the sign-in form started (``ConsoleSessions``). Pages carry
 /// their CSS and script inline (no external asset: it works on an airport LAN with no internet), under a
 /// Content-Security-Policy that allows only those, by a nonce drawn per page; every other answer carries a policy that
 /// allows nothing (``ConsolePage/secured(_:)``). Each page polls its JSON endpoint
@@ -27,6 +29,8 @@ final class ConsoleServer: Sendable {
     let endpoint: String
     private let http: MetricsServer
     private let pool: NIOThreadPool
+    /// Set at shutdown: the background read of today's flights stops after the flight it is reading.
+    private let stopping = Locked(false)
     let api: ConsoleAPI
     /// The token every answer but the sign-in page requires.
     let signIn: ConsoleSignIn
@@ -70,9 +74,10 @@ final class ConsoleServer: Sendable {
         let api = api
         // The landing page's flights decoded once before anyone asks (a big flight's orders take a while the first
         // time; later answers use the kept totals): one pool thread, in the background.
+        let stopping = stopping
         pool.submit { state in
             guard state == .active else { return }
-            api.warm()
+            api.warm(until: { stopping.withLock { $0 } })
         }
         let signIn = signIn
         http.start(answering: { request, eventLoop in
@@ -87,6 +92,9 @@ final class ConsoleServer: Sendable {
     ) -> EventLoopFuture<MetricsServer.Response> {
         if request.path == ConsoleSignIn.path {
             return eventLoop.makeSucceededFuture(signIn.answer(request))
+        }
+        if request.path == ConsoleSignIn.signOutPath {
+            return eventLoop.makeSucceededFuture(signIn.signOut(request))
         }
         if let refusal = signIn.refusal(request) {
             return eventLoop.makeSucceededFuture(refusal)
@@ -107,6 +115,7 @@ final class ConsoleServer: Sendable {
 
     /// Stops answering, closes the socket, the pool and the console's store reader; blocks until done.
     func shutdown() {
+        stopping.withLock { $0 = true }
         http.shutdown()
         try? pool.syncShutdownGracefully()
         try? api.store.close()

@@ -4,12 +4,15 @@ import NIOHTTP1
 import SystemSupport
 
 /// Who may read the console: a request carries the token (``ConsoleToken``) as `Authorization: Bearer TOKEN` (a
-/// script) or in the cookie the sign-in form sets (a browser). Without it an API path is answered 401 with a JSON
-/// error and a page is redirected (303) to `/sign-in`, which asks for the token and then sends the browser back to the
-/// page it asked for. A wrong token is refused and logged (never its text), at most once per 30 s per client and way
-/// (``RepeatedFailure``) so that guessing does not fill the log.
+/// script), or the cookie of a session the sign-in form started (a browser; ``ConsoleSessions``: the cookie holds a
+/// random session id, never the token). Without either an API path is answered 401 with a JSON error and a page is
+/// redirected (303) to `/sign-in`, which asks for the token and then sends the browser back to the page it asked for;
+/// `POST /sign-out` ends the browser's session and clears its cookie. A wrong token is refused and logged (never its
+/// text), at most once per 30 s per client and way (``RepeatedFailure``) so that guessing does not fill the log.
 struct ConsoleSignIn: Sendable {
     let token: ConsoleToken
+    /// The browsers' sessions: in memory, so a restart of `serve` ends them all.
+    let sessions: ConsoleSessions
     private let logger: Logger
     private let refusals = Locked([String: RepeatedFailure]())
 
@@ -17,16 +20,19 @@ struct ConsoleSignIn: Sendable {
     static let cookieName = "jetbridge_console"
     /// The sign-in page and form's path.
     static let path = "/sign-in"
+    /// The sign-out form's path (`POST` only).
+    static let signOutPath = "/sign-out"
     /// The most bytes of a request's body the console reads (the sign-in form): a bigger body is answered 413.
     static let maxBodyBytes = 4 << 10
 
-    init(token: ConsoleToken, logger: Logger) {
+    init(token: ConsoleToken, sessions: ConsoleSessions = ConsoleSessions(), logger: Logger) {
         self.token = token
+        self.sessions = sessions
         self.logger = logger
     }
 
-    /// Nil when `request` carries the token; else the answer that refuses it (401 for `/api/…`, 303 to the sign-in
-    /// page for the rest).
+    /// Nil when `request` carries the token or the cookie of a session that has not ended; else the answer that
+    /// refuses it (401 for `/api/…`, 303 to the sign-in page for the rest).
     func refusal(_ request: MetricsServer.Request) -> MetricsServer.Response? {
         var offered: (way: String, value: Substring)?
         if let field = request.headers.first(name: "Authorization") {
@@ -40,14 +46,23 @@ struct ConsoleSignIn: Sendable {
             offered = ("cookie", cookie)
         }
         if let offered {
-            if token.matches(offered.value.utf8) { return nil }
-            refused(offered.way, client: request.client, path: request.path)
+            if offered.way == "cookie" {
+                // A session id, not the token: an unknown one is a session that ended (signed out, 12 hours old,
+                // pushed out, or `serve` restarted), not a guess worth a warning.
+                if sessions.isActive(offered.value) { return nil }
+            } else {
+                if token.matches(offered.value.utf8) { return nil }
+                refused(offered.way, client: request.client, path: request.path)
+            }
         }
         if request.path.hasPrefix("/api/") {
             let message =
-                offered == nil
-                ? "sign in: send the console's token as 'Authorization: Bearer TOKEN' (docs/AGGREGATOR.md, \"Console\")"
-                : "the console's token is wrong"
+                switch offered?.way {
+                case nil:
+                    "sign in: send the console's token as 'Authorization: Bearer TOKEN' (docs/AGGREGATOR.md, \"Console\")"
+                case "cookie": "the console's session has ended (signed out, expired or serve restarted): sign in again"
+                default: "the console's token is wrong"
+                }
             var response = ConsoleAPI.json(.unauthorized, ConsoleAPI.Failure(error: message))
             response.headers.append(("WWW-Authenticate", "Bearer realm=\"jetbridge console\""))
             return response
@@ -60,7 +75,8 @@ struct ConsoleSignIn: Sendable {
     func answer(_ request: MetricsServer.Request) -> MetricsServer.Response {
         switch request.method {
         case .GET, .HEAD:
-            return Self.form(next: Self.safeNext(request.query["next"]), wrong: false)
+            return Self.form(
+                next: Self.safeNext(request.query["next"]), wrong: false, signedOut: request.query["signed-out"] == "1")
         case .POST:
             let fields = MetricsServer.Request(method: .GET, uri: "/?" + String(decoding: request.body, as: UTF8.self))
                 .query
@@ -69,16 +85,42 @@ struct ConsoleSignIn: Sendable {
                 refused("sign-in form", client: request.client, path: request.path)
                 return Self.form(next: next, wrong: true)
             }
-            var cookie = "\(Self.cookieName)=\(offered); Path=/; HttpOnly; SameSite=Strict"
-            // The console itself is plain HTTP, where a browser would drop a Secure cookie; behind a proxy that ends
-            // TLS (and says so) it is kept to HTTPS.
-            if request.headers.first(name: "X-Forwarded-Proto")?.lowercased() == "https" { cookie += "; Secure" }
+            let session = sessions.begin()
+            logger.info("console: signed in", metadata: ["client": "\(request.client)"])
             var response = Self.redirect(to: next)
-            response.headers.append(("Set-Cookie", cookie))
+            response.headers.append(("Set-Cookie", Self.cookie(session, request)))
             return response
         default:
             return .init(status: .methodNotAllowed, body: "the sign-in page takes GET and POST only\n")
         }
+    }
+
+    /// `POST /sign-out`: ends the session the cookie names (if any), clears the cookie and sends the browser to the
+    /// sign-in form. Needs no token: it can only end a session, and `SameSite=Strict` keeps another site's form from
+    /// sending the cookie.
+    func signOut(_ request: MetricsServer.Request) -> MetricsServer.Response {
+        guard request.method == .POST else {
+            return .init(
+                status: .methodNotAllowed, body: "sign out with POST /sign-out (the Sign out button of every page)\n",
+                headers: [("Allow", "POST")])
+        }
+        if let session = Self.cookie(in: request.headers) {
+            sessions.end(session)
+            logger.info("console: signed out", metadata: ["client": "\(request.client)"])
+        }
+        var response = Self.redirect(to: Self.path + "?signed-out=1")
+        response.headers.append(("Set-Cookie", Self.cookie("", request, clear: true)))
+        return response
+    }
+
+    /// The `Set-Cookie` value carrying `session` (or clearing the cookie).
+    private static func cookie(_ session: String, _ request: MetricsServer.Request, clear: Bool = false) -> String {
+        var cookie = "\(cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict"
+        if clear { cookie += "; Max-Age=0" }
+        // The console itself is plain HTTP, where a browser would drop a Secure cookie; behind a proxy that ends TLS
+        // (and says so) it is kept to HTTPS.
+        if request.headers.first(name: "X-Forwarded-Proto")?.lowercased() == "https" { cookie += "; Secure" }
+        return cookie
     }
 
     private func refused(_ way: String, client: String, path: String) {
@@ -100,7 +142,7 @@ struct ConsoleSignIn: Sendable {
         }
     }
 
-    /// The token in the console's cookie, if the request has one.
+    /// The session id in the console's cookie, if the request has one.
     static func cookie(in headers: HTTPHeaders) -> Substring? {
         for field in headers[canonicalForm: "Cookie"] {
             for pair in field.split(separator: ";") {
@@ -131,14 +173,15 @@ struct ConsoleSignIn: Sendable {
     }
 
     /// The sign-in page: a form with no script, its style allowed by a nonce.
-    static func form(next: String, wrong: Bool) -> MetricsServer.Response {
+    static func form(next: String, wrong: Bool, signedOut: Bool = false) -> MetricsServer.Response {
         let nonce = ConsolePage.nonce()
         let escaped = next.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
             .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
         let message =
             wrong
             ? #"<p id="wrong" class="wrong">That token is wrong.</p>"#
-            : #"<p class="muted">The token is in the aggregator's home, <code>console.token</code>.</p>"#
+            : (signedOut ? #"<p id="signed-out">You are signed out.</p>"# : "")
+                + #"<p class="muted">The token is in the aggregator's home, <code>console.token</code>.</p>"#
         let body = #"""
             <!DOCTYPE html>
             <html lang="en">

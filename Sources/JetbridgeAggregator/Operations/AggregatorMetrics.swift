@@ -176,16 +176,37 @@ final class AggregatorMetrics: Sendable {
     ///   - receiptsPending: Seats whose receipts are behind, if the store could say.
     ///   - ready: Whether `/readyz` would answer ready now.
     ///   - fleet: Each recently announced flight's devices by state (`jetbridge_flight_devices`).
+    ///   - flightBags: Each recent flight's bags by status (`jetbridge_flight_bags`), as ``FlightBagsReader`` last
+    ///     read them.
     func exposition(
         queueDepth depth: Int, acksHeld held: Int, receiptsPending pending: Int?, ready isReady: Bool,
-        fleet: [FleetFlightCounts] = []
+        fleet: [FleetFlightCounts] = [], flightBags: [FlightBagsReader.Line] = []
     ) -> String {
         queueDepth.record(depth)
         acksHeld.record(held)
         if let pending { receiptsPending.record(pending) }
         ready.record(isReady ? 1 : 0)
         process.sample()
-        return Self.withHelp(registry.emitToString() + Self.fleetFamily(fleet))
+        return Self.withHelp(registry.emitToString() + Self.fleetFamily(fleet) + Self.flightBagsFamily(flightBags))
+    }
+
+    /// `jetbridge_flight_bags{flight, status}`, written here for the reason of ``fleetFamily(_:)``: a flight that is no
+    /// longer recent must leave the exposition. Four series per flight (`checked`, `in-transit`, `arrived`,
+    /// `missing`), at most ``FlightBagsReader/maxFlights`` flights.
+    static func flightBagsFamily(_ lines: [FlightBagsReader.Line]) -> String {
+        var text = "# TYPE jetbridge_flight_bags gauge\n"
+        for line in lines {
+            let flight = line.flight.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+            let bags = line.bags
+            for (status, count) in [
+                (BagStatus.checked, bags.checked), (.inTransit, bags.inTransit), (.arrived, bags.arrived),
+                (.missing, bags.missing),
+            ] {
+                text += "jetbridge_flight_bags{flight=\"\(flight)\",status=\"\(status.rawValue)\"} \(count)\n"
+            }
+        }
+        return text
     }
 
     /// `jetbridge_flight_devices{flight, state}`, written here rather than kept as gauges in the registry: a flight
@@ -224,6 +245,8 @@ final class AggregatorMetrics: Sendable {
         "jetbridge_summaries_total": "Flight summaries (proof of delivery) answered, by answer.",
         "jetbridge_flight_devices":
             "Devices that announced the flight (announced in the last 24 hours), by state: confirmed, sending, silent.",
+        "jetbridge_flight_bags":
+            "Bags of each flight dated today or yesterday (UTC), by status: checked, in-transit, arrived, missing.",
         "jetbridge_announces_total": "Announcements of the flights a device holds records of, answered, by answer.",
         "jetbridge_handshakes_total": "CURVE handshakes decided by ZAP, by result; failed: before ZAP.",
         "jetbridge_store_commit_seconds": "Time of one store transaction, committed or failed.",

@@ -31,7 +31,7 @@ extension AggregatorServer {
         ledger.metrics.exposition(
             queueDepth: queue.depth, acksHeld: ledger.statistics.acksHeld,
             receiptsPending: receiptsPending.withLock { $0 }, ready: readiness() == nil,
-            fleet: fleet.withLock { $0 } ?? [])
+            fleet: fleet.withLock { $0 } ?? [], flightBags: flightBags?.current ?? [])
     }
 
     /// Answers one HTTP request on the metrics endpoint.

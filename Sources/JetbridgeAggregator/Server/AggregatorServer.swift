@@ -69,6 +69,9 @@ public final class AggregatorServer: Service, Sendable {
     let metricsServer: MetricsServer?
     /// `serve --console`: its own store reader, its own HTTP thread and read pool.
     let consoleServer: ConsoleServer?
+    /// With the metrics endpoint: each recent flight's bags for `jetbridge_flight_bags`, read by a store reader of its
+    /// own on a thread of its own (``FlightBagsService``).
+    let flightBags: FlightBagsReader?
     /// Why the store is not usable now (the last transaction failed), for `/readyz`; nil after a commit. Written by
     /// the store thread.
     let storeProblem = Locked<String?>(nil)
@@ -112,9 +115,10 @@ public final class AggregatorServer: Service, Sendable {
     }
 
     /// As ``init(home:configuration:logger:)``, with other bounds on ack routes and held acks (tests, which flood
-    /// past them).
+    /// past them), and another interval between two readings of the flights' bags (tests, which cannot wait 30 s).
     init(
-        home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds
+        home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds,
+        flightBagsInterval: Duration = FlightBagsReader.defaultInterval
     ) throws {
         try configuration.validate()
         self.home = home
@@ -162,6 +166,7 @@ public final class AggregatorServer: Service, Sendable {
         var contextOrNil: ZeroMQContext?
         var metricsServerOrNil: MetricsServer?
         var consoleServerOrNil: ConsoleServer?
+        var flightBagsOrNil: FlightBagsReader?
         do {
             let context = try ZeroMQContext(ioThreads: 1)
             contextOrNil = context
@@ -217,6 +222,16 @@ public final class AggregatorServer: Service, Sendable {
             if let endpoint = configuration.metrics { metricsServerOrNil = try MetricsServer(endpoint: endpoint) }
             self.metricsServer = metricsServerOrNil
             self.metricsEndpoint = metricsServerOrNil?.endpoint
+            if metricsServerOrNil != nil {
+                // A reader of its own, console or not: the flights' bags are read off every other thread's connection.
+                let reader = try storeLocation.open(create: true, logger: logger)
+                guard let bagsStore = reader as? any ConsoleReading else {
+                    try? reader.close()
+                    throw AggregatorError(.failure, "the store \(storeLocation) cannot count the flights' bags")
+                }
+                flightBagsOrNil = FlightBagsReader(store: bagsStore, interval: flightBagsInterval, logger: logger)
+            }
+            self.flightBags = flightBagsOrNil
             if let console = configuration.console {
                 let endpoint = try ConsoleServer.endpoint(console)
                 // A reader of its own: the console's reads never wait for (or hold) the store thread's connection.
@@ -256,6 +271,7 @@ public final class AggregatorServer: Service, Sendable {
             for socket in opened { try? socket.close(linger: .zero) }
             metricsServerOrNil?.shutdown()
             consoleServerOrNil?.shutdown()
+            flightBagsOrNil?.close()
             zapHandler?.stop()
             contextOrNil?.terminate()
             try? store.close()
@@ -305,14 +321,15 @@ public final class AggregatorServer: Service, Sendable {
 
     // MARK: Lifecycle
 
-    /// The services ``run()`` runs, in start order (shut down in reverse): metrics, console, status, receipts, store,
-    /// ingress.
+    /// The services ``run()`` runs, in start order (shut down in reverse): metrics, console, flight bags, status,
+    /// receipts, store, ingress.
     var services: [any Service] {
         var services: [any Service] = []
         if let metricsServer {
             services.append(MetricsService(server: metricsServer) { [self] method, path in answer(method, path) })
         }
         if let consoleServer { services.append(ConsoleService(server: consoleServer)) }
+        if let flightBags { services.append(FlightBagsService(reader: flightBags)) }
         services.append(StatusService(server: self))
         services.append(ReceiptsService(worker: receipts))
         services.append(StoreService(loop: storeLoop, queue: queue))
@@ -378,6 +395,7 @@ public final class AggregatorServer: Service, Sendable {
             metricsServer?.shutdown()
             consoleServer?.shutdown()
         }
+        flightBags?.close()
         do { try store.idleMaintenance() } catch {
             logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
         }

@@ -12,6 +12,7 @@ import SystemSupport
 //   store     commits and answers what was queued, then ends (the queue is closed and drained)
 //   receipts  refreshes at most one more group of seats
 //   status    writes no more status files and removes the last one
+//   bags      reads the flights' bags no more (`jetbridge_flight_bags` keeps its last reading) and closes its reader
 //   console   stops answering HTTP, closes its read pool and its store reader
 //   metrics   stops answering HTTP (`/readyz` says "stopping" until then)
 //
@@ -88,6 +89,21 @@ struct StatusService: Service, CustomStringConvertible {
         let stop = Locked(false)
         try await runUntilStopped(
             "jb-status", { server.writeStatus(until: { stop.withLock { $0 } }) }, stop: { stop.withLock { $0 = true } })
+    }
+}
+
+/// The flight-bags thread (``FlightBagsReader``): each recent flight's bags for `jetbridge_flight_bags`, read every
+/// 30 s from a store reader of its own; closes that reader when it stops.
+struct FlightBagsService: Service, CustomStringConvertible {
+    var description: String { "flight bags (the flight-bags thread)" }
+    let reader: FlightBagsReader
+
+    func run() async throws {
+        let reader = reader
+        let stop = Locked(false)
+        try await runUntilStopped(
+            "jb-flight-bags", { reader.run(until: { stop.withLock { $0 } }) }, stop: { stop.withLock { $0 = true } })
+        reader.close()
     }
 }
 

@@ -55,7 +55,7 @@ extension PostgresStore: ConsoleReading {
             let rows = try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
             let summary: ConsoleFlightSummary
             do {
-                let orders = try rows.map { try decodeOrder($0.decode(Data.self)) }
+                let orders = try decodeOrders(rows)
                 devices.formUnion(orders.map(\.device))
                 summary = Self.summary(flight: flight, orders: orders, bags: counts, devices: devices.sorted())
             } catch {
@@ -70,6 +70,10 @@ extension PostgresStore: ConsoleReading {
             consoleSales.keep(summary, at: key)
             return summary
         }
+    }
+
+    public func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts {
+        try locked { try bagCounts(flight) }
     }
 
     public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {

@@ -98,7 +98,7 @@ extension PostgresStore {
                 } else {
                     try run("SELECT record FROM orders ORDER BY flight, seq")
                 }
-            return try rows.map { try decodeOrder($0.decode(Data.self)) }
+            return try decodeOrders(rows)
         }
     }
 
@@ -136,7 +136,7 @@ extension PostgresStore {
             func emit(_ flight: FlightID, _ bags: [BagState]) throws {
                 let rows = try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
                 do {
-                    let orders = try rows.map { try decodeOrder($0.decode(Data.self)) }
+                    let orders = try decodeOrders(rows)
                     reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
                 } catch {
                     reports.append(FlightReport(flight: flight, error: "\(error)", orders: rows.count, bags: bags))
@@ -199,8 +199,20 @@ extension PostgresStore {
     // MARK: Internals
 
     func decodeOrder(_ bytes: Data) throws -> Order {
+        var stream = RecordCoding.Stream()
+        return try decodeOrder(bytes, stream: &stream)
+    }
+
+    /// Decodes stored orders in row order, checking what they share (their flight id) once.
+    func decodeOrders(_ rows: some Sequence<PostgresRow>) throws -> [Order] {
+        var stream = RecordCoding.Stream()
+        return try rows.map { try decodeOrder($0.decode(Data.self), stream: &stream) }
+    }
+
+    /// Decodes a stored order, the rows before it having left what they share in `stream`.
+    func decodeOrder(_ bytes: Data, stream: inout RecordCoding.Stream) throws -> Order {
         let record: JetbridgeModel.Record
-        do { record = try RecordCoding.decode(bytes) } catch {
+        do { record = try stream.decode(bytes) } catch {
             throw StoreError(
                 .undecodableRecord,
                 "a stored order no longer decodes (\(error)); open the store with the codec it was written with",

@@ -36,6 +36,10 @@ extension SQLiteStore: ConsoleReading {
         }
     }
 
+    public func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts {
+        try pool.read { db in try scanTally(flight, in: db).counts }
+    }
+
     /// A flight's sales decoded from its orders (the part of a summary ``ConsoleSales`` keeps).
     private func sales(
         _ flight: FlightID, bags counts: ConsoleBagCounts, scanDevices: Set<String>, in db: Database

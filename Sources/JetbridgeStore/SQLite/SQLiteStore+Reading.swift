@@ -1,5 +1,6 @@
 import Foundation
 internal import GRDB
+import JetbridgeProtocol
 public import JetbridgeModel
 
 extension SQLiteStore {
@@ -179,13 +180,21 @@ extension SQLiteStore {
     func decodeOrders(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Order] {
         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
         var orders: [Order] = []
-        while let row = try rows.next() { orders.append(try decodeOrder(row[0])) }
+        // One stream for the rows: a flight's orders share their flight id, checked once.
+        var stream = RecordCoding.Stream()
+        while let row = try rows.next() { orders.append(try decodeOrder(row[0], stream: &stream)) }
         return orders
     }
 
     func decodeOrder(_ bytes: Data) throws -> Order {
+        var stream = RecordCoding.Stream()
+        return try decodeOrder(bytes, stream: &stream)
+    }
+
+    /// Decodes a stored order, the rows before it having left what they share in `stream`.
+    func decodeOrder(_ bytes: Data, stream: inout RecordCoding.Stream) throws -> Order {
         let record: JetbridgeModel.Record
-        do { record = try decoder(bytes) } catch {
+        do { record = try stream.decode(bytes) } catch {
             throw StoreError(
                 .undecodableRecord,
                 "a stored order no longer decodes (\(error)); open the store with the codec it was written with",
