@@ -217,7 +217,7 @@ func buildPostgres(_ pg: PostgresCopy) throws -> String {
     for statement in [
         "SET maintenance_work_mem = '512MB'", "SET synchronous_commit = off",
         "DROP INDEX orders_flight", "DROP INDEX orders_device_flight", "DROP INDEX scans_flight_tag",
-        "DROP INDEX scans_flight_device", "DROP INDEX scans_device_flight",
+        "DROP INDEX scans_flight_device",
         "ALTER TABLE orders DROP CONSTRAINT orders_pkey", "ALTER TABLE scans DROP CONSTRAINT scans_pkey",
         """
         CREATE TEMP TABLE plan (flight text COLLATE "C", idx int, seat text COLLATE "C", seat_idx int, share int,
@@ -313,7 +313,6 @@ func buildPostgres(_ pg: PostgresCopy) throws -> String {
         "ALTER TABLE orders ADD PRIMARY KEY (id)", "ALTER TABLE scans ADD PRIMARY KEY (id)",
         "CREATE INDEX orders_flight ON orders (flight, seat)",
         "CREATE INDEX orders_device_flight ON orders (device, flight) INCLUDE (id, revision)",
-        "CREATE INDEX scans_device_flight ON scans (device, flight) INCLUDE (id)",
         "CREATE INDEX scans_flight_tag ON scans (flight, tag, point)",
         "CREATE INDEX scans_flight_device ON scans (flight, device)",
     ] { pg.run(connection, statement) }
