@@ -32,6 +32,9 @@ struct RunFigures {
     /// The receipts' floor from the same run (SQLite mode): `receipts rebuild` of the synced store into an empty
     /// directory, every receipt rendered and written once, in seconds.
     var receiptsRebuild: Double?
+    /// The first aggregator's `jb-network` thread's CPU seconds (whole process life, read when the last sync
+    /// exited): the ingress path (receiving, decoding, checking batches; acks out), which issue 29 bounds per record.
+    var networkCPU: Double?
     var pass = false
 }
 
@@ -194,6 +197,7 @@ struct SyncRun {
         let serveCPU = zip(serves, serveCPU0).map { processCPU($0) - $1 }
         figures.aggregatorCPU = serveCPU
         let serveThreadCPU = serves.map(threadTimes)
+        figures.networkCPU = serveThreadCPU.first?.first { $0.0 == "jb-network" }?.1
         // Receipts may trail the acks (the receipts thread waits for the store to go idle): wait until no seat is
         // marked, then read the threads again, so the whole cost of the receipts shows.
         let catchUpSeconds = waitForReceipts(aggregators[0].home, timeout: 600)

@@ -61,6 +61,12 @@ case .sqlite:
         String(
             format: "aggregator peak RSS (MB)      %11.1f   ≤ 256      %@", Double(peakKiB) / 1024,
             met(peakKiB <= 256 * 1024)))
+    // The network thread (issue 29): receiving, decoding and checking batches, sending acks; no store call.
+    let networkMicroseconds = figures.networkCPU.map { $0 / Double(figures.records) * 1e6 }
+    say(
+        String(
+            format: "network thread (µs/record)    %11.2f   ≤ 4        %@", networkMicroseconds ?? .nan,
+            networkMicroseconds.map { met($0 <= 4) } ?? "not measured"))
     // Receipts (issue 29): caught up soon after the last device, next to one rebuild of the same store.
     let caughtUp = figures.receiptsCatchUp
     say(

@@ -10,8 +10,11 @@ struct DeliveryConfirmer: Sendable {
         /// Seconds without an answer before a summary is asked again (of the next aggregator).
         var askAgain = 3.0
         /// Seconds without any answer before the flight is given up for this run (an old ground ignores summaries, or
-        /// none is reachable). Longer than a link cut of half a minute mid-sync (Tests/netlab's `cut30`, whose devices
-        /// that had everything acknowledged before the cut gave up at 15 s), which the batches ride out too.
+        /// none is reachable), counted on the ``waited`` clock: while the link is lost the wait pauses, so a cut of any
+        /// length is ridden out as the batches ride it out (Tests/netlab's `cut30`: its devices that had everything
+        /// acknowledged before the cut gave up at 15 s; a wait that counted the cut still gave up on one past a
+        /// minute). Long enough for the up to 20 s the agent takes to notice a cut link (`TCP_MAXRT`, the heartbeat's
+        /// timeout), which still count.
         var giveUp = 60.0
         /// Resends of a flight after `mismatch`, at most, in one run.
         var maxResends = 3
@@ -22,7 +25,7 @@ struct DeliveryConfirmer: Sendable {
     enum State: Sendable, Hashable {
         /// To be asked.
         case unasked
-        /// Asked at `at` (first asked at `since`), `asks` times.
+        /// Asked at `at` (the caller's clock), `asks` times; first asked when the ``waited`` clock read `since`.
         case asking(since: Double, at: Double, asks: Int)
         /// Confirmed by the ground (now or in an earlier run).
         case confirmed
@@ -50,8 +53,27 @@ struct DeliveryConfirmer: Sendable {
         case gaveUp(flight: String, reason: String)
     }
 
+    /// The aggregators as the loop sees them when it asks what is due.
+    enum Ground: Sendable, Hashable {
+        /// At least one aggregator is usable: summaries go out, and the wait runs.
+        case usable
+        /// An aggregator was usable in this run and none is now (a cut link, a ground restarting): nothing is sent and
+        /// the wait pauses, so a cut longer than ``Limits/giveUp`` does not end the run with flights not confirmed.
+        case lost
+        /// No aggregator has been usable yet in this run: nothing is sent, but the wait runs, so a sync with no ground
+        /// at all ends (`--until-drained` exits 75 after ``Limits/giveUp``).
+        case unreached
+    }
+
     var limits = Limits()
     private(set) var flights: [String: Flight] = [:]
+    /// Seconds the give-up wait has counted: the time between calls of ``due(now:ground:)`` that began with the ground
+    /// usable or not yet reached, and not the time it was lost.
+    private(set) var waited = 0.0
+    /// The previous call of ``due(now:ground:)``: when, and whether the time since counts.
+    private var lastDue: (at: Double, counts: Bool)?
+    /// Whether an aggregator was reached in this run (the reason a flight is given up says which wait it was).
+    private var reached = false
 
     /// Takes what the device holds acknowledged now. Every flight is asked about once per run, also one the ground
     /// confirmed in an earlier run: the ground may have lost rows since (a failover, a restore), and the device still
@@ -73,20 +95,31 @@ struct DeliveryConfirmer: Sendable {
     var isResending: Bool { flights.values.contains { $0.state == .resending } }
 
     /// Flights to ask about now (first asks, asks again after a silence); gives up those silent too long.
-    /// - Parameter canSend: Whether an aggregator is usable now; without one nothing is due, but the time to give up
-    ///   runs (so a sync with no ground ends).
-    mutating func due(now t: Double, canSend: Bool = true) -> [(flight: String, summary: DeliverySummary, asks: Int)] {
+    /// - Parameters:
+    ///   - t: Now, in seconds on the caller's clock (called every turn of the loop while it waits for answers).
+    ///   - ground: Whether an aggregator is usable now, was lost, or was never reached in this run. Without one nothing
+    ///     is due; the time to give up pauses while the ground is lost and runs until it is first reached.
+    mutating func due(now t: Double, ground: Ground = .usable) -> [(
+        flight: String, summary: DeliverySummary, asks: Int
+    )] {
+        if let lastDue, lastDue.counts { waited += max(0, t - lastDue.at) }
+        lastDue = (t, ground != .lost)
+        if ground != .unreached { reached = true }
+        let canSend = ground == .usable
         var due: [(String, DeliverySummary, Int)] = []
         for flight in flights.keys.sorted() {
             guard var entry = flights[flight] else { continue }
             switch entry.state {
             case .unasked where !canSend:
-                entry.state = .asking(since: t, at: -.infinity, asks: 0)
+                entry.state = .asking(since: waited, at: -.infinity, asks: 0)
             case .unasked:
-                entry.state = .asking(since: t, at: t, asks: 1)
+                entry.state = .asking(since: waited, at: t, asks: 1)
                 due.append((flight, entry.summary, 1))
-            case .asking(let since, _, _) where t - since >= limits.giveUp:
-                entry.state = .gaveUp("the ground did not answer its summary in \(Int(limits.giveUp)) s (an aggregator that predates proof of delivery?)")
+            case .asking(let since, _, _) where waited - since >= limits.giveUp:
+                entry.state = .gaveUp(
+                    reached
+                        ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
+                        : "no aggregator was reachable in \(Int(limits.giveUp)) s")
             case .asking(let since, let at, let asks) where canSend && t - at >= limits.askAgain:
                 entry.state = .asking(since: since, at: t, asks: asks + 1)
                 due.append((flight, entry.summary, asks + 1))

@@ -93,6 +93,9 @@ final class SyncEngine: Sendable {
         var holdings: [String: DeliveryArchive.Holding] = [:]
         /// Round robin over the aggregators for summaries.
         var nextAsk = 0
+        /// An aggregator was usable at some time in this run: from then on, while none is, the wait for the ground's
+        /// confirmation pauses (``DeliveryConfirmer/Ground/lost``) rather than running out during a cut.
+        var groundReached = false
         /// The announcements sent on every new connection after its hello (docs/PROTOCOL.md, "Announce"): the flights
         /// this device holds records of that the ground has not confirmed, as they stood when the sync started.
         var announcements: [FlightAnnounce] = []
@@ -105,6 +108,7 @@ final class SyncEngine: Sendable {
             perAggregator = aggregators.map { AggregatorStatistics(data: $0.dataEndpoint, acks: $0.ackEndpoint) }
             ground = GroundSet(count: aggregators.count)
             archive = DeliveryArchive(home: engine.configuration.home)
+            confirmer.limits = engine.options.confirmLimits
         }
 
         /// Several aggregators: messages then name the one they concern.
@@ -314,6 +318,7 @@ final class SyncEngine: Sendable {
                             link: index, peer: &peers[index], window: &window, context: context, now: t,
                             lastProblem: &lastProblem)
                     }
+                    if ground.anyUsable { groundReached = true }
                     if isSpread, ground.anyUsable {
                         // Batches waiting for an aggregator whose link is down (killed, cut off, refusing us) go
                         // once more, to another one, now rather than after a timeout.
@@ -610,7 +615,7 @@ final class SyncEngine: Sendable {
 
         /// Proof of delivery, once everything queued is acknowledged: recomputes the flights' summaries when records were
         /// acknowledged since, asks the ground about each flight not confirmed (``DeliveryConfirmer``), and gives up on
-        /// those whose answers do not come.
+        /// those whose answers do not come within the wait (which pauses while a ground reached in this run is lost).
         mutating func confirm(queue: FileQueue, peers: [Peer], now t: Double, reachedEnd: inout Bool) throws {
             if holdingsStale || confirmer.isResending {
                 holdings = archive.holdings()
@@ -618,7 +623,8 @@ final class SyncEngine: Sendable {
                 holdingsStale = false
             }
             let usable = peers.indices.filter { ground.isUsable($0) }
-            for ask in confirmer.due(now: t, canSend: !usable.isEmpty) {
+            let state: DeliveryConfirmer.Ground = !usable.isEmpty ? .usable : groundReached ? .lost : .unreached
+            for ask in confirmer.due(now: t, ground: state) {
                 let target = usable[nextAsk % usable.count]
                 nextAsk += 1
                 let summary = FlightSummary(device: configuration.device, flight: ask.flight, summary: ask.summary)

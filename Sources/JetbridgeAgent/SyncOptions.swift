@@ -50,6 +50,8 @@ public struct SyncOptions: Sendable {
     public var linger: Duration
     /// `LINGER` used when closing at the end: short, because whatever did not leave is resent next time.
     public var closingLinger: Duration
+    /// Proof of delivery's waits (docs/AGENT.md, "Proof of delivery"): fixed for users, shortened by tests.
+    var confirmLimits = DeliveryConfirmer.Limits()
 
     /// One aggregator.
     public init(

@@ -36,13 +36,81 @@ struct DeliveryConfirmerTests {
         #expect(confirmer.unconfirmed[Self.flight]?.contains("did not answer") == true)
     }
 
-    @Test func withoutAGroundNothingIsSentButTheWaitRuns() {
+    @Test func beforeTheGroundIsReachedNothingIsSentButTheWaitRuns() {
         var confirmer = DeliveryConfirmer()
         confirmer.refresh(held: [Self.flight: Self.summary(3)])
-        #expect(confirmer.due(now: 0, canSend: false).isEmpty)
-        // The link comes up: asked at once.
+        #expect(confirmer.due(now: 0, ground: .unreached).isEmpty)
+        // The link comes up: asked at once; the second before it counted.
         #expect(confirmer.due(now: 1).map(\.asks) == [1])
-        #expect(confirmer.due(now: 61).isEmpty && confirmer.isSettled)
+        #expect(confirmer.due(now: 59.5).count == 1 && !confirmer.isSettled)
+        #expect(confirmer.due(now: 60).isEmpty && confirmer.isSettled)
+    }
+
+    /// A sync with no ground at all still ends (`--until-drained` exits 75): the wait runs until a ground is reached.
+    @Test func withNoGroundReachedTheFlightIsGivenUpAfterTheWait() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        for t in stride(from: 0.0, through: 59.9, by: 0.1) {
+            #expect(confirmer.due(now: t, ground: .unreached).isEmpty)
+        }
+        #expect(!confirmer.isSettled)
+        #expect(confirmer.due(now: 60, ground: .unreached).isEmpty && confirmer.isSettled)
+        #expect(confirmer.unconfirmed[Self.flight] == "no aggregator was reachable in 60 s")
+    }
+
+    /// Issue 25: a cut longer than the wait, during the wait, used to end the sync with the flight not confirmed.
+    @Test func theWaitPausesWhileTheLinkIsLostAndResumesWhenItReturns() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        #expect(confirmer.due(now: 0).map(\.asks) == [1])
+        // Lost 10 s later, for two minutes: nothing is sent and the wait stands still.
+        #expect(confirmer.due(now: 10, ground: .lost).isEmpty)
+        for t in stride(from: 10.0, through: 130, by: 5) {
+            #expect(confirmer.due(now: t, ground: .lost).isEmpty)
+        }
+        #expect(!confirmer.isSettled)
+        // Back: asked again at once; 10 s counted before the cut, so 50 s of link are left.
+        #expect(confirmer.due(now: 130.5).map(\.asks) == [2])
+        #expect(confirmer.due(now: 180).map(\.asks) == [3])
+        #expect(!confirmer.isSettled)
+        #expect(confirmer.due(now: 181).isEmpty && confirmer.isSettled)
+        #expect(
+            confirmer.unconfirmed[Self.flight]?.contains("did not answer its summary in 60 s of usable link") == true)
+    }
+
+    /// A flight that becomes due while the link is lost waits without counting, and is asked once the link returns.
+    @Test func aFlightDueWhileTheLinkIsLostIsAskedWhenItReturns() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        #expect(confirmer.due(now: 0).isEmpty == false)
+        #expect(confirmer.apply(Self.answer(.confirmed, held: Self.summary(3)), now: 0.1) != .none)
+        // More acknowledged, then the link is lost before the new summary could be asked.
+        confirmer.refresh(held: [Self.flight: Self.summary(4)])
+        #expect(confirmer.due(now: 1, ground: .lost).isEmpty)
+        #expect(confirmer.due(now: 300, ground: .lost).isEmpty && !confirmer.isSettled)
+        #expect(confirmer.due(now: 301).map(\.asks) == [1])
+        #expect(
+            confirmer.apply(Self.answer(.confirmed, held: Self.summary(4)), now: 301.1)
+                == .confirmed(flight: Self.flight, summary: Self.summary(4)))
+    }
+
+    /// Several cuts: only the time with a usable link adds up to the wait.
+    @Test func onlyTimeWithAUsableLinkCounts() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(3)])
+        var t = 0.0
+        // 20 s up, then 100 s lost, twice: 40 s counted at t = 240.
+        for _ in 0..<2 {
+            for step in 0..<20 { _ = confirmer.due(now: t + Double(step)) }
+            t += 20
+            for step in 0..<100 { _ = confirmer.due(now: t + Double(step), ground: .lost) }
+            t += 100
+        }
+        for step in 0..<20 { _ = confirmer.due(now: t + Double(step)) }
+        #expect(!confirmer.isSettled)
+        // The 60th second of link.
+        _ = confirmer.due(now: t + 20)
+        #expect(confirmer.isSettled)
     }
 
     @Test func mismatchResendsAtMostThreeTimesThenGivesUp() {

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeModel
 import JetbridgeTestKit
 import Logging
 import Synchronization
@@ -101,6 +102,60 @@ struct LinkTests {
         #expect(delivered.records.count == 80)
         #expect(delivered.deliveries.values.allSatisfy { $0 == 1 }, "\(delivered.deliveries)")
         #expect(delivered.storedOffers == 80)
+    }
+
+    /// Issue 25: a link cut while the device waits for the ground's confirmation, for longer than the wait to give up
+    /// (shortened here to 1.5 s; 60 s for users), used to end `sync --until-drained` with the flight not confirmed (75).
+    @Test("the wait for a confirmation pauses while the link is down: a cut longer than it ends confirmed")
+    func confirmationWaitsOutACut() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(20)
+        // The first ground stores the batches and leaves the summaries unanswered; it goes away while the device waits.
+        let first = try TestGround(answersSummaries: false)
+        var limits = DeliveryConfirmer.Limits()
+        limits.giveUp = 1.5
+        limits.askAgain = 0.5
+        let ended = Counter()
+        let sync = Task {
+            defer { ended.add() }
+            return try await sandbox.sync(first, timeout: 30, confirmLimits: limits)
+        }
+        try await waitUntil { first.delivered.withLock { $0.ignoredSummaries } >= 1 }
+        let stored = first.delivered.withLock { $0.records }
+        #expect(stored.count == 20)
+        first.stop()
+        // Down for twice the wait (the outage's length is what is tested, not an event to wait for).
+        try await Task.sleep(for: .seconds(3))
+        #expect(ended.value == 0, "sync ended while the link was down")
+        // The ground returns with its store.
+        let second = try TestGround(replacing: first, holding: stored)
+        defer { second.stop() }
+        let outcome = try await sync.value
+        #expect(outcome.exitCode == 0, "\(outcome.result) \(outcome.unconfirmed)")
+        #expect(outcome.confirmedFlights == [FlightID.example.rawValue])
+        #expect(outcome.statistics.resentForProof == 0)
+        #expect(second.delivered.withLock { $0.summaries } >= 1)
+    }
+
+    /// The other side of the pause: a sync that never reaches a ground still ends, as before (exit 75 after the wait).
+    @Test("with no ground at all, a flight waiting for its confirmation is given up after the wait")
+    func noGroundStillEnds() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(5)
+        let ground = try TestGround()
+        let delivered = try await sandbox.sync(ground)
+        #expect(delivered.exitCode == 0 && delivered.confirmedFlights.count == 1, "\(delivered.result)")
+        ground.stop()
+        var limits = DeliveryConfirmer.Limits()
+        limits.giveUp = 2
+        let outcome = try await sandbox.sync(ground, timeout: 30, confirmLimits: limits)
+        #expect(outcome.exitCode == 75, "\(outcome.result)")
+        #expect(outcome.statistics.elapsed < 10)
+        #expect(
+            outcome.unconfirmed[FlightID.example.rawValue] == "no aggregator was reachable in 2 s",
+            "\(outcome.unconfirmed)")
     }
 
     private func run(

@@ -40,6 +40,8 @@ final class TestGround: Sendable {
         var hellos = 0
         /// Summaries answered.
         var summaries = 0
+        /// Summaries received and left unanswered (``init(device:allowed:replacing:holding:answersSummaries:decide:)``).
+        var ignoredSummaries = 0
     }
 
     let context: ZeroMQContext
@@ -57,18 +59,24 @@ final class TestGround: Sendable {
     let decide: @Sendable (_ batch: IncomingBatch, _ delivery: Int) -> Answer
 
     let device: String
+    /// Whether summaries are answered; when not, they are counted and ignored (a ground that predates them).
+    let answersSummaries: Bool
 
     /// - Parameters:
     ///   - device: The device id the device key is allowed as.
     ///   - allowed: Whether the device key is on the allow list from the start (see ``allowDevice()``).
     ///   - decide: What to answer per delivery.
     ///   - replacing: A ground stopped earlier whose place (endpoints and keys) this one takes: a ground restarted.
+    ///   - holding: The records this ground stores from the start (a restarted ground keeps its store).
+    ///   - answersSummaries: Whether summaries are answered (else counted in `ignoredSummaries`).
     init(
         device: String = "cart-1", allowed: Bool = true, replacing previous: TestGround? = nil,
+        holding records: [UUID: Data] = [:], answersSummaries: Bool = true,
         decide: @escaping @Sendable (IncomingBatch, Int) -> Answer = { _, _ in .store }
     ) throws {
         self.decide = decide
         self.device = device
+        self.answersSummaries = answersSummaries
         context = try ZeroMQContext()
         serverKeys = try previous?.serverKeys ?? CurveKeyPair.generate()
         deviceKeys = try previous?.deviceKeys ?? CurveKeyPair.generate()
@@ -89,6 +97,7 @@ final class TestGround: Sendable {
         try router.bind(previous?.ackEndpoint ?? "tcp://127.0.0.1:*")
         dataEndpoint = try pull.lastEndpoint
         ackEndpoint = try router.lastEndpoint
+        delivered.withLock { $0.records = records }
         let thread = Thread { [self] in
             serve(pull: pull, router: router)
         }
@@ -193,6 +202,10 @@ final class TestGround: Sendable {
     private func answerSummary(_ message: ReceivedMessage, router: Socket) {
         guard case .success(let summary) = FlightSummary.decode(message.frames[1]), summary.device == message.userID
         else { return }
+        guard answersSummaries else {
+            delivered.withLock { $0.ignoredSummaries += 1 }
+            return
+        }
         delivered.withLock { $0.summaries += 1 }
         var held = DeliverySummary()
         for bytes in delivered.withLock({ Array($0.records.values) }) {
@@ -277,13 +290,15 @@ struct SyncSandbox {
 
     /// Runs a sync against `ground` in this process, on real sockets.
     func sync(
-        _ ground: TestGround, configuration: AgentConfiguration? = nil, untilDrained: Bool = true, timeout: Double? = 20
+        _ ground: TestGround, configuration: AgentConfiguration? = nil, untilDrained: Bool = true,
+        timeout: Double? = 20, confirmLimits: DeliveryConfirmer.Limits = DeliveryConfirmer.Limits()
     ) async throws -> SyncOutcome {
-        let options = SyncOptions(
+        var options = SyncOptions(
             dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
             security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey),
             untilDrained: untilDrained,
             timeout: timeout, stopGrace: 0.5, helloInterval: 0.2)
+        options.confirmLimits = confirmLimits
         let service = SyncService(
             configuration: try configuration ?? self.configuration(), options: options,
             logger: Logger(label: "test.sync"))
