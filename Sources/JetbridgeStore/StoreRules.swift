@@ -96,22 +96,17 @@ struct NewRecordTally {
     }
 
     /// Per batch, its new records per flight (flights with none left out).
-    var newRecords: [[String: Int]] {
-        offsets.indices.map { b in
-            var perFlight: [String: Int] = [:]
-            for (f, flight) in flights.enumerated() where counts[b * flights.count + f] > 0 {
-                perFlight[flight] = counts[b * flights.count + f]
-            }
-            return perFlight
-        }
-    }
+    var newRecords: [[String: Int]] { perFlight(counts) }
 
     /// Per batch, the sum of its new records' element hashes per flight (flights with no new record left out).
-    var newDigests: [[String: UInt64]] {
+    var newDigests: [[String: UInt64]] { perFlight(digests) }
+
+    /// Per batch, `values` (batch × flight) by flight, for the flights the batch has new records on.
+    private func perFlight<Value>(_ values: [Value]) -> [[String: Value]] {
         offsets.indices.map { b in
-            var perFlight: [String: UInt64] = [:]
+            var perFlight: [String: Value] = [:]
             for (f, flight) in flights.enumerated() where counts[b * flights.count + f] > 0 {
-                perFlight[flight] = digests[b * flights.count + f]
+                perFlight[flight] = values[b * flights.count + f]
             }
             return perFlight
         }
