@@ -23,10 +23,12 @@ extension PostgresStore {
     /// once the table is vacuumed), and the kept digest set to them (docs/STORE.md, "Kept digests"; SQLiteStore's
     /// `deliverySummary` says why).
     ///
-    /// The rows are read again in a transaction that first locks the pair's `device_flights` row, so a concurrent
-    /// `apply` of the pair either committed before (its rows are read) or adds its rows' hashes after this commits;
-    /// it clears the pair's stale marks before it reads the rows, so a change committed after the clearing leaves its
-    /// mark, and one committed before it is in the rows read.
+    /// The rows are read again in a transaction that clears the pair's stale marks before it reads the rows, so a
+    /// change committed after the clearing leaves its mark and one committed before it is in the rows read: the kept
+    /// digest never counts a row that is gone. It first locks the pair's `device_flights` row, so a concurrent `apply`
+    /// of the pair either committed before (its rows are read) or adds its rows' hashes after this commits; without
+    /// the lock the kept digest could lose that addition (a digest short of the rows: a needless read of the rows at
+    /// the next summary, never a wrong answer).
     public func deliverySummary(
         device: String, flight: String, expected: DeliverySummary?
     ) throws -> DeliverySummary {
