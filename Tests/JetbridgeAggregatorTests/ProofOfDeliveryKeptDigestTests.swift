@@ -85,6 +85,13 @@ struct ProofOfDeliveryKeptDigestTests {
             return result
         }
 
+        /// PostgreSQL's stale marks.
+        func marks() throws -> Int {
+            guard let postgres else { return 0 }
+            let rows = try postgres.query("SELECT count(*) FROM stale_digests", logger: Logger(label: "test")).wait()
+            return try rows.first?.decode(Int.self) ?? 0
+        }
+
         /// What the rows hold for a device and flight, read by the store from the rows.
         func rows(_ device: String, _ flight: FlightID) throws -> DeliverySummary {
             try store.deliverySummary(device: device, flight: flight.rawValue, expected: nil)
@@ -187,6 +194,29 @@ struct ProofOfDeliveryKeptDigestTests {
             try subject.execute(engine == .postgres ? "TRUNCATE scans" : "DELETE FROM scans")
             #expect(try held().count == orders.count)
             try subject.checkValidDigestsAreTheRows("after the scans were emptied")
+        }
+    }
+
+    /// PostgreSQL's stale marks do not pile up: the idle maintenance folds them into their pairs, which stay stale and
+    /// are read from their rows at their next summary.
+    @Test func idleMaintenanceFoldsThePostgreSQLStaleMarks() async throws {
+        guard TestPostgres.enabled else { return }
+        try await Self.run(.postgres) { subject in
+            let store = subject.store
+            _ = try store.apply([batch("cart-1", 1, (0..<5).map { order(400 + $0, device: "cart-1") })])
+            _ = try store.apply([batch("cart-1", 6, (0..<5).map { order(400 + $0, revision: 2, device: "cart-1") })])
+            var mine = DeliverySummary()
+            for n in 0..<5 { mine.add(order(400 + n, revision: 2, device: "cart-1")) }
+            #expect(try subject.marks() == 5)
+            #expect(try subject.kept()["cart-1 \(flightA.rawValue)"]?.valid == false)
+            try store.idleMaintenance()
+            #expect(try subject.marks() == 0)
+            #expect(try subject.kept()["cart-1 \(flightA.rawValue)"]?.valid == false)
+            #expect(try store.deliverySummary(device: "cart-1", flight: flightA.rawValue, expected: mine) == mine)
+            #expect(try subject.kept()["cart-1 \(flightA.rawValue)"]?.valid == true)
+            // Nothing marked: the fold changes nothing.
+            try store.idleMaintenance()
+            #expect(try subject.kept()["cart-1 \(flightA.rawValue)"]?.valid == true)
         }
     }
 

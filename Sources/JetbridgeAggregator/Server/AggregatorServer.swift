@@ -397,7 +397,9 @@ public final class AggregatorServer: Service, Sendable {
         }
         flightBags?.close()
         do { try store.idleMaintenance() } catch {
-            logger.warning("final checkpoint failed", metadata: ["error": "\(error)"])
+            logger.warning(
+                "final idle maintenance (the SQLite checkpoint, the PostgreSQL stale-mark fold) failed",
+                metadata: ["error": "\(error)"])
         }
         do { try store.close() } catch {
             logger.warning("closing the store failed", metadata: ["error": "\(error)"])

@@ -70,17 +70,20 @@ struct StoreLoop: Sendable {
                     try store.idleMaintenance()
                     uncheckpointed = false
                     if let failures = checkpointFailures.succeeded() {
-                        logger.notice("checkpoint succeeded again", metadata: ["failures": .stringConvertible(failures)])
+                        logger.notice(
+                            "idle maintenance (the SQLite checkpoint, the PostgreSQL stale-mark fold) succeeded again",
+                            metadata: ["failures": .stringConvertible(failures)])
                     }
                 } catch {
                     let failure = describeStoreFailure(error, path: storePath)
                     switch checkpointFailures.failed(failure, kind: failureKind(error)) {
                     case .log:
                         logger.warning(
-                            "checkpoint failed; retried every idle second", metadata: ["error": "\(failure)"])
+                            "idle maintenance (the SQLite checkpoint, the PostgreSQL stale-mark fold) failed; retried every idle second",
+                            metadata: ["error": "\(failure)"])
                     case .summary(let count):
                         logger.warning(
-                            "checkpoint still failing",
+                            "idle maintenance still failing",
                             metadata: ["error": "\(failure)", "timesSinceLastLine": .stringConvertible(count)])
                     case .quiet: break
                     }

@@ -575,8 +575,30 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         return server
     }
 
-    /// Nothing to do: PostgreSQL's own autovacuum and checkpointer keep the database in shape.
-    public func idleMaintenance() throws {}
+    /// Folds the kept digests' stale marks (docs/STORE.md, "Kept digests"): each marked pair is marked stale in
+    /// `device_flights` and its marks removed, in one transaction, so marks of pairs nobody asks about again do not
+    /// pile up. The pairs' rows are locked first in the lock order (by device, then flight); a mark added meanwhile
+    /// stays for the next fold. PostgreSQL's own autovacuum and checkpointer keep the rest of the database in shape.
+    public func idleMaintenance() throws {
+        try locked {
+            try transaction {
+                try run(
+                    """
+                    SELECT 1 FROM device_flights
+                    WHERE (device, flight) IN (SELECT device, flight FROM stale_digests)
+                    ORDER BY device, flight FOR UPDATE
+                    """)
+                try run(
+                    """
+                    WITH gone AS (DELETE FROM stale_digests RETURNING device, flight)
+                    UPDATE device_flights AS d SET digest_valid = false
+                    FROM (SELECT DISTINCT device, flight FROM gone) AS g
+                    WHERE d.device = g.device AND d.flight = g.flight AND d.digest_valid
+                    """)
+                return ((), true)
+            }
+        }
+    }
 
     public func close() throws {
         lock.lock()
