@@ -354,8 +354,8 @@ public final class SQLiteStore: Sendable {
     /// Answered from the pair's kept digest in `device_flights` (one primary-key read) when it is valid and equals
     /// `expected`: `apply` adds every row it stores to it, and a trigger marks it stale when a row leaves the pair or
     /// changes (docs/STORE.md, "Kept digests"). Otherwise (a stale digest, a mismatch, no `expected`) the rows are
-    /// read through the `(device, flight)` index, only that device's rows of that flight, and the kept digest is set
-    /// to what they hold. So `confirmed` costs a read of one row, and a mismatch is always the rows' answer.
+    /// read through `orders_device_flight` and `scans_flight_device`, only that device's rows of that flight, and the
+    /// kept digest is set to what they hold. So `confirmed` costs a read of one row, and a mismatch is always the rows' answer.
     ///
     /// - Throws: `DatabaseError`.
     public func deliverySummary(
