@@ -24,19 +24,9 @@ extension PostgresStore: ConsoleReading {
 
     public func consoleSummary(flight: FlightID) throws -> ConsoleFlightSummary {
         try locked {
-            let counts = try bagCounts(flight)
-            var devices = Set(
-                try run(
-                    """
-                    WITH RECURSIVE d(device) AS (
-                        SELECT min(device) FROM scans WHERE flight = \(flight.rawValue)
-                        UNION ALL
-                        SELECT (SELECT min(s.device) FROM scans s WHERE s.flight = \(flight.rawValue)
-                            AND s.device > d.device) FROM d WHERE d.device IS NOT NULL
-                    )
-                    SELECT device FROM d WHERE device IS NOT NULL
-                    """
-                ).map { try $0.decode(String.self) })
+            let tally = try scanTally(flight)
+            let counts = tally.counts
+            var devices = Set(tally.devices.keys)
             var key = ConsoleSales.Version(count: 0, lastRow: 0, revisions: 0)
             for row in try run(
                 """
@@ -73,7 +63,7 @@ extension PostgresStore: ConsoleReading {
     }
 
     public func consoleBagCounts(flight: FlightID) throws -> ConsoleBagCounts {
-        try locked { try bagCounts(flight) }
+        try locked { try scanTally(flight).counts }
     }
 
     public func consoleDevices(flight: FlightID) throws -> [ConsoleFlightDevice] {
@@ -86,10 +76,7 @@ extension PostgresStore: ConsoleReading {
                 let (device, count) = try row.decode((String, Int).self)
                 orders[device] = count
             }
-            for row in try run("SELECT device, count(*) FROM scans WHERE flight = \(flight.rawValue) GROUP BY device") {
-                let (device, count) = try row.decode((String, Int).self)
-                scans[device] = count
-            }
+            scans = try scanTally(flight).devices
             let announced = try run("SELECT device FROM announcements WHERE flight = \(flight.rawValue)").map {
                 try $0.decode(String.self)
             }
@@ -185,17 +172,39 @@ extension PostgresStore: ConsoleReading {
     /// The most bags one page holds (their tags are bound one by one).
     static let consoleBagsPageLimit = 500
 
-    private func bagCounts(_ flight: FlightID) throws -> ConsoleBagCounts {
-        var (total, arrived) = (0, 0)
+    /// A flight's bags by status and its scans per device, kept per flight (``ConsoleTallies``) with the number of
+    /// the flight's scans they were counted at, and counted again only when that number changed: counting the bags of
+    /// a flight of 600,000 takes about 0.4 s (a `GROUP BY tag` over 1.2 million index entries), counting its scans
+    /// 50 ms. Scans are only ever inserted (the store never deletes or changes one), so an unchanged number means
+    /// unchanged scans. SQLite catches up by rowid instead; PostgreSQL's `seq` rises in insert order, not commit
+    /// order, so a catch-up by `seq` could miss a row committed late.
+    ///
+    /// The bags and the devices are counted by two statements; each also sums the scans it read, and the tally is
+    /// kept only when both sums agree (no scan came between them).
+    private func scanTally(_ flight: FlightID) throws -> ConsoleTallies.Tally {
+        let scans = try run("SELECT count(*) FROM scans WHERE flight = \(flight.rawValue)").first.map {
+            try $0.decode(Int.self)
+        } ?? 0
+        if let tally = consoleTallies.tally(flight), tally.lastRow == Int64(scans) { return tally }
+        var tally = ConsoleTallies.Tally(lastRow: 0, total: 0, arrived: 0, devices: [:])
         for row in try run(
             """
-            SELECT count(*), count(*) FILTER (WHERE arrived = 1)
-            FROM (SELECT max(point) AS arrived FROM scans WHERE flight = \(flight.rawValue) GROUP BY tag) b
+            SELECT count(*), count(*) FILTER (WHERE arrived = 1), coalesce(sum(scans), 0)::bigint
+            FROM (SELECT max(point) AS arrived, count(*) AS scans FROM scans WHERE flight = \(flight.rawValue)
+                GROUP BY tag) b
             """)
         {
-            (total, arrived) = try row.decode((Int, Int).self)
+            let (total, arrived, counted) = try row.decode((Int, Int, Int).self)
+            (tally.total, tally.arrived, tally.lastRow) = (total, arrived, Int64(counted))
         }
-        return ConsoleBagCounts(total: total, arrived: arrived, departedOnly: total - arrived)
+        var perDevice = 0
+        for row in try run("SELECT device, count(*) FROM scans WHERE flight = \(flight.rawValue) GROUP BY device") {
+            let (device, count) = try row.decode((String, Int).self)
+            tally.devices[device] = count
+            perDevice += count
+        }
+        if Int64(perDevice) == tally.lastRow { consoleTallies.keep(tally, for: flight) }
+        return tally
     }
 
     private func unloading(_ flight: FlightID) throws -> Bool {

@@ -125,6 +125,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     let waits = StoreCalls()
     /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
     let consoleSales = ConsoleSales()
+    /// The console's bag counts and scans per device per flight, kept with the number of the flight's scans.
+    let consoleTallies = ConsoleTallies()
     /// Which server a connection keeps (the URL's `target_session_attrs`, else the command's default).
     public let target: PostgresLocation.TargetSessionAttributes
     // Guarded by `lock` (hence @unchecked Sendable).

@@ -365,13 +365,16 @@ final class ConsoleSales: Sendable {
     }
 }
 
-/// Per flight, its bags by status and its scans per device as of the scans up to a rowid (``SQLiteStore/scanTally(_:in:)``):
-/// counting a flight of 600,000 bags from the index reads 1.2 million entries (about 0.3 s of CPU, a second on a busy
-/// machine), where catching up on the scans stored since the last answer reads only those. At most
-/// ``ConsoleSales/limit`` flights are kept; past it the cache starts again empty.
+/// Per flight, its bags by status and its scans per device as of a version of its scans: on SQLite the scans up to a
+/// rowid (``SQLiteStore/scanTally(_:in:)``), on PostgreSQL the number of the flight's scans (`PostgresStore`'s
+/// `scanTally`). Counting a flight of 600,000 bags from the index reads 1.2 million entries (about 0.3 s of CPU, a
+/// second on a busy machine), where catching up on the scans stored since the last answer reads only those, and
+/// counting the flight's scans on PostgreSQL tells in 50 ms whether anything changed. At most ``ConsoleSales/limit``
+/// flights are kept; past it the cache starts again empty.
 final class ConsoleTallies: Sendable {
     struct Tally: Sendable {
-        /// The highest rowid of `scans` when this was right.
+        /// The version this was right at: on SQLite the highest rowid of `scans`, on PostgreSQL the number of the
+        /// flight's scans. Both only rise.
         var lastRow: Int64
         var total: Int
         var arrived: Int
