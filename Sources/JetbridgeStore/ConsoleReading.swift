@@ -35,6 +35,21 @@ public protocol ConsoleReading: StoreReader {
 
     /// Every bag with tag id `tag`, on any flight (a tag is printed per flight; a reused one shows on several).
     func consoleBag(tag: UUID) throws -> [ConsoleBag]
+
+    /// Keeps this reader's console totals (decoded sales, bag counts) in `kept` from now on, so that two readers of one
+    /// store share them: the console reads today's flights at start on a reader of its own, which on PostgreSQL is a
+    /// connection of its own, and its answers find them kept. The default keeps nothing.
+    func keepConsoleTotals(in kept: ConsoleKept)
+}
+
+/// What the engines keep of the console's reads between answers: each flight's decoded sales while its orders are
+/// unchanged, and its bag counts and scans per device with the version of its scans they are right at. One per store
+/// reader unless shared (``ConsoleReading/keepConsoleTotals(in:)``).
+public final class ConsoleKept: Sendable {
+    let sales = ConsoleSales()
+    let tallies = ConsoleTallies()
+
+    public init() {}
 }
 
 /// A flight's bags by status, as the luggage report counts them (``LuggageReport/rows(forFlight:)``).
@@ -133,6 +148,8 @@ public struct ConsoleBagPage: Hashable, Sendable {
 }
 
 extension ConsoleReading {
+    public func keepConsoleTotals(in kept: ConsoleKept) {}
+
     public func consoleFlights() throws -> [FlightID] {
         Set(try flightsWithOrders() + bags(flight: nil).map(\.flight)).sorted()
     }

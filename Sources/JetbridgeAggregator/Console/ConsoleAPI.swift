@@ -230,8 +230,11 @@ struct ConsoleAPI: Sendable {
     /// (before, both decoded the first page's orders side by side, and the first answer took twice as long). Between
     /// two flights it waits while an answer is being read: on two cores shared with the store thread, the operator's
     /// answer comes first.
-    /// - Parameter stopped: Whether the console is shutting down.
-    func warm(until stopped: @Sendable () -> Bool = { false }) {
+    /// - Parameters:
+    ///   - reader: The reader to read them on: ``store``, or another reader sharing its kept totals.
+    ///   - stopped: Whether the console is shutting down.
+    func warm(using reader: (any ConsoleReading)? = nil, until stopped: @Sendable () -> Bool = { false }) {
+        let store = reader ?? self.store
         let today = Self.day(now())
         guard let flights = try? store.consoleFlights() else { return }
         for flight in flights.reversed() where flight.date == today {

@@ -32,6 +32,10 @@ final class ConsoleServer: Sendable {
     /// Set at shutdown: the background read of today's flights stops after the flight it is reading.
     private let stopping = Locked(false)
     let api: ConsoleAPI
+    /// The reader the start-up read of today's flights uses (``ConsoleAPI/warm(using:until:)``): a second reader of
+    /// the store sharing the answers' kept totals (``ConsoleKept``), so that on PostgreSQL, where a reader is one
+    /// connection, the first answers do not wait for it; `nil` reads on the answers' reader.
+    private let warmStore: (any ConsoleReading)?
     /// The token every answer but the sign-in page requires.
     let signIn: ConsoleSignIn
 
@@ -50,6 +54,8 @@ final class ConsoleServer: Sendable {
     /// - Parameters:
     ///   - endpoint: `HOST:PORT`, as ``endpoint(_:)`` normalised it.
     ///   - store: The console's own reader.
+    ///   - warmStore: Another reader of the same store for the start-up read of today's flights; closed with the
+    ///     console.
     ///   - home: Where the allow list is (the devices page shows revoked devices).
     ///   - insecure: `--insecure`: there is no allow list to show.
     ///   - token: The operators' token (``ConsoleToken/load(in:made:)``).
@@ -57,14 +63,20 @@ final class ConsoleServer: Sendable {
     ///   - logger: Where the connection cap biting and wrong tokens are logged.
     /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:)``.
     init(
-        endpoint: String, store: any ConsoleReading, home: AggregatorHome, insecure: Bool, token: ConsoleToken,
-        limits: HTTPLimits = ConsoleServer.limits, logger: Logger
+        endpoint: String, store: any ConsoleReading, warmStore: (any ConsoleReading)? = nil, home: AggregatorHome,
+        insecure: Bool, token: ConsoleToken, limits: HTTPLimits = ConsoleServer.limits, logger: Logger
     ) throws {
         http = try MetricsServer(endpoint: endpoint, limits: limits, name: "console", logger: logger)
         signIn = ConsoleSignIn(token: token, logger: logger)
         self.endpoint = http.endpoint
         pool = NIOThreadPool(numberOfThreads: Self.readThreads)
         api = ConsoleAPI(store: store, devicesFile: home.devicesFile, insecure: insecure)
+        if let warmStore {
+            let kept = ConsoleKept()
+            store.keepConsoleTotals(in: kept)
+            warmStore.keepConsoleTotals(in: kept)
+        }
+        self.warmStore = warmStore
     }
 
     /// Starts answering.
@@ -75,9 +87,10 @@ final class ConsoleServer: Sendable {
         // The landing page's flights decoded once before anyone asks (a big flight's orders take a while the first
         // time; later answers use the kept totals): one pool thread, in the background.
         let stopping = stopping
+        let reader = warmStore ?? api.store
         pool.submit { state in
             guard state == .active else { return }
-            api.warm(until: { stopping.withLock { $0 } })
+            api.warm(using: reader, until: { stopping.withLock { $0 } })
         }
         let signIn = signIn
         http.start(answering: { request, eventLoop in
@@ -113,12 +126,13 @@ final class ConsoleServer: Sendable {
         return pool.runIfActive(eventLoop: eventLoop) { api.answer(request) }
     }
 
-    /// Stops answering, closes the socket, the pool and the console's store reader; blocks until done.
+    /// Stops answering, closes the socket, the pool and the console's store readers; blocks until done.
     func shutdown() {
         stopping.withLock { $0 = true }
         http.shutdown()
         try? pool.syncShutdownGracefully()
         try? api.store.close()
+        try? warmStore?.close()
     }
 
     /// `HOST:PORT` from the `console` setting: a port alone (`9570`, `:9570`) is loopback's, `127.0.0.1:9570`.

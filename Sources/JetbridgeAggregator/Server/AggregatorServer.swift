@@ -240,15 +240,22 @@ public final class AggregatorServer: Service, Sendable {
                     try? reader.close()
                     throw AggregatorError(.failure, "the store \(storeLocation) cannot serve the console")
                 }
+                // And one for its start-up read of today's flights, sharing the answers' kept totals: on PostgreSQL
+                // a reader is one connection, and the first answers would wait for that read.
+                var warmReader: (any ConsoleReading)?
                 do {
                     let token = try ConsoleToken.load(in: home) { path in
                         logger.notice("console: made its sign-in token", metadata: ["file": "\(path)"])
                     }
+                    if case .postgres = storeLocation {
+                        warmReader = try storeLocation.open(create: true, logger: logger) as? any ConsoleReading
+                    }
                     consoleServerOrNil = try ConsoleServer(
-                        endpoint: endpoint, store: consoleStore, home: home, insecure: configuration.insecure,
-                        token: token, logger: logger)
+                        endpoint: endpoint, store: consoleStore, warmStore: warmReader, home: home,
+                        insecure: configuration.insecure, token: token, logger: logger)
                 } catch {
                     try? reader.close()
+                    try? warmReader?.close()
                     throw error
                 }
             }

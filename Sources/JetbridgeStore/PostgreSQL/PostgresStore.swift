@@ -123,10 +123,14 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// The waits for the server in progress, a statement's answer or a connection (``busySince``): read without
     /// `lock`, which the thread that waits holds.
     let waits = StoreCalls()
-    /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
-    let consoleSales = ConsoleSales()
-    /// The console's bag counts and scans per device per flight, kept with the number of the flight's scans.
-    let consoleTallies = ConsoleTallies()
+    /// The console's kept totals (``ConsoleKept``): its decoded sales per flight while the flight's orders are
+    /// unchanged, its bag counts and scans per device per flight.
+    private let kept = Locked(ConsoleKept())
+    var consoleSales: ConsoleSales { kept.withLock { $0.sales } }
+    var consoleTallies: ConsoleTallies { kept.withLock { $0.tallies } }
+
+    public func keepConsoleTotals(in kept: ConsoleKept) { self.kept.withLock { $0 = kept } }
+
     /// Which server a connection keeps (the URL's `target_session_attrs`, else the command's default).
     public let target: PostgresLocation.TargetSessionAttributes
     // Guarded by `lock` (hence @unchecked Sendable).

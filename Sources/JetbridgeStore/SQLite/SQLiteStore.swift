@@ -32,10 +32,13 @@ public final class SQLiteStore: Sendable {
     let logger: Logger
     /// The writes in progress (``StoreReader/busySince``).
     let calls = StoreCalls()
-    /// The console's decoded sales per flight, kept while the flight's orders are unchanged (``ConsoleSales``).
-    let consoleSales = ConsoleSales()
-    /// The console's bag counts and scans per device per flight, caught up with new scans (``ConsoleTallies``).
-    let consoleTallies = ConsoleTallies()
+    /// The console's kept totals (``ConsoleKept``): its decoded sales per flight while the flight's orders are
+    /// unchanged, its bag counts and scans per device per flight.
+    private let kept = Locked(ConsoleKept())
+    var consoleSales: ConsoleSales { kept.withLock { $0.sales } }
+    var consoleTallies: ConsoleTallies { kept.withLock { $0.tallies } }
+
+    public func keepConsoleTotals(in kept: ConsoleKept) { self.kept.withLock { $0 = kept } }
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     ///
