@@ -30,6 +30,35 @@ struct FlightIncrement: Sendable {
     var digestLow: Int64 { Int64(digest & 0xffff_ffff) }
 }
 
+/// What raising stored orders' revisions in one transaction does to the kept digests (docs/STORE.md, "Kept
+/// digests"): each raised order leaves its old `(id, revision)` in its old (device, flight) and brings the new one to
+/// its new flight (the same, unless the correction moved it). Per pair: rows held and the two halves' sums to add,
+/// negative for what left.
+struct RevisedDigests {
+    struct Change: Equatable {
+        var held = 0
+        var high: Int64 = 0
+        var low: Int64 = 0
+    }
+
+    private(set) var changes: [DeviceFlight: Change] = [:]
+
+    var isEmpty: Bool { changes.isEmpty }
+
+    mutating func revise(
+        order id: UUID, device: String, from old: (flight: String, revision: Int), to new: (flight: String, revision: Int)
+    ) {
+        let removed = DeliverySummary.hash(order: id, revision: old.revision)
+        let added = DeliverySummary.hash(order: id, revision: new.revision)
+        changes[DeviceFlight(device: device, flight: old.flight), default: Change()].held -= 1
+        changes[DeviceFlight(device: device, flight: old.flight)]!.high -= Int64(removed >> 32)
+        changes[DeviceFlight(device: device, flight: old.flight)]!.low -= Int64(removed & 0xffff_ffff)
+        changes[DeviceFlight(device: device, flight: new.flight), default: Change()].held += 1
+        changes[DeviceFlight(device: device, flight: new.flight)]!.high += Int64(added >> 32)
+        changes[DeviceFlight(device: device, flight: new.flight)]!.low += Int64(added & 0xffff_ffff)
+    }
+}
+
 extension DeliverySummary {
     /// A kept digest as `device_flights` holds it: the count, and two sums whose `(high << 32) + low` modulo 2⁶⁴ is
     /// the digest (each sum of 32-bit halves stays far below 2⁶³ for any number of rows a flight can hold).

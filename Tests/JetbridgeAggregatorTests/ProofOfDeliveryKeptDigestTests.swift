@@ -147,6 +147,42 @@ struct ProofOfDeliveryKeptDigestTests {
         }
     }
 
+    /// Corrections stored by `apply` (higher revisions, one of them moving its order to another flight) keep the
+    /// pairs' digests valid and exact: a sync with corrections confirms from one row, where it read every row of
+    /// each corrected pair (sync-benchmark's mix has one correction every 50 orders). A pair made stale by hand stays
+    /// stale through them. Failed before: both pairs were stale after the corrections.
+    @Test(arguments: [Engine.sqlite])
+    func correctionsStoredByApplyKeepThePairsValid(_ engine: Engine) async throws {
+        try await Self.run(engine) { subject in
+            _ = try subject.store.apply([
+                batch("cart-1", 1, (0..<20).map { order($0, flight: $0 % 2 == 0 ? flightA : flightB) }),
+                batch("cart-2", 1, (100..<110).map { order($0, device: "cart-2") }),
+            ])
+            #expect(try subject.kept().values.allSatisfy(\.valid))
+            // Corrections in the same flight, one moving from A to B, one resent, one older revision (no change).
+            _ = try subject.store.apply([
+                batch("cart-1", 21, [
+                    order(0, revision: 2, flight: flightA, lines: [(chips, 1)]),
+                    order(2, revision: 3, flight: flightB),
+                    order(4, revision: 2, flight: flightA, lines: [(popcorn, 2)]),
+                    order(4, revision: 2, flight: flightA, lines: [(popcorn, 2)]),
+                    order(1, revision: 2, flight: flightB),
+                ])
+            ])
+            _ = try subject.store.apply([batch("cart-1", 26, [order(0, revision: 1, flight: flightA)])])
+            #expect(try subject.checkValidDigestsAreTheRows("after corrections") == 3)
+            #expect(try subject.kept().values.allSatisfy(\.valid))
+            #expect(try subject.store.deliverySummary(device: "cart-1", flight: flightB.rawValue, expected: nil).count == 11)
+            // By hand: cart-2's pair goes stale, and a correction by apply leaves it so.
+            try subject.execute("UPDATE orders SET revision = revision + 5 WHERE device = 'cart-2' AND revision = 1 AND rowid = (SELECT min(rowid) FROM orders WHERE device = 'cart-2')")
+            _ = try subject.store.apply([batch("cart-2", 11, [order(101, revision: 2, device: "cart-2")])])
+            let kept = try subject.kept()
+            #expect(kept["cart-2 \(flightA.rawValue)"]?.valid == false)
+            #expect(kept["cart-1 \(flightA.rawValue)"]?.valid == true)
+            try subject.checkValidDigestsAreTheRows("after a hand edit")
+        }
+    }
+
     /// A device's summary equal to a kept digest that no longer describes the rows would be `confirmed` although the
     /// ground lost records: each change behind the store's back must make the next summary a mismatch. Without the
     /// triggers every `#expect(… != mine)` below fails.

@@ -215,6 +215,20 @@ extension SQLiteStore {
     /// Who owns a stored order: asked only when an upsert changed nothing (a duplicate, or another device's order).
     static let orderDeviceSQL = "SELECT device FROM orders WHERE id = ?"
 
+    /// A stored order's revision, flight and device: asked before upserting an order that could raise it.
+    static let storedOrderSQL = "SELECT revision, flight, device FROM orders WHERE id = ?"
+
+    /// Whether a pair's kept digest is valid.
+    static let pairValiditySQL = "SELECT digest_valid FROM device_flights WHERE device = ? AND flight = ?"
+
+    /// Adds what raised revisions did to a pair's kept digest, and gives it back the validity it had before the
+    /// transaction marked it (`?4`: it was valid; otherwise it stays as it is).
+    static let reviseDigestSQL = """
+        UPDATE device_flights SET held = held + ?1, digest_hi = digest_hi + ?2, digest_lo = digest_lo + ?3,
+            digest_valid = CASE WHEN ?4 THEN 1 ELSE digest_valid END
+        WHERE device = ?5 AND flight = ?6
+        """
+
     static let flightCurrencySQL = "SELECT currency FROM flights WHERE flight = ?"
 
     static let insertFlightSQL = "INSERT INTO flights (flight, currency) VALUES (?, ?)"

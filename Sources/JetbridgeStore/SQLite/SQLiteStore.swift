@@ -222,9 +222,26 @@ public final class SQLiteStore: Sendable {
         orders.sort()
         scans.sort()
         let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
+        // Kept digests through corrections: the trigger `orders_digest_stale` marks a pair stale when one of its orders
+        // is updated (it must, for an operator's hand edit), which made every pair with a correction read its rows at
+        // its next summary. Apply knows what it changes: an order that can raise a stored revision (revision 2 and
+        // up) is looked up first, and each pair it marks gets back the validity it had before this transaction, with
+        // the old revision's hash taken out and the new one's added.
+        var revised = RevisedDigests()
+        var validBefore: [DeviceFlight: Bool] = [:]
+        let storedOrder = try db.cachedStatement(sql: storedOrderSQL)
+        let pairValidity = try db.cachedStatement(sql: pairValiditySQL)
         for row in orders {
             let incoming = batches[Int(row.batch)].records[Int(row.index)]
             guard case .order(let order) = incoming.record else { continue }
+            var stored: (flight: String, revision: Int)?
+            if order.revision > 1, let found = try Row.fetchOne(storedOrder, arguments: [order.id.blob]) {
+                stored = (flight: found[1], revision: found[0])
+                let pair = DeviceFlight(device: found[2], flight: found[1])
+                if validBefore[pair] == nil {
+                    validBefore[pair] = try Bool.fetchOne(pairValidity, arguments: [pair.device, pair.flight]) ?? false
+                }
+            }
             switch try storeOrder(order, bytes: incoming.bytes) {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
@@ -232,6 +249,11 @@ public final class SQLiteStore: Sendable {
                     Int(row.batch), Int(row.index), hash: DeliverySummary.hash(order: order.id, revision: order.revision))
             case .updated:
                 newCounts[Int(row.batch)] += 1
+                if let stored {
+                    revised.revise(
+                        order: order.id, device: order.device, from: stored,
+                        to: (flight: order.flight.rawValue, revision: order.revision))
+                }
             case .none:
                 // Nothing changed, and not because of the revision: the order is another device's.
                 if let owner = try String.fetchOne(orderDevice, arguments: [order.id.blob]), owner != order.device {
@@ -261,6 +283,14 @@ public final class SQLiteStore: Sendable {
                 increment.pair.device, increment.pair.flight, increment.records, now.timeIntervalSince1970,
                 increment.digestHigh, increment.digestLow,
             ])
+        }
+        if !revised.isEmpty {
+            let revise = try db.cachedStatement(sql: reviseDigestSQL)
+            for (pair, change) in revised.changes {
+                try revise.execute(arguments: [
+                    change.held, change.high, change.low, validBefore[pair] == true, pair.device, pair.flight,
+                ])
+            }
         }
         let deviceLimited = try db.cachedStatement(sql: deviceLimitedSQL)
         let outcomes = try Self.outcomes(of: batches, new: newCounts, skipping: skipped) {
