@@ -228,7 +228,8 @@ extension PostgresStore {
     /// Adds a round's new records to each device's counter and kept digest on each flight (docs/STORE.md, "Kept
     /// digests"), in (device, flight) order (a concurrent writer of the same pair waits for this transaction), and
     /// answers each pair's count after the addition and whether this statement created its row (`xmax = 0`: an
-    /// inserted row has none, an updated one this transaction's id). A pair's first row starts valid, as every row of the pair is this transaction's.
+    /// inserted row has none, an updated one this transaction's id). A pair's first row starts valid, as every row of
+    /// the pair is this transaction's.
     static func addDeviceFlights(_ increments: [FlightIncrement], at seconds: Double) -> PostgresQuery {
         let devices = increments.map(\.pair.device)
         let flights = increments.map(\.pair.flight)
@@ -517,8 +518,9 @@ extension PostgresStore {
                 }
             }
             if !absent.isEmpty {
+                let new = absent.count == columns.ids.count ? columns : Self.subset(columns, absent)
                 do {
-                    try run(Self.insertOrders(Self.subset(columns, absent)))
+                    try run(Self.insertOrders(new))
                 } catch let error as PostgresStoreError where error.sqlState == "23505" && absent.count < lastAbsent {
                     logger.debug(
                         "orders stored meanwhile by another transaction; the round is done again",
