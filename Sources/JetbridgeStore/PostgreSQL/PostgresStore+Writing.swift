@@ -6,14 +6,17 @@ import PostgresNIO
 
 // The statements of one `PostgresStore.apply`: each table's rows bound as arrays and expanded by `unnest`, so that a
 // group of batches costs a handful of round trips (flights, orders, scans, devices, receipt marks) instead of one per
-// row. A 40,000-record group is about 8 statements; one round trip per row cost ~45,000 (store-benchmark,
+// row. A 40,000-record group is about a dozen statements (savepoints included); one round trip per row cost ~45,000 (store-benchmark,
 // docs/BENCHMARKS.md, "PostgreSQL store").
 //
-// The per-record verdicts are the per-row engine's: one statement applies each table's rows in id order, and an id
-// that comes more than once in a group (a resend, a revision and its correction) goes in several statements, the
-// k-th occurrence in the k-th (see ``PostgresStore/rounds(_:)``), so each occurrence meets the row its predecessor
-// left, exactly as one statement per row did. PostgreSQL refuses an `ON CONFLICT DO UPDATE` that touches one row
-// twice, which is the other reason for the rounds.
+// The per-record verdicts are the per-row engine's: each table's rows of a round go in id order, and an id that comes
+// more than once in a group (a resend, a revision and its correction) goes in several rounds, the k-th occurrence in
+// the k-th (see ``PostgresStore/rounds(_:)``), so each occurrence meets the row its predecessor left, exactly as one
+// statement per row did. A round asks which of its ids are stored, then inserts only the new rows with a plain
+// `INSERT` and raises only the higher revisions: a speculative `INSERT … ON CONFLICT` per row cost about a third of
+// PostgreSQL's CPU per record (issue 29). A plain insert fails on an id another aggregator stored meanwhile (23505);
+// each round has a savepoint to fall back to (``PostgresStore/writeOrders(_:of:owners:)``,
+// ``PostgresStore/writeScans(_:of:)``).
 
 extension PostgresStore {
     /// `rows`, sorted by id then arrival, split into rounds: round k holds the k-th occurrence of each id, still in id
@@ -33,74 +36,76 @@ extension PostgresStore {
         return rounds
     }
 
-    /// Upserts one round of orders (ids distinct, in id order) and answers the 1-based positions of the rows that
-    /// did not insert a new order, each with whether it raised the revision of a stored one (`true`) or changed
-    /// nothing (`false`: a duplicate, an older revision, or another device's order), and for a raised revision that
-    /// moved the order, the seat it left (flight and seat). The highest revision wins, only for the owning device.
-    ///
-    /// The rows that inserted nothing are read from the statement itself rather than from `RETURNING`: in a bulk sync
-    /// they are none, so nothing comes back. The seat an update leaves comes from the row it replaced: the update
-    /// copies it into `moved_from_flight`/`moved_from_seat`, which `RETURNING` shows (PostgreSQL 15 has no `OLD` in
-    /// `RETURNING`); a row read before the statement could be another transaction's older version. The same columns
-    /// tell an update from an insert: an insert leaves them null, an update copies the stored (non-null) flight there.
-    static func upsertOrders(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
+    /// The columns of one round of orders (ids distinct, in id order), bound as arrays.
+    struct OrderColumns {
         var ids: [UUID] = []
         var revisions: [Int] = []
         var flights: [String] = []
         var seats: [String] = []
         var devices: [String] = []
         var records: [Data] = []
-        ids.reserveCapacity(round.count)
-        revisions.reserveCapacity(round.count)
-        flights.reserveCapacity(round.count)
-        seats.reserveCapacity(round.count)
-        devices.reserveCapacity(round.count)
-        records.reserveCapacity(round.count)
-        for row in round {
-            let incoming = batches[Int(row.batch)].records[Int(row.index)]
-            guard case .order(let order) = incoming.record else { continue }
-            ids.append(order.id)
-            revisions.append(order.revision)
-            flights.append(order.flight.rawValue)
-            seats.append(order.seat.rawValue)
-            devices.append(order.device)
-            records.append(incoming.bytes)
+
+        init(_ rows: some Collection<PendingRow>, of batches: [IncomingBatch]) {
+            ids.reserveCapacity(rows.count)
+            revisions.reserveCapacity(rows.count)
+            flights.reserveCapacity(rows.count)
+            seats.reserveCapacity(rows.count)
+            devices.reserveCapacity(rows.count)
+            records.reserveCapacity(rows.count)
+            for row in rows {
+                let incoming = batches[Int(row.batch)].records[Int(row.index)]
+                guard case .order(let order) = incoming.record else { continue }
+                ids.append(order.id)
+                revisions.append(order.revision)
+                flights.append(order.flight.rawValue)
+                seats.append(order.seat.rawValue)
+                devices.append(order.device)
+                records.append(incoming.bytes)
+            }
         }
-        let bytes = ByteaArray(records)
+    }
+
+    /// Locks the stored orders among `ids` in id order and answers each one's revision and owning device. The lock
+    /// makes the answer the row's latest committed version (a row another transaction was changing is read once that
+    /// one has ended) and keeps it so until the commit: the raise that follows changes exactly the rows it plans to.
+    static func lockOrders(_ ids: [UUID]) -> PostgresQuery {
+        "SELECT id, revision, device FROM orders WHERE id = ANY(\(ids)::uuid[]) ORDER BY id FOR UPDATE"
+    }
+
+    /// Inserts orders none of which was stored when ``lockOrders(_:)`` looked, in the order given (id order: an
+    /// `INSERT … SELECT` from `unnest` inserts the rows as the arrays hold them, with no sort of the records' bytes).
+    /// A plain insert: an id another transaction stored since fails the statement with 23505.
+    static func insertOrders(_ columns: OrderColumns) -> PostgresQuery {
+        let bytes = ByteaArray(columns.records)
         return """
-            WITH input AS (
-                SELECT * FROM unnest(\(ids)::uuid[], \(revisions)::int8[], \(flights)::text[], \(seats)::text[],
-                    \(devices)::text[], \(bytes)::bytea[])
-                    WITH ORDINALITY AS t(id, revision, flight, seat, device, record, n)
-            ), changed AS (
-                INSERT INTO orders (id, revision, flight, seat, device, record)
-                SELECT id, revision, flight, seat, device, record FROM input ORDER BY id
-                ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, flight = excluded.flight,
-                    seat = excluded.seat, device = excluded.device, record = excluded.record,
-                    moved_from_flight = orders.flight, moved_from_seat = orders.seat
-                WHERE excluded.revision > orders.revision AND excluded.device = orders.device
-                RETURNING id, flight, seat, moved_from_flight, moved_from_seat
-            )
-            SELECT n, false, NULL::text, NULL::text FROM input
-            WHERE NOT EXISTS (SELECT 1 FROM changed WHERE changed.id = input.id)
-            UNION ALL
-            SELECT input.n, true,
-                CASE WHEN moved_from_flight <> changed.flight OR moved_from_seat <> changed.seat THEN moved_from_flight END,
-                CASE WHEN moved_from_flight <> changed.flight OR moved_from_seat <> changed.seat THEN moved_from_seat END
-            FROM changed JOIN input ON input.id = changed.id
-            WHERE moved_from_flight IS NOT NULL
+            INSERT INTO orders (id, revision, flight, seat, device, record)
+            SELECT * FROM unnest(\(columns.ids)::uuid[], \(columns.revisions)::int8[], \(columns.flights)::text[],
+                \(columns.seats)::text[], \(columns.devices)::text[], \(bytes)::bytea[])
             """
     }
 
-    /// The owners of stored orders `ids`, for the ownership refusal. A statement of its own, after the upsert: it
-    /// sees a row another transaction committed while the upsert waited for it, which the upsert's snapshot does not.
-    static func orderOwners(_ ids: [UUID]) -> PostgresQuery {
-        "SELECT id, device FROM orders WHERE id = ANY(\(ids)::uuid[])"
+    /// Raises stored orders (locked by ``lockOrders(_:)``) to a higher revision of the owning device and answers the
+    /// 1-based position of each raised one, with the seat it left (flight and seat) when the revision moved the
+    /// order. The update copies the replaced row's flight and seat into `moved_from_flight`/`moved_from_seat`, which
+    /// `RETURNING` shows (PostgreSQL 15 has no `OLD` in `RETURNING`).
+    static func raiseOrders(_ columns: OrderColumns) -> PostgresQuery {
+        let bytes = ByteaArray(columns.records)
+        return """
+            UPDATE orders SET revision = input.revision, flight = input.flight, seat = input.seat,
+                device = input.device, record = input.record, moved_from_flight = orders.flight,
+                moved_from_seat = orders.seat
+            FROM unnest(\(columns.ids)::uuid[], \(columns.revisions)::int8[], \(columns.flights)::text[],
+                \(columns.seats)::text[], \(columns.devices)::text[], \(bytes)::bytea[])
+                WITH ORDINALITY AS input(id, revision, flight, seat, device, record, n)
+            WHERE orders.id = input.id AND input.revision > orders.revision AND input.device = orders.device
+            RETURNING input.n,
+                CASE WHEN moved_from_flight <> orders.flight OR moved_from_seat <> orders.seat THEN moved_from_flight END,
+                CASE WHEN moved_from_flight <> orders.flight OR moved_from_seat <> orders.seat THEN moved_from_seat END
+            """
     }
 
-    /// Inserts one round of scans (ids distinct, in id order) and answers the 1-based positions of those already
-    /// stored.
-    static func insertScans(_ round: [PendingRow], of batches: [IncomingBatch]) -> PostgresQuery {
+    /// The columns of one round of scans (ids distinct, in id order), bound as arrays.
+    struct ScanColumns {
         var ids: [UUID] = []
         var flights: [String] = []
         var tags: [UUID] = []
@@ -109,30 +114,56 @@ extension PostgresStore {
         var owners: [String] = []
         var weights: [Double] = []
         var devices: [String] = []
-        for row in round {
-            guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
-            ids.append(scan.id)
-            flights.append(scan.flight.rawValue)
-            tags.append(scan.tag.id)
-            points.append(scan.point == .origin ? 0 : 1)
-            times.append(scan.scannedAt.timeIntervalSinceReferenceDate)
-            owners.append(scan.tag.owner.initial + scan.tag.owner.family)
-            weights.append(scan.tag.weight)
-            devices.append(scan.device)
+
+        init(_ rows: some Collection<PendingRow>, of batches: [IncomingBatch]) {
+            for row in rows {
+                guard case .scan(let scan) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
+                ids.append(scan.id)
+                flights.append(scan.flight.rawValue)
+                tags.append(scan.tag.id)
+                points.append(scan.point == .origin ? 0 : 1)
+                times.append(scan.scannedAt.timeIntervalSinceReferenceDate)
+                owners.append(scan.tag.owner.initial + scan.tag.owner.family)
+                weights.append(scan.tag.weight)
+                devices.append(scan.device)
+            }
         }
-        return """
-            WITH input AS (
-                SELECT * FROM unnest(\(ids)::uuid[], \(flights)::text[], \(tags)::uuid[], \(points)::int2[],
-                    \(times)::float8[], \(owners)::text[], \(weights)::float8[], \(devices)::text[])
-                    WITH ORDINALITY AS t(id, flight, tag, point, scanned_at, owner, weight, device, n)
-            ), inserted AS (
-                INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
-                SELECT id, flight, tag, point, scanned_at, owner, weight, device FROM input ORDER BY id
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id
-            )
-            SELECT n FROM input WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)
-            """
+    }
+
+    /// The stored scans among `ids` (a scan, once stored, never changes: nothing to lock).
+    static func storedScans(_ ids: [UUID]) -> PostgresQuery {
+        "SELECT id FROM scans WHERE id = ANY(\(ids)::uuid[])"
+    }
+
+    /// Inserts scans none of which was stored when ``storedScans(_:)`` looked, in the order given (id order, as
+    /// ``insertOrders(_:)``). A plain insert: an id another transaction stored since fails the statement with 23505.
+    static func insertScans(_ columns: ScanColumns) -> PostgresQuery {
+        """
+        INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+        SELECT * FROM unnest(\(columns.ids)::uuid[], \(columns.flights)::text[], \(columns.tags)::uuid[],
+            \(columns.points)::int2[], \(columns.times)::float8[], \(columns.owners)::text[],
+            \(columns.weights)::float8[], \(columns.devices)::text[])
+        """
+    }
+
+    /// The fallback of ``insertScans(_:)`` when another transaction stored one of the ids meanwhile: inserts the
+    /// scans not stored, waiting for a transaction that is inserting the same id, and answers the 1-based positions
+    /// of those already stored.
+    static func insertScansIfAbsent(_ columns: ScanColumns) -> PostgresQuery {
+        """
+        WITH input AS (
+            SELECT * FROM unnest(\(columns.ids)::uuid[], \(columns.flights)::text[], \(columns.tags)::uuid[],
+                \(columns.points)::int2[], \(columns.times)::float8[], \(columns.owners)::text[],
+                \(columns.weights)::float8[], \(columns.devices)::text[])
+                WITH ORDINALITY AS t(id, flight, tag, point, scanned_at, owner, weight, device, n)
+        ), inserted AS (
+            INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
+            SELECT id, flight, tag, point, scanned_at, owner, weight, device FROM input ORDER BY n
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+        )
+        SELECT n FROM input WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)
+        """
     }
 
     /// The stored currency of each of `flights`.
@@ -196,8 +227,9 @@ extension PostgresStore {
 
     /// Adds a round's new records to each device's counter and kept digest on each flight (docs/STORE.md, "Kept
     /// digests"), in (device, flight) order (a concurrent writer of the same pair waits for this transaction), and
-    /// answers each pair's count after the addition and whether this statement created its row (`xmax`, as in
-    /// ``upsertOrders(_:of:)``). A pair's first row starts valid, as every row of the pair is this transaction's.
+    /// answers each pair's count after the addition and whether this statement created its row (`xmax = 0`: an
+    /// inserted row has none, an updated one this transaction's id). A pair's first row starts valid, as every row of
+    /// the pair is this transaction's.
     static func addDeviceFlights(_ increments: [FlightIncrement], at seconds: Double) -> PostgresQuery {
         let devices = increments.map(\.pair.device)
         let flights = increments.map(\.pair.flight)
@@ -365,55 +397,41 @@ extension PostgresStore {
         var dirty: Set<SeatKey> = []
         // Seats orders moved away from, once per move: marked with the others, after the devices rows.
         var left: [SeatKey: Int] = [:]
-        // Orders, one statement per round; an unchanged row is a duplicate unless another device owns the order.
+        // Orders, round by round; an unchanged row is a duplicate unless another device owns the order.
         var unchanged: [PendingRow] = []
+        var owners: [UUID: String] = [:]
         for round in Self.rounds(orders) {
-            var inserted = [Bool](repeating: true, count: round.count)
-            var unchangedHere = [Bool](repeating: false, count: round.count)
-            for row in try run(Self.upsertOrders(round, of: batches)) {
-                let (position, revised, flight, seat) = try row.decode((Int, Bool, String?, String?).self)
-                inserted[position - 1] = false
-                unchangedHere[position - 1] = !revised
-                if let flight, let seat { left[SeatKey(flight: flight, seat: seat), default: 0] += 1 }
-            }
-            for (k, row) in round.enumerated() {
-                guard !unchangedHere[k] else {
+            for (k, write) in try writeOrders(round, of: batches, owners: &owners).enumerated() {
+                let row = round[k]
+                if case .unchanged = write {
                     unchanged.append(row)
                     continue
                 }
                 guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
-                if inserted[k] {
+                switch write {
+                case .inserted:
                     tally.countNew(
                         Int(row.batch), Int(row.index),
                         hash: DeliverySummary.hash(order: order.id, revision: order.revision))
+                case .raised(let leftSeat):
+                    if let leftSeat { left[leftSeat, default: 0] += 1 }
+                case .unchanged:
+                    break
                 }
                 dirty.insert(SeatKey(flight: order.flight.rawValue, seat: order.seat.rawValue))
             }
         }
-        if !unchanged.isEmpty {
-            func order(_ row: PendingRow) -> Order? {
-                guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { return nil }
-                return order
-            }
-            var owners: [UUID: String] = [:]
-            for row in try run(Self.orderOwners(unchanged.compactMap { order($0)?.id })) {
-                let (id, device) = try row.decode((UUID, String).self)
-                owners[id] = device
-            }
-            for row in unchanged {
-                guard let order = order(row), let owner = owners[order.id], owner != order.device else { continue }
-                refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
-            }
+        for row in unchanged {
+            guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record,
+                let owner = owners[order.id], owner != order.device
+            else { continue }
+            refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
         }
         // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
         // make it the earliest verdict, depends on them.
         for round in Self.rounds(scans) {
-            var inserted = [Bool](repeating: true, count: round.count)
-            for row in try run(Self.insertScans(round, of: batches)) {
-                inserted[try row.decode(Int.self) - 1] = false
-            }
-            for (row, new) in zip(round, inserted) where new {
+            for (row, new) in zip(round, try writeScans(round, of: batches)) where new {
                 newCounts[Int(row.batch)] += 1
                 let record = batches[Int(row.batch)].records[Int(row.index)].record
                 tally.countNew(Int(row.batch), Int(row.index), hash: DeliverySummary.hash(of: record))
@@ -455,6 +473,117 @@ extension PostgresStore {
                     }))
         }
         return (outcomes, [:])
+    }
+
+    /// What storing one order did.
+    enum OrderWrite {
+        /// A new order.
+        case inserted
+        /// A higher revision of the owning device replaced the stored one; the seat it left, if it moved.
+        case raised(left: SeatKey?)
+        /// Nothing: a duplicate, an older revision, or another device's order.
+        case unchanged
+    }
+
+    /// Stores one round of orders (ids distinct, in id order) and answers what each did; `owners` gets the owning
+    /// device of each order that was stored before.
+    ///
+    /// The stored ones are locked and read first (``lockOrders(_:)``), the new ones inserted with a plain `INSERT`,
+    /// then the higher revisions raised: no speculative insert per row. Every row this takes it takes in id order,
+    /// stored rows first and new ones after, as every other transaction does (docs/STORE.md, "Lock order"). Another
+    /// aggregator may store one of the new ids in between (it commits, or was inserting it and commits while the
+    /// insert waits): the insert fails with 23505 (unique_violation), the round is rolled back to its savepoint, which
+    /// releases its locks, and done again from the lock, which now sees that row stored. Each attempt again finds one
+    /// more id stored, so this ends.
+    func writeOrders(
+        _ round: [PendingRow], of batches: [IncomingBatch], owners: inout [UUID: String]
+    ) throws -> [OrderWrite] {
+        let columns = OrderColumns(round, of: batches)
+        var lastAbsent = Int.max
+        while true {
+            try run("SAVEPOINT orders_round")
+            var stored: [UUID: (revision: Int, device: String)] = [:]
+            for row in try run(Self.lockOrders(columns.ids)) {
+                let (id, revision, device) = try row.decode((UUID, Int, String).self)
+                stored[id] = (revision, device)
+            }
+            var writes = [OrderWrite](repeating: .unchanged, count: round.count)
+            var absent: [Int] = []
+            var raised: [Int] = []
+            for k in columns.ids.indices {
+                if let row = stored[columns.ids[k]] {
+                    if columns.revisions[k] > row.revision, columns.devices[k] == row.device { raised.append(k) }
+                } else {
+                    absent.append(k)
+                }
+            }
+            if !absent.isEmpty {
+                let new = absent.count == columns.ids.count ? columns : Self.subset(columns, absent)
+                do {
+                    try run(Self.insertOrders(new))
+                } catch let error as PostgresStoreError where error.sqlState == "23505" && absent.count < lastAbsent {
+                    logger.debug(
+                        "orders stored meanwhile by another transaction; the round is done again",
+                        metadata: ["orders": .stringConvertible(absent.count)])
+                    try run("ROLLBACK TO SAVEPOINT orders_round")
+                    lastAbsent = absent.count
+                    continue
+                }
+                for k in absent { writes[k] = .inserted }
+            }
+            if !raised.isEmpty {
+                for row in try run(Self.raiseOrders(Self.subset(columns, raised))) {
+                    let (position, flight, seat) = try row.decode((Int, String?, String?).self)
+                    let left = flight.flatMap { flight in seat.map { SeatKey(flight: flight, seat: $0) } }
+                    writes[raised[position - 1]] = .raised(left: left)
+                }
+            }
+            try run("RELEASE SAVEPOINT orders_round")
+            for (id, row) in stored { owners[id] = row.device }
+            return writes
+        }
+    }
+
+    /// The rows of `columns` at `positions`, in that order.
+    static func subset(_ columns: OrderColumns, _ positions: [Int]) -> OrderColumns {
+        var subset = columns
+        subset.ids = positions.map { columns.ids[$0] }
+        subset.revisions = positions.map { columns.revisions[$0] }
+        subset.flights = positions.map { columns.flights[$0] }
+        subset.seats = positions.map { columns.seats[$0] }
+        subset.devices = positions.map { columns.devices[$0] }
+        subset.records = positions.map { columns.records[$0] }
+        return subset
+    }
+
+    /// Stores one round of scans (ids distinct, in id order) and answers whether each was new.
+    ///
+    /// The stored ones are read first (``storedScans(_:)``) and the rest inserted with a plain `INSERT` (in id order).
+    /// When another aggregator stored one of them in between, the insert fails with 23505 (unique_violation): it is
+    /// rolled back to its savepoint and the rest go in with ``insertScansIfAbsent(_:)``, today's
+    /// `ON CONFLICT DO NOTHING` (which locks no stored row, so it keeps the lock order).
+    func writeScans(_ round: [PendingRow], of batches: [IncomingBatch]) throws -> [Bool] {
+        let columns = ScanColumns(round, of: batches)
+        var stored: Set<UUID> = []
+        for row in try run(Self.storedScans(columns.ids)) { stored.insert(try row.decode(UUID.self)) }
+        var new = columns.ids.map { !stored.contains($0) }
+        let absent = new.indices.filter { new[$0] }
+        guard !absent.isEmpty else { return new }
+        let rows = absent.map { round[$0] }
+        try run("SAVEPOINT scans_round")
+        do {
+            try run(Self.insertScans(absent.count == round.count ? columns : ScanColumns(rows, of: batches)))
+        } catch let error as PostgresStoreError where error.sqlState == "23505" {
+            logger.debug(
+                "scans stored meanwhile by another transaction; inserted if absent",
+                metadata: ["scans": .stringConvertible(absent.count)])
+            try run("ROLLBACK TO SAVEPOINT scans_round")
+            for row in try run(Self.insertScansIfAbsent(ScanColumns(rows, of: batches))) {
+                new[absent[try row.decode(Int.self) - 1]] = false
+            }
+        }
+        try run("RELEASE SAVEPOINT scans_round")
+        return new
     }
 
     /// Adds a round's `increments` to `device_flights` and answers what the rows held before: each pair's count, and

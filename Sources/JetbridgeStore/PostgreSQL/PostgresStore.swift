@@ -14,10 +14,11 @@ import SystemSupport
 /// ``SQLiteStore``'s outcomes, reads, reports and receipts.
 ///
 /// Exactly once comes from the database's own rules, not from locks in the aggregator: primary keys on order and
-/// scan ids, `INSERT … ON CONFLICT` clauses (the highest revision wins, only for the owning device), rows locked in
-/// one fixed order by every transaction (flights, orders and scans by id, devices, receipt marks by key) so that two
-/// transactions never wait on each other in a cycle, and a serialization failure or deadlock (SQLSTATE 40001, 40P01)
-/// retried.
+/// scan ids (a plain insert of an id another aggregator stored meanwhile fails with 23505 and the round falls back
+/// from a savepoint), stored orders locked before a higher revision of the owning device replaces them, rows locked
+/// in one fixed order by every transaction (flights, orders and scans by id, devices, receipt marks by key) so that
+/// two transactions never wait on each other in a cycle, and a serialization failure or deadlock (SQLSTATE 40001,
+/// 40P01) retried.
 ///
 /// No aggregator may hold the others: every wait is bounded (``Timeouts``). The server gives up a lock wait after 5 s
 /// and a statement after 30 s, and ends a session that sits in an open transaction for 10 s (an aggregator stopped
