@@ -258,7 +258,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [8, 8, 8])
+        #expect(versions == [9, 9, 9])
     }
 }
 

@@ -206,6 +206,22 @@ extension PostgresStore {
             "CREATE TRIGGER orders_digests_truncated AFTER TRUNCATE ON orders FOR EACH STATEMENT EXECUTE FUNCTION jetbridge_digests_stale()",
             "CREATE TRIGGER scans_digests_truncated AFTER TRUNCATE ON scans FOR EACH STATEMENT EXECUTE FUNCTION jetbridge_digests_stale()",
         ],
+        // v9: `apply` keeps the kept digests through the corrections it stores (docs/STORE.md, "Kept digests"): in its
+        // transactions (`jetbridge.applying` set local to `on`) an order's update leaves no mark; apply adds the
+        // difference itself, or marks the pair.
+        [
+            """
+            CREATE OR REPLACE FUNCTION jetbridge_digest_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'orders'
+                    AND current_setting('jetbridge.applying', true) = 'on' THEN
+                    RETURN NULL;
+                END IF;
+                INSERT INTO stale_digests (device, flight) VALUES (OLD.device, OLD.flight);
+                RETURN NULL;
+            END $$
+            """,
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

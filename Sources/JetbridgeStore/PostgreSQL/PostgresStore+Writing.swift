@@ -65,11 +65,11 @@ extension PostgresStore {
         }
     }
 
-    /// Locks the stored orders among `ids` in id order and answers each one's revision and owning device. The lock
+    /// Locks the stored orders among `ids` in id order and answers each one's revision, owning device and flight. The lock
     /// makes the answer the row's latest committed version (a row another transaction was changing is read once that
     /// one has ended) and keeps it so until the commit: the raise that follows changes exactly the rows it plans to.
     static func lockOrders(_ ids: [UUID]) -> PostgresQuery {
-        "SELECT id, revision, device FROM orders WHERE id = ANY(\(ids)::uuid[]) ORDER BY id FOR UPDATE"
+        "SELECT id, revision, device, flight FROM orders WHERE id = ANY(\(ids)::uuid[]) ORDER BY id FOR UPDATE"
     }
 
     /// Inserts orders none of which was stored when ``lockOrders(_:)`` looked, in the order given (id order: an
@@ -249,6 +249,29 @@ extension PostgresStore {
             """
     }
 
+    /// Adds what raised revisions did to the kept digests of pairs this transaction holds locked (``RevisedDigests``).
+    static func reviseDigests(_ changes: [(key: DeviceFlight, value: RevisedDigests.Change)]) -> PostgresQuery {
+        let devices = changes.map(\.key.device)
+        let flights = changes.map(\.key.flight)
+        let held = changes.map(\.value.held)
+        let highs = changes.map(\.value.high)
+        let lows = changes.map(\.value.low)
+        return """
+            UPDATE device_flights SET held = device_flights.held + d.held,
+                digest_hi = device_flights.digest_hi + d.hi, digest_lo = device_flights.digest_lo + d.lo
+            FROM unnest(\(devices)::text[], \(flights)::text[], \(held)::int8[], \(highs)::int8[], \(lows)::int8[])
+                AS d(device, flight, held, hi, lo)
+            WHERE device_flights.device = d.device AND device_flights.flight = d.flight
+            """
+    }
+
+    /// Marks pairs' kept digests stale, as the trigger would (an insert that waits on no lock).
+    static func markStale(_ pairs: [DeviceFlight]) -> PostgresQuery {
+        let devices = pairs.map(\.device)
+        let flights = pairs.map(\.flight)
+        return "INSERT INTO stale_digests (device, flight) SELECT * FROM unnest(\(devices)::text[], \(flights)::text[])"
+    }
+
     /// The advisory lock key (with the device's `hashtext`) that serialises adding flights for one device: another
     /// aggregator's new flight of the same device cannot slip past the flights-per-day count in between.
     static let deviceFlightsLock: Int32 = 0x4A62_4446
@@ -397,7 +420,11 @@ extension PostgresStore {
         var dirty: Set<SeatKey> = []
         // Seats orders moved away from, once per move: marked with the others, after the devices rows.
         var left: [SeatKey: Int] = [:]
-        // Orders, round by round; an unchanged row is a duplicate unless another device owns the order.
+        // Orders, round by round; an unchanged row is a duplicate unless another device owns the order. The
+        // corrections' effect on the kept digests: added after the flight counters (docs/STORE.md, "Kept digests");
+        // `jetbridge.applying` keeps the trigger from marking their pairs meanwhile.
+        var revised = RevisedDigests()
+        try run("SELECT set_config('jetbridge.applying', 'on', true)")
         var unchanged: [PendingRow] = []
         var owners: [UUID: String] = [:]
         for round in Self.rounds(orders) {
@@ -414,8 +441,11 @@ extension PostgresStore {
                     tally.countNew(
                         Int(row.batch), Int(row.index),
                         hash: DeliverySummary.hash(order: order.id, revision: order.revision))
-                case .raised(let leftSeat):
+                case .raised(let leftSeat, let revision, let flight):
                     if let leftSeat { left[leftSeat, default: 0] += 1 }
+                    revised.revise(
+                        order: order.id, device: order.device, from: (flight: flight, revision: revision),
+                        to: (flight: order.flight.rawValue, revision: order.revision))
                 case .unchanged:
                     break
                 }
@@ -447,6 +477,16 @@ extension PostgresStore {
             batches, skipping: skipped, newRecords: newRecords, refusal: refusal,
             counters: try flightCounters(increments, now: now), limits: limits, now: now)
         if !verdicts.isEmpty { return ([], verdicts) }
+        if !revised.isEmpty {
+            // The pairs the counters just locked take the difference; any other is marked stale (locking it now
+            // would be out of the lock order), and read from its rows at its next summary.
+            let locked = Set(increments.map(\.pair))
+            let changes = revised.changes.sorted { ($0.key.device, $0.key.flight) < ($1.key.device, $1.key.flight) }
+            let adjusted = changes.filter { locked.contains($0.key) }
+            let marked = changes.filter { !locked.contains($0.key) }.map(\.key)
+            if !adjusted.isEmpty { try run(Self.reviseDigests(adjusted)) }
+            if !marked.isEmpty { try run(Self.markStale(marked)) }
+        }
         // Devices' statistics summed per device and written in device order (one row each).
         var devices: [String: DeviceSums] = [:]
         let outcomes = Self.outcomes(of: batches, new: newCounts, skipping: skipped) {
@@ -479,8 +519,9 @@ extension PostgresStore {
     enum OrderWrite {
         /// A new order.
         case inserted
-        /// A higher revision of the owning device replaced the stored one; the seat it left, if it moved.
-        case raised(left: SeatKey?)
+        /// A higher revision of the owning device replaced the stored one (of revision `from` on flight `on`); the
+        /// seat it left, if it moved.
+        case raised(left: SeatKey?, from: Int, on: String)
         /// Nothing: a duplicate, an older revision, or another device's order.
         case unchanged
     }
@@ -502,10 +543,10 @@ extension PostgresStore {
         var lastAbsent = Int.max
         while true {
             try run("SAVEPOINT orders_round")
-            var stored: [UUID: (revision: Int, device: String)] = [:]
+            var stored: [UUID: (revision: Int, device: String, flight: String)] = [:]
             for row in try run(Self.lockOrders(columns.ids)) {
-                let (id, revision, device) = try row.decode((UUID, Int, String).self)
-                stored[id] = (revision, device)
+                let (id, revision, device, flight) = try row.decode((UUID, Int, String, String).self)
+                stored[id] = (revision, device, flight)
             }
             var writes = [OrderWrite](repeating: .unchanged, count: round.count)
             var absent: [Int] = []
@@ -535,7 +576,9 @@ extension PostgresStore {
                 for row in try run(Self.raiseOrders(Self.subset(columns, raised))) {
                     let (position, flight, seat) = try row.decode((Int, String?, String?).self)
                     let left = flight.flatMap { flight in seat.map { SeatKey(flight: flight, seat: $0) } }
-                    writes[raised[position - 1]] = .raised(left: left)
+                    let k = raised[position - 1]
+                    let before = stored[columns.ids[k]]!
+                    writes[k] = .raised(left: left, from: before.revision, on: before.flight)
                 }
             }
             try run("RELEASE SAVEPOINT orders_round")
