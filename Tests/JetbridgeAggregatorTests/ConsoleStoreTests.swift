@@ -270,12 +270,16 @@ struct ConsoleStoreTests {
         #expect(flights(first).isEmpty)
         #expect(first["unread"] as? Int == 5)
         #expect((first["note"] as? String)?.contains("5 of 6 flights not read yet") == true, "\(first)")
+        // The reader knows which flights it has read (a later answer reads those cheaply, the others only early on).
+        #expect(store.consoleSummaryIsKept(flight: try FlightID("ZA1/\(today)")))
+        #expect(!store.consoleSummaryIsKept(flight: try FlightID("ZA2/\(today)")))
         api.problemReadBudget = .seconds(30)
         let whole = try problems(api)
         #expect(flights(whole) == ["ZA2/\(today)", "ZA5/\(today)"])
         #expect(whole["matching"] as? Int == 2)
         #expect(whole["unread"] == nil)
         #expect(whole["note"] == nil)
+        #expect(try (1...6).allSatisfy { store.consoleSummaryIsKept(flight: try FlightID("ZA\($0)/\(today)")) })
     }
 
     @Test func sqliteBoardAndFlightPageShowTheFleet() throws {

@@ -7,6 +7,8 @@ import PostgresNIO
 /// see ``PostgresStore/migrations``), `orders (flight, seat)` for its orders. Distinct flights and devices are loose
 /// index scans (a recursive CTE taking the next `min`), one probe per value.
 extension PostgresStore: ConsoleReading {
+    public func consoleSummaryIsKept(flight: FlightID) -> Bool { consoleSales.holds(flight) }
+
     public func consoleFlights() throws -> [FlightID] {
         try locked {
             let rows = try run(

@@ -9,6 +9,8 @@ import SystemSupport
 /// seek per value, SQLite's recursive-CTE idiom), so they cost per flight, not per record. The plans are checked by
 /// `ConsoleStoreTests` (EXPLAIN QUERY PLAN) and timed by `console-benchmark`.
 extension SQLiteStore: ConsoleReading {
+    public func consoleSummaryIsKept(flight: FlightID) -> Bool { consoleSales.holds(flight) }
+
     public func consoleFlights() throws -> [FlightID] {
         try pool.read { db in
             let withOrders = try String.fetchAll(db, sql: "SELECT flight FROM flights")
@@ -355,6 +357,12 @@ final class ConsoleSales: Sendable {
 
     func summary(_ flight: FlightID, at version: Version) -> ConsoleFlightSummary? {
         kept.withLock { kept in kept[flight.rawValue].flatMap { $0.0 == version ? $0.1 : nil } }
+    }
+
+    /// Whether a summary of `flight` is kept, at any version: reading it again costs a check of the version (and
+    /// the changes since), not a first read of all its orders.
+    func holds(_ flight: FlightID) -> Bool {
+        kept.withLock { $0[flight.rawValue] != nil }
     }
 
     func keep(_ summary: ConsoleFlightSummary, at version: Version) {
