@@ -282,6 +282,45 @@ struct ConsoleStoreTests {
         #expect(try (1...6).allSatisfy { store.consoleSummaryIsKept(flight: try FlightID("ZA\($0)/\(today)")) })
     }
 
+    /// `serve --console --metrics` on PostgreSQL, as deployed: the console has a reader for its answers and one for
+    /// its start-up read, sharing their kept totals, beside the metrics' flight-bags reader. A device syncs; the
+    /// board, the flight's page and a scrape all show its bags, and the board follows a second sync.
+    @Test func postgresServeWithConsoleAndMetricsShowsASync() async throws {
+        guard TestPostgres.enabled else { return }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let database = try TestPostgres.freshDatabase()
+        defer { database.drop() }
+        let serve = try await ServeProcess(
+            store: database.url, in: fixture.directory, name: "ground", metrics: true, console: true)
+        let console = try #require(serve.consoleEndpoint)
+        let metrics = try #require(serve.metricsEndpoint)
+        let bearer = ["Authorization: Bearer \(try ConsoleSignInTests.token(in: serve))"]
+        let ramp = try ProofOfDeliveryEndToEndTests.Agent(device: "ramp-1", serve: serve, in: fixture.directory)
+        func board() async throws -> [String: Any]? {
+            let answer = try await ConsoleSignInTests.get(console, "/api/flights", bearer)
+            #expect(answer.status == 200, "\(answer.body)")
+            let page = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+            return (page?["flights"] as? [[String: Any]])?.first {
+                $0["flight"] as? String == ProofOfDeliveryEndToEndTests.flight
+            }
+        }
+        for (round, total) in [(1, 30), (2, 50)] {
+            try await ramp.capture(scans: total == 30 ? 30 : 20)
+            let (status, output) = try await ramp.sync()
+            #expect(status == 0, "round \(round): \(output)")
+            let line = try #require(try await board(), "round \(round)")
+            #expect((line["bags"] as? [String: Int])?["total"] == total, "round \(round): \(line)")
+            #expect((line["bags"] as? [String: Int])?["inTransit"] == total, "round \(round): \(line)")
+        }
+        let quoted = ProofOfDeliveryEndToEndTests.flight.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let page = try await ConsoleSignInTests.get(console, "/api/flight?flight=\(quoted)&status=in-transit", bearer)
+        #expect(page.status == 200 && page.body.contains("\"scans\":50"), "\(page.body)")
+        let scrape = try await ConsoleSignInTests.get(metrics, "/metrics")
+        #expect(scrape.status == 200 && scrape.body.contains("jetbridge_store_commit_seconds"), "\(scrape.body.prefix(500))")
+        #expect(!serve.logText.contains(#""level":"error""#), "\(serve.logText)")
+    }
+
     @Test func sqliteBoardAndFlightPageShowTheFleet() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
