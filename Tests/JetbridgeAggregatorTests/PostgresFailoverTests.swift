@@ -3,6 +3,8 @@ import JetbridgeTestKit
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
+import NIOCore
+import PostgresNIO
 import Testing
 
 import SystemSupport
@@ -174,6 +176,16 @@ struct PostgresFailoverTests {
     static func makeReadOnly(_ url: String) throws {
         try TestPostgres.admin(url, "ALTER SYSTEM SET default_transaction_read_only = on")
         try TestPostgres.admin(url, "SELECT pg_reload_conf()")
+        // pg_reload_conf() only signals the postmaster, which reloads and then signals every session: a session's next
+        // transaction could still begin read-write. A new session sees the setting once the postmaster has reloaded
+        // and signalled the others.
+        try waitUntilBlocking("the server is read-only for new sessions", timeout: .seconds(20)) {
+            let connection = try TestPostgres.connect(url)
+            defer { try? connection.close().wait() }
+            let rows = try connection.query("SHOW default_transaction_read_only", logger: Logger(label: "test-admin"))
+                .wait()
+            return try rows.first?.decode(String.self) == "on"
+        }
     }
 
     @Test func aReadOnlyServerListedFirstIsPassedForTheWritableOne() async throws {
