@@ -12,10 +12,11 @@ import PostgresNIO
 // The per-record verdicts are the per-row engine's: each table's rows of a round go in id order, and an id that comes
 // more than once in a group (a resend, a revision and its correction) goes in several rounds, the k-th occurrence in
 // the k-th (see ``PostgresStore/rounds(_:)``), so each occurrence meets the row its predecessor left, exactly as one
-// statement per row did. A round asks which of its ids are stored, then inserts only the new rows with a plain
-// `INSERT` and raises only the higher revisions: a speculative `INSERT … ON CONFLICT` per row cost about a third of
-// PostgreSQL's CPU per record (issue 29). A plain insert fails on an id another aggregator stored meanwhile (23505);
-// each round has a savepoint to fall back to (``PostgresStore/writeOrders(_:of:owners:)``,
+// statement per row did. A round of orders asks which of its ids are stored, then inserts only the new rows with a
+// plain `INSERT` and raises only the higher revisions; a round of scans is inserted with a plain `INSERT` at once: a
+// speculative `INSERT … ON CONFLICT` per row cost about a third of PostgreSQL's CPU per record (issue 29). A plain
+// insert fails on an id stored before or by another aggregator meanwhile (23505); each round has a savepoint to fall
+// back to (``PostgresStore/writeOrders(_:of:owners:)``,
 // ``PostgresStore/writeScans(_:of:)``).
 
 extension PostgresStore {
@@ -130,13 +131,8 @@ extension PostgresStore {
         }
     }
 
-    /// The stored scans among `ids` (a scan, once stored, never changes: nothing to lock).
-    static func storedScans(_ ids: [UUID]) -> PostgresQuery {
-        "SELECT id FROM scans WHERE id = ANY(\(ids)::uuid[])"
-    }
-
-    /// Inserts scans none of which was stored when ``storedScans(_:)`` looked, in the order given (id order, as
-    /// ``insertOrders(_:)``). A plain insert: an id another transaction stored since fails the statement with 23505.
+    /// Inserts scans in the order given (id order, as ``insertOrders(_:)``). A plain insert: a stored id, or one another
+    /// transaction stores meanwhile, fails the statement with 23505.
     static func insertScans(_ columns: ScanColumns) -> PostgresQuery {
         """
         INSERT INTO scans (id, flight, tag, point, scanned_at, owner, weight, device)
@@ -146,8 +142,7 @@ extension PostgresStore {
         """
     }
 
-    /// The fallback of ``insertScans(_:)`` when another transaction stored one of the ids meanwhile: inserts the
-    /// scans not stored, waiting for a transaction that is inserting the same id, and answers the 1-based positions
+    /// The fallback of ``insertScans(_:)`` when one of the ids is stored: inserts the scans not stored, waiting for a transaction that is inserting the same id, and answers the 1-based positions
     /// of those already stored.
     static func insertScansIfAbsent(_ columns: ScanColumns) -> PostgresQuery {
         """
@@ -427,8 +422,8 @@ extension PostgresStore {
         try run("SELECT set_config('jetbridge.applying', 'on', true)")
         var unchanged: [PendingRow] = []
         var owners: [UUID: String] = [:]
-        for round in Self.rounds(orders) {
-            for (k, write) in try writeOrders(round, of: batches, owners: &owners).enumerated() {
+        for (n, round) in Self.rounds(orders).enumerated() {
+            for (k, write) in try writeOrders(round, of: batches, owners: &owners, firstRound: n == 0).enumerated() {
                 let row = round[k]
                 if case .unchanged = write {
                     unchanged.append(row)
@@ -527,26 +522,36 @@ extension PostgresStore {
     }
 
     /// Stores one round of orders (ids distinct, in id order) and answers what each did; `owners` gets the owning
-    /// device of each order that was stored before.
+    /// device of each order that was stored before and is not new in this round.
     ///
     /// The stored ones are locked and read first (``lockOrders(_:)``), the new ones inserted with a plain `INSERT`,
     /// then the higher revisions raised: no speculative insert per row. Every row this takes it takes in id order,
-    /// stored rows first and new ones after, as every other transaction does (docs/STORE.md, "Lock order"). Another
-    /// aggregator may store one of the new ids in between (it commits, or was inserting it and commits while the
-    /// insert waits): the insert fails with 23505 (unique_violation), the round is rolled back to its savepoint, which
-    /// releases its locks, and done again from the lock, which now sees that row stored. Each attempt again finds one
-    /// more id stored, so this ends.
+    /// stored rows first and new ones after, as every other transaction does (docs/STORE.md, "Lock order").
+    ///
+    /// A group's first round is tried first without asking about its first revisions: an order's first revision is
+    /// almost always new when it arrives, and asking cost a B-tree probe per order (issue 29). Only the corrections
+    /// (revision 2 or more) are locked and read; the first revisions go in with the new corrections. When one of them
+    /// was stored (a resend), the insert fails with 23505 and the round is done again asking about every id.
+    ///
+    /// Another aggregator may store one of the new ids in between (it commits, or was inserting it and commits while
+    /// the insert waits): the insert fails with 23505 (unique_violation), the round is rolled back to its savepoint,
+    /// which releases its locks, and done again from the lock, which now sees that row stored. Each attempt again finds
+    /// one more id stored, so this ends.
     func writeOrders(
-        _ round: [PendingRow], of batches: [IncomingBatch], owners: inout [UUID: String]
+        _ round: [PendingRow], of batches: [IncomingBatch], owners: inout [UUID: String], firstRound: Bool
     ) throws -> [OrderWrite] {
         let columns = OrderColumns(round, of: batches)
         var lastAbsent = Int.max
+        var asking = firstRound ? columns.revisions.indices.filter { columns.revisions[$0] > 1 } : nil
         while true {
             try run("SAVEPOINT orders_round")
             var stored: [UUID: (revision: Int, device: String, flight: String)] = [:]
-            for row in try run(Self.lockOrders(columns.ids)) {
-                let (id, revision, device, flight) = try row.decode((UUID, Int, String, String).self)
-                stored[id] = (revision, device, flight)
+            let locking = asking.map { asked in asked.map { columns.ids[$0] } } ?? columns.ids
+            if !locking.isEmpty {
+                for row in try run(Self.lockOrders(locking)) {
+                    let (id, revision, device, flight) = try row.decode((UUID, Int, String, String).self)
+                    stored[id] = (revision, device, flight)
+                }
             }
             var writes = [OrderWrite](repeating: .unchanged, count: round.count)
             var absent: [Int] = []
@@ -562,12 +567,15 @@ extension PostgresStore {
                 let new = absent.count == columns.ids.count ? columns : Self.subset(columns, absent)
                 do {
                     try run(Self.insertOrders(new))
-                } catch let error as PostgresStoreError where error.sqlState == "23505" && absent.count < lastAbsent {
+                } catch let error as PostgresStoreError
+                    where error.sqlState == "23505" && (asking != nil || absent.count < lastAbsent)
+                {
                     logger.debug(
-                        "orders stored meanwhile by another transaction; the round is done again",
+                        "orders stored before or meanwhile by another transaction; the round is done again",
                         metadata: ["orders": .stringConvertible(absent.count)])
                     try run("ROLLBACK TO SAVEPOINT orders_round")
-                    lastAbsent = absent.count
+                    if asking == nil { lastAbsent = absent.count }
+                    asking = nil
                     continue
                 }
                 for k in absent { writes[k] = .inserted }
@@ -601,29 +609,23 @@ extension PostgresStore {
 
     /// Stores one round of scans (ids distinct, in id order) and answers whether each was new.
     ///
-    /// The stored ones are read first (``storedScans(_:)``) and the rest inserted with a plain `INSERT` (in id order).
-    /// When another aggregator stored one of them in between, the insert fails with 23505 (unique_violation): it is
-    /// rolled back to its savepoint and the rest go in with ``insertScansIfAbsent(_:)``, today's
-    /// `ON CONFLICT DO NOTHING` (which locks no stored row, so it keeps the lock order).
+    /// A scan is almost always new when it arrives, so the round goes in with a plain `INSERT` (in id order) without
+    /// asking first which ids are stored: asking cost a B-tree probe per scan, about a quarter of PostgreSQL's CPU
+    /// per record (issue 29). When one of them is stored (a resend, or another aggregator storing the same batch, which
+    /// the insert waits for), the insert fails with 23505 (unique_violation): it is rolled back to its savepoint and
+    /// the round goes in with ``insertScansIfAbsent(_:)``, `ON CONFLICT DO NOTHING`, which answers the stored ones (and
+    /// locks no stored row, so it keeps the lock order).
     func writeScans(_ round: [PendingRow], of batches: [IncomingBatch]) throws -> [Bool] {
         let columns = ScanColumns(round, of: batches)
-        var stored: Set<UUID> = []
-        for row in try run(Self.storedScans(columns.ids)) { stored.insert(try row.decode(UUID.self)) }
-        var new = columns.ids.map { !stored.contains($0) }
-        let absent = new.indices.filter { new[$0] }
-        guard !absent.isEmpty else { return new }
-        let rows = absent.map { round[$0] }
+        var new = [Bool](repeating: true, count: round.count)
         try run("SAVEPOINT scans_round")
         do {
-            try run(Self.insertScans(absent.count == round.count ? columns : ScanColumns(rows, of: batches)))
+            try run(Self.insertScans(columns))
         } catch let error as PostgresStoreError where error.sqlState == "23505" {
             logger.debug(
-                "scans stored meanwhile by another transaction; inserted if absent",
-                metadata: ["scans": .stringConvertible(absent.count)])
+                "scans stored before; inserted if absent", metadata: ["scans": .stringConvertible(round.count)])
             try run("ROLLBACK TO SAVEPOINT scans_round")
-            for row in try run(Self.insertScansIfAbsent(ScanColumns(rows, of: batches))) {
-                new[absent[try row.decode(Int.self) - 1]] = false
-            }
+            for row in try run(Self.insertScansIfAbsent(columns)) { new[try row.decode(Int.self) - 1] = false }
         }
         try run("RELEASE SAVEPOINT scans_round")
         return new
