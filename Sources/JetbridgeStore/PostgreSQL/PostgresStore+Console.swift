@@ -44,7 +44,7 @@ extension PostgresStore: ConsoleReading {
                 summary.devices = devices.union(summary.devices).sorted()
                 return summary
             }
-            let rows = try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
+            let rows = try orderRecords(flight: flight.rawValue)
             let summary: ConsoleFlightSummary
             do {
                 let orders = try decodeOrders(rows)

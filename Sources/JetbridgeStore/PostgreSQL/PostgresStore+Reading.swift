@@ -94,13 +94,11 @@ extension PostgresStore {
 
     public func orders(flight: FlightID?) throws -> [Order] {
         try locked {
-            let rows =
-                if let flight {
-                    try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
-                } else {
-                    try run("SELECT record FROM orders ORDER BY flight, seq")
-                }
-            return try decodeOrders(rows)
+            if let flight {
+                try decodeOrders(orderRecords(flight: flight.rawValue))
+            } else {
+                try decodeOrders(run("SELECT record FROM orders ORDER BY flight, seq"))
+            }
         }
     }
 
@@ -136,7 +134,7 @@ extension PostgresStore {
                 }
             var reports: [FlightReport] = []
             func emit(_ flight: FlightID, _ bags: [BagState]) throws {
-                let rows = try run("SELECT record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seq")
+                let rows = try orderRecords(flight: flight.rawValue)
                 do {
                     let orders = try decodeOrders(rows)
                     reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
@@ -188,14 +186,36 @@ extension PostgresStore {
         }
     }
 
-    /// Groups `seat, record` rows (in seat order) by seat: each seat's decoded orders, or the error of the first
-    /// order that does not decode (the other seats go on).
+    /// Groups `seat, seq, record` rows (in any order) by seat, in seat order: each seat's decoded orders in arrival
+    /// (`seq`) order, or the error of the first order that does not decode (the other seats go on).
+    ///
+    /// The rows are sorted here, not by an `ORDER BY`: PostgreSQL's sort carries each row's record bytes and spilled
+    /// to temporary files past `work_mem` (18 MB for a flight's 73,500 orders; 150 ms against 30 ms unsorted).
     func forEachSeat(
         _ rows: PostgresQueryResult, _ body: (String, Result<[Order], any Error>) throws -> Void
     ) throws {
-        var iterator = rows.makeIterator()
+        var keyed: [(seat: String, seq: Int, record: Data)] = []
+        keyed.reserveCapacity(rows.count)
+        for row in rows { keyed.append(try row.decode((String, Int, Data).self)) }
+        // Seats are ASCII (`Seat`), so String's order is the byte order of `COLLATE "C"`.
+        keyed.sort { ($0.seat, $0.seq) < ($1.seat, $1.seq) }
+        var next = 0
         try Self.forEachSeat(
-            rows: { try iterator.next().map { try $0.decode((String, Data).self) } }, decode: decodeOrder, body)
+            rows: {
+                guard next < keyed.count else { return nil }
+                defer { next += 1 }
+                return (keyed[next].seat, keyed[next].record)
+            }, decode: decodeOrder, body)
+    }
+
+    /// `flight`'s stored orders' bytes in arrival (`seq`) order, sorted here for the reason ``forEachSeat(_:_:)``
+    /// gives.
+    func orderRecords(flight: String) throws -> [Data] {
+        var keyed = try run("SELECT seq, record FROM orders WHERE flight = \(flight)").map {
+            try $0.decode((Int, Data).self)
+        }
+        keyed.sort { $0.0 < $1.0 }
+        return keyed.map(\.1)
     }
 
     // MARK: Internals
@@ -209,6 +229,12 @@ extension PostgresStore {
     func decodeOrders(_ rows: some Sequence<PostgresRow>) throws -> [Order] {
         var stream = RecordCoding.Stream()
         return try rows.map { try decodeOrder($0.decode(Data.self), stream: &stream) }
+    }
+
+    /// Decodes stored orders' bytes in the order given, checking what they share (their flight id) once.
+    func decodeOrders(_ records: [Data]) throws -> [Order] {
+        var stream = RecordCoding.Stream()
+        return try records.map { try decodeOrder($0, stream: &stream) }
     }
 
     /// Decodes a stored order, the rows before it having left what they share in `stream`.

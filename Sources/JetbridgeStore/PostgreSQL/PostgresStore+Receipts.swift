@@ -23,7 +23,7 @@ extension PostgresStore {
         // One flight's order rows in memory at a time (postgres-nio's future API returns them all), one seat's
         // decoded orders.
         let rows = try locked {
-            try run("SELECT seat, record FROM orders WHERE flight = \(flight.rawValue) ORDER BY seat, seq")
+            try run("SELECT seat, seq, record FROM orders WHERE flight = \(flight.rawValue)")
         }
         try forEachSeat(rows) { seatText, orders in
             let seat = try seatValue(seatText)
@@ -69,8 +69,8 @@ extension PostgresStore {
                 try locked {
                     let rows = try run(
                         """
-                        SELECT seat, record FROM orders WHERE flight = \(flight.rawValue)
-                            AND seat = ANY(\(seats.map(\.rawValue))) ORDER BY seat, seq
+                        SELECT seat, seq, record FROM orders WHERE flight = \(flight.rawValue)
+                            AND seat = ANY(\(seats.map(\.rawValue)))
                         """)
                     try forEachSeat(rows) { found[$0] = $1 }
                 }
