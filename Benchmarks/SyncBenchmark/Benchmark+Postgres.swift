@@ -109,7 +109,17 @@ extension Benchmark {
         say("                                            value      target")
         say(String(format: "PostgreSQL end to end, 2 aggregators  %11.0f   records/s", rate))
         say(String(format: "COPY floor (records/s)                %11.0f", floorRate))
-        say(String(format: "ratio end to end / COPY               %11.2f   ≥ 0.5      %@", ratio, met(ratio >= 0.5)))
+        say(String(format: "ratio end to end / COPY               %11.2f   ≥ 1.3      %@", ratio, met(ratio >= 1.3)))
+        // What the machine allows: the sync's processes (agents, aggregators, PostgreSQL) need their CPU seconds on
+        // this many cores at best, whatever the code does.
+        if let cpu = figures.serverCPU {
+            let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+            let busy = figures.agentsCPU + figures.aggregatorCPU.reduce(0, +) + cpu.sync
+            say(
+                String(
+                    format: "best ratio this machine allows        %11.2f   (%.1f s of CPU in the sync on %.0f cores)",
+                    floorSeconds / (busy / cores), busy, cores))
+        }
         for (name, peak) in zip(["a", "b"], figures.peakKiB) {
             say(
                 String(
@@ -117,10 +127,18 @@ extension Benchmark {
                     met(peak <= 256 * 1024)))
         }
         if let cpu = figures.serverCPU {
+            let perRecord = cpu.sync / Double(total) * 1e6
             say(String(format: "PostgreSQL CPU, sync (s)              %11.1f", cpu.sync))
+            say(
+                String(
+                    format: "PostgreSQL CPU per record, sync (µs)  %11.2f   ≤ 10       %@", perRecord,
+                    met(perRecord <= 10)))
             say(String(format: "PostgreSQL CPU, to receipts (s)       %11.1f", cpu.caughtUp))
         }
-        if let copyServerCPU { say(String(format: "PostgreSQL CPU, COPY (s)              %11.1f", copyServerCPU)) }
+        if let copyServerCPU {
+            say(String(format: "PostgreSQL CPU, COPY (s)              %11.1f", copyServerCPU))
+            say(String(format: "PostgreSQL CPU per record, COPY (µs)  %11.2f", copyServerCPU / Double(total) * 1e6))
+        }
         say(String(format: "SQLite end to end, 1 aggregator       %11.0f   records/s", sqlite.rate))
         say(String(format: "SQLite direct insert floor            %11.0f   rows/s", directRate))
         say(String(format: "ratio PostgreSQL / SQLite end to end  %11.2f", rate / sqlite.rate))

@@ -24,6 +24,8 @@ struct RunFigures {
     var records = 0
     var rate: Double { Double(records) / seconds }
     var aggregatorCPU: [Double] = []
+    /// The agents' CPU seconds, all of them together.
+    var agentsCPU = 0.0
     var peakKiB: [Int] = []
     /// PostgreSQL's CPU seconds from the first sync start to the last exit, and to the receipts' catching up.
     var serverCPU: (sync: Double, caughtUp: Double)?
@@ -196,6 +198,7 @@ struct SyncRun {
         let agentsCPU = childrenCPU() - childrenCPU0
         let serveCPU = zip(serves, serveCPU0).map { processCPU($0) - $1 }
         figures.aggregatorCPU = serveCPU
+        figures.agentsCPU = agentsCPU
         let serveThreadCPU = serves.map(threadTimes)
         figures.networkCPU = serveThreadCPU.first?.first { $0.0 == "jb-network" }?.1
         // Receipts may trail the acks (the receipts thread waits for the store to go idle): wait until no seat is
