@@ -22,7 +22,13 @@ import Logging
 import MessagePack
 import PostgresNIO
 
+let storeBenchmarkUsage =
+    "usage: store-benchmark [records] [directory or -] [batches per transaction, a multiple of 20] [--postgres [URL]]"
 var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) {
+    print(storeBenchmarkUsage)
+    exit(0)
+}
 var postgresURL: String?
 if let flag = arguments.firstIndex(of: "--postgres") {
     arguments.remove(at: flag)
@@ -32,16 +38,29 @@ if let flag = arguments.firstIndex(of: "--postgres") {
         postgresURL = ProcessInfo.processInfo.environment["JETBRIDGE_TEST_POSTGRES"]
     }
     guard postgresURL != nil else {
-        fatalError("--postgres needs a URL (postgres://user@host:port/database) or JETBRIDGE_TEST_POSTGRES")
+        exitWithUsage(
+            "--postgres needs a URL (postgres://user@host:port/database) or JETBRIDGE_TEST_POSTGRES",
+            usage: storeBenchmarkUsage)
     }
 }
-let totalRecords = arguments.count > 0 ? Int(arguments[0])! : 1_000_000
+/// Argument `index` of `arguments` as a positive count, `otherwise` when absent.
+func count(_ arguments: [String], _ index: Int, _ name: String, otherwise: Int) -> Int {
+    guard index < arguments.count else { return otherwise }
+    guard let value = Int(arguments[index]), value > 0 else {
+        exitWithUsage("\(name): not a positive number: \(arguments[index])", usage: storeBenchmarkUsage)
+    }
+    return value
+}
+let totalRecords = count(arguments, 0, "records", otherwise: 1_000_000)
 let batchSize = 1_000
 let batchesPerTransaction = 20
 /// Batches the store is given per `apply` (one transaction); a multiple of `batchesPerTransaction`.
-let storeBatchesPerTransaction =
-    arguments.count > 2 ? Int(arguments[2])! : postgresURL == nil ? batchesPerTransaction : 2 * batchesPerTransaction
-precondition(storeBatchesPerTransaction % batchesPerTransaction == 0, "batches per transaction: a multiple of 20")
+let storeBatchesPerTransaction = count(
+    arguments, 2, "batches per transaction",
+    otherwise: postgresURL == nil ? batchesPerTransaction : 2 * batchesPerTransaction)
+if storeBatchesPerTransaction % batchesPerTransaction != 0 {
+    exitWithUsage("batches per transaction: a multiple of 20, not \(storeBatchesPerTransaction)", usage: storeBenchmarkUsage)
+}
 let baseDirectory =
     arguments.count > 1 && arguments[1] != "-"
     ? URL(fileURLWithPath: arguments[1]) : FileManager.default.temporaryDirectory
