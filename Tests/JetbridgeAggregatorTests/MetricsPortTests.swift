@@ -63,8 +63,15 @@ struct MetricsPortTests {
             silent.allSatisfy(\.isClosedByPeer)
         }
         #expect(try await trickle.value, "a head trickled a byte at a time for 20 s was never closed")
-        try await waitUntil("the server closes the idle keep-alive connection", timeout: .seconds(30)) {
-            idle.isClosedByPeer
+        // It failed twice in full runs (never alone): the connection stayed open 30 s. Say what the descriptor is then.
+        let idleSocket = idle.describedDescriptor
+        do {
+            try await waitUntil("the server closes the idle keep-alive connection", timeout: .seconds(30)) {
+                idle.isClosedByPeer
+            }
+        } catch {
+            Issue.record("server \(endpoint); the idle connection was \(idleSocket), is now \(idle.describedDescriptor)")
+            throw error
         }
         // A prompt client is still served, with keep-alive.
         let prompt = try await onOwnThread {
@@ -397,6 +404,20 @@ final class RawTCP: @unchecked Sendable {
     }
 
     func close() { Glibc.close(descriptor) }
+
+    /// What the descriptor is now, for a failure message: the local and peer ports of the socket it names, or why
+    /// there is none (a descriptor closed elsewhere in this process and reused would show other ports).
+    var describedDescriptor: String {
+        func port(_ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> String {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let result = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) }
+            }
+            return result == 0 ? "\(UInt16(bigEndian: address.sin_port))" : String(cString: strerror(errno))
+        }
+        return "descriptor \(descriptor): local port \(port(getsockname)), peer port \(port(getpeername))"
+    }
 }
 
 struct RawTCPError: Error, CustomStringConvertible {
