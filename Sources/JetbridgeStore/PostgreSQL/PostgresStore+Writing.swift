@@ -16,8 +16,7 @@ import PostgresNIO
 // plain `INSERT` and raises only the higher revisions; a round of scans is inserted with a plain `INSERT` at once: a
 // speculative `INSERT … ON CONFLICT` per row cost about a third of PostgreSQL's CPU per record (issue 29). A plain
 // insert fails on an id stored before or by another aggregator meanwhile (23505); each round has a savepoint to fall
-// back to (``PostgresStore/writeOrders(_:of:owners:)``,
-// ``PostgresStore/writeScans(_:of:)``).
+// back to (``PostgresStore/writeOrders(_:of:owners:firstRound:)``, ``PostgresStore/writeScans(_:of:firstRound:)``).
 
 extension PostgresStore {
     /// `rows`, sorted by id then arrival, split into rounds: round k holds the k-th occurrence of each id, still in id
@@ -142,8 +141,8 @@ extension PostgresStore {
         """
     }
 
-    /// The fallback of ``insertScans(_:)`` when one of the ids is stored: inserts the scans not stored, waiting for a transaction that is inserting the same id, and answers the 1-based positions
-    /// of those already stored.
+    /// The fallback of ``insertScans(_:)`` when one of the ids is stored: inserts the scans not stored, waiting for a
+    /// transaction that is inserting the same id, and answers the 1-based positions of those already stored.
     static func insertScansIfAbsent(_ columns: ScanColumns) -> PostgresQuery {
         """
         WITH input AS (
@@ -455,8 +454,8 @@ extension PostgresStore {
         }
         // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
         // make it the earliest verdict, depends on them.
-        for round in Self.rounds(scans) {
-            for (row, new) in zip(round, try writeScans(round, of: batches)) where new {
+        for (n, round) in Self.rounds(scans).enumerated() {
+            for (row, new) in zip(round, try writeScans(round, of: batches, firstRound: n == 0)) where new {
                 newCounts[Int(row.batch)] += 1
                 let record = batches[Int(row.batch)].records[Int(row.index)].record
                 tally.countNew(Int(row.batch), Int(row.index), hash: DeliverySummary.hash(of: record))
@@ -614,10 +613,15 @@ extension PostgresStore {
     /// per record (issue 29). When one of them is stored (a resend, or another aggregator storing the same batch, which
     /// the insert waits for), the insert fails with 23505 (unique_violation): it is rolled back to its savepoint and
     /// the round goes in with ``insertScansIfAbsent(_:)``, `ON CONFLICT DO NOTHING`, which answers the stored ones (and
-    /// locks no stored row, so it keeps the lock order).
-    func writeScans(_ round: [PendingRow], of batches: [IncomingBatch]) throws -> [Bool] {
+    /// locks no stored row, so it keeps the lock order). A group's later rounds (ids that came again in the group, all
+    /// stored by the first) go in that way at once.
+    func writeScans(_ round: [PendingRow], of batches: [IncomingBatch], firstRound: Bool) throws -> [Bool] {
         let columns = ScanColumns(round, of: batches)
         var new = [Bool](repeating: true, count: round.count)
+        guard firstRound else {
+            for row in try run(Self.insertScansIfAbsent(columns)) { new[try row.decode(Int.self) - 1] = false }
+            return new
+        }
         try run("SAVEPOINT scans_round")
         do {
             try run(Self.insertScans(columns))
