@@ -1,5 +1,7 @@
+internal import CSQLiteSettings
 public import Foundation
 internal import GRDB
+internal import GRDBSQLite
 import JetbridgeModel
 public import JetbridgeProtocol
 public import Logging
@@ -25,6 +27,11 @@ public final class SQLiteStore: Sendable {
     static let writerCacheKiB = 65_536
     /// Readers only stream; a small cache is enough.
     static let readerCacheKiB = 8_192
+    /// Whether this process turned SQLite's memory statistics off, once, before its first connection (docs/STORE.md,
+    /// "Measured"): counting every allocation took a process-wide mutex around each malloc and free, about 5 % of the
+    /// store thread's CPU in sync-benchmark, for figures nothing reads. `false` when something opened a SQLite
+    /// connection first (SQLite refuses then, and keeps counting).
+    static let memoryStatisticsOff = jb_sqlite_disable_memory_statistics() == SQLITE_OK
 
     /// The database file.
     public let path: String
@@ -66,6 +73,9 @@ public final class SQLiteStore: Sendable {
         }
         self.path = path
         self.logger = logger
+        if !Self.memoryStatisticsOff {
+            logger.debug("SQLite was in use before the store opened: its memory statistics stay on")
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
         logger.debug("store open", metadata: ["path": "\(path)"])
