@@ -201,8 +201,8 @@ public final class SQLiteStore: Sendable {
         let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
         let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
-            for (i, incoming) in batch.records.enumerated() {
-                switch incoming.record {
+            for i in batch.records.indices {
+                switch batch.records[i].record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
                     let flight = order.flight.rawValue
@@ -242,8 +242,7 @@ public final class SQLiteStore: Sendable {
         let storedOrder = try db.cachedStatement(sql: storedOrderSQL)
         let pairValidity = try db.cachedStatement(sql: pairValiditySQL)
         for row in orders {
-            let incoming = batches[Int(row.batch)].records[Int(row.index)]
-            guard case .order(let order) = incoming.record else { continue }
+            guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             var stored: (flight: String, revision: Int)?
             if order.revision > 1, let found = try Row.fetchOne(storedOrder, arguments: [order.id.blob]) {
                 stored = (flight: found[1], revision: found[0])
@@ -252,7 +251,7 @@ public final class SQLiteStore: Sendable {
                     validBefore[pair] = try Bool.fetchOne(pairValidity, arguments: [pair.device, pair.flight]) ?? false
                 }
             }
-            switch try storeOrder(order, bytes: incoming.bytes) {
+            switch try storeOrder(order, bytes: batches[Int(row.batch)].records[Int(row.index)].bytes) {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
                 tally.countNew(
