@@ -229,6 +229,9 @@ public final class SQLiteStore: Sendable {
             }
         }
         tally.startCounting()
+        // At most one seat per order: room for all up front, so the set never grows (each growth rehashed every seat's
+        // two strings again).
+        dirty.reserveCapacity(orders.count)
         orders.sort()
         scans.sort()
         let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
