@@ -138,12 +138,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // CSQLiteSettings: SQLite's process-wide settings, in C because `sqlite3_config` is variadic.
+        .target(name: "CSQLiteSettings", linkerSettings: [.linkedLibrary("sqlite3")]),
         // The store: the rules, the SQLite and PostgreSQL engines behind StoreReader/StoreWriter, the report models.
         // No networking of its own and no command line: the aggregator, its commands and the benchmarks use it.
         .target(
             name: "JetbridgeStore",
             dependencies: [
-                "JetbridgeModel", "JetbridgeProtocol", "SystemSupport",
+                "JetbridgeModel", "JetbridgeProtocol", "SystemSupport", "CSQLiteSettings",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

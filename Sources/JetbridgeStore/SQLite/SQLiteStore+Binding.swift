@@ -6,8 +6,10 @@ internal import GRDBSQLite
 ///
 /// GRDB's `execute(arguments:)` takes a `StatementArguments`: per record an array of boxed
 /// `DatabaseValueConvertible` existentials, converted into `DatabaseValue`s (a `Data` allocated per UUID), then
-/// bound. Here each value goes straight from the model's fields into SQLite, which copies it (`SQLITE_TRANSIENT`, into
-/// a buffer the statement keeps across resets), as the direct-insert floor in the benchmarks does.
+/// bound. Here each value goes straight from the model's fields into SQLite. Texts and blobs are copied into a buffer
+/// per parameter that this statement keeps (``BoundBytes``) and bound there in place (`SQLITE_STATIC`): a copying
+/// bind (`SQLITE_TRANSIENT`, as the direct-insert floor binds) frees the previous record's copy and allocates the next
+/// one, two calls into malloc per value per record.
 ///
 /// Only for statements run inside a transaction GRDB began on the same connection (no transaction observers are
 /// registered on the store, so GRDB has nothing to learn from the steps it does not see).
@@ -15,34 +17,45 @@ struct HotStatement {
     private let statement: Statement
     private let handle: SQLiteStatement
     private let connection: SQLiteConnection?
+    private let bytes: BoundBytes
 
     init(_ db: Database, sql: String) throws {
         statement = try db.cachedStatement(sql: sql)
         handle = statement.sqliteStatement
         connection = db.sqliteConnection
+        bytes = BoundBytes(handle)
     }
 
-    /// SQLite's "copy it now" destructor.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    /// SQLite's "read it in place" destructor: the bytes stay where they are until the parameter is bound again or
+    /// the bindings are cleared (``BoundBytes``).
+    private static let inPlace = unsafeBitCast(0, to: sqlite3_destructor_type.self)
 
     // Each bind is checked: a failed bind (out of memory, too big) leaves the previous record's value in place, and
     // stepping would store it under this record.
 
+    // A parameter the statement does not have gets SQLite's own answer, SQLITE_RANGE.
+
     func bind(_ value: UUID, at index: Int32) throws {
-        try check(
-            withUnsafeBytes(of: value.uuid) { sqlite3_bind_blob(handle, index, $0.baseAddress, 16, Self.transient) })
+        guard let copy = bytes.buffer(at: index, count: 16) else { return try check(SQLITE_RANGE) }
+        withUnsafeBytes(of: value.uuid) { copy.copyMemory(from: $0.baseAddress!, byteCount: 16) }
+        try check(sqlite3_bind_blob(handle, index, copy, 16, Self.inPlace))
     }
 
     func bind(_ value: String, at index: Int32) throws {
         var value = value
-        try check(value.withUTF8 { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Self.transient) })
+        let copy = value.withUTF8 { utf8 in
+            let copy = bytes.buffer(at: index, count: utf8.count)
+            if let copy, let start = utf8.baseAddress { copy.copyMemory(from: start, byteCount: utf8.count) }
+            return copy.map { ($0, Int32(utf8.count)) }
+        }
+        guard let (start, count) = copy else { return try check(SQLITE_RANGE) }
+        try check(sqlite3_bind_text(handle, index, start.assumingMemoryBound(to: CChar.self), count, Self.inPlace))
     }
 
     func bind(_ value: Data, at index: Int32) throws {
-        // An empty buffer may have no base address, which SQLite would bind as NULL rather than an empty blob.
-        guard !value.isEmpty else { return try check(sqlite3_bind_zeroblob(handle, index, 0)) }
-        try check(
-            value.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) })
+        guard let copy = bytes.buffer(at: index, count: value.count) else { return try check(SQLITE_RANGE) }
+        value.withUnsafeBytes { if let start = $0.baseAddress { copy.copyMemory(from: start, byteCount: $0.count) } }
+        try check(sqlite3_bind_blob(handle, index, copy, Int32(value.count), Self.inPlace))
     }
 
     func bind(_ value: Int, at index: Int32) throws {
@@ -115,5 +128,47 @@ struct HotStatement {
         }
         sqlite3_reset(handle)
         return Int(sqlite3_changes(connection))
+    }
+}
+
+/// The bytes a ``HotStatement`` binds in place: one buffer per parameter, reused from record to record and grown when
+/// a value is larger. Never empty, so a buffer always has an address (SQLite binds a NULL address as NULL, not as an
+/// empty text or blob). When the last copy of the statement goes, the bindings are cleared before the buffers are
+/// freed: the cached statement never keeps a pointer to memory that is gone.
+final class BoundBytes {
+    private typealias Buffer = (start: UnsafeMutableRawPointer, capacity: Int)
+    private let handle: SQLiteStatement
+    /// One buffer per parameter, allocated up front: on the hot path a lookup is a pointer offset and a compare.
+    private let buffers: UnsafeMutablePointer<Buffer>
+    private let count: Int
+
+    init(_ handle: SQLiteStatement) {
+        self.handle = handle
+        count = Int(sqlite3_bind_parameter_count(handle))
+        buffers = .allocate(capacity: count)
+        for slot in 0..<count {
+            (buffers + slot).initialize(to: (UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16), 64))
+        }
+    }
+
+    /// The buffer of parameter `index` (from 1), with room for at least `byteCount` bytes, or `nil` when the
+    /// statement has no such parameter. Its previous bytes may still be bound to the statement: call this only to bind
+    /// the parameter again.
+    func buffer(at index: Int32, count byteCount: Int) -> UnsafeMutableRawPointer? {
+        guard index >= 1, Int(index) <= count else { return nil }
+        let buffer = buffers + (Int(index) - 1)
+        if buffer.pointee.capacity < byteCount {
+            let capacity = max(byteCount, 2 * buffer.pointee.capacity)
+            buffer.pointee.start.deallocate()
+            buffer.pointee = (UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16), capacity)
+        }
+        return buffer.pointee.start
+    }
+
+    deinit {
+        sqlite3_clear_bindings(handle)
+        for slot in 0..<count { buffers[slot].start.deallocate() }
+        buffers.deinitialize(count: count)
+        buffers.deallocate()
     }
 }

@@ -1,5 +1,7 @@
+internal import CSQLiteSettings
 public import Foundation
 internal import GRDB
+internal import GRDBSQLite
 import JetbridgeModel
 public import JetbridgeProtocol
 public import Logging
@@ -25,6 +27,11 @@ public final class SQLiteStore: Sendable {
     static let writerCacheKiB = 65_536
     /// Readers only stream; a small cache is enough.
     static let readerCacheKiB = 8_192
+    /// Whether this process turned SQLite's memory statistics off, once, before its first connection (docs/STORE.md,
+    /// "Measured"): counting every allocation took a process-wide mutex around each malloc and free, about 5 % of the
+    /// store thread's CPU in sync-benchmark, for figures nothing reads. `false` when something opened a SQLite
+    /// connection first (SQLite refuses then, and keeps counting).
+    static let memoryStatisticsOff = jb_sqlite_disable_memory_statistics() == SQLITE_OK
 
     /// The database file.
     public let path: String
@@ -66,6 +73,9 @@ public final class SQLiteStore: Sendable {
         }
         self.path = path
         self.logger = logger
+        if !Self.memoryStatisticsOff {
+            logger.debug("SQLite was in use before the store opened: its memory statistics stay on")
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
         logger.debug("store open", metadata: ["path": "\(path)"])
@@ -191,8 +201,8 @@ public final class SQLiteStore: Sendable {
         let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
         let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
-            for (i, incoming) in batch.records.enumerated() {
-                switch incoming.record {
+            for i in batch.records.indices {
+                switch batch.records[i].record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
                     let flight = order.flight.rawValue
@@ -219,6 +229,9 @@ public final class SQLiteStore: Sendable {
             }
         }
         tally.startCounting()
+        // At most one seat per order: room for all up front, so the set never grows (each growth rehashed every seat's
+        // two strings again).
+        dirty.reserveCapacity(orders.count)
         orders.sort()
         scans.sort()
         let orderDevice = try db.cachedStatement(sql: orderDeviceSQL)
@@ -232,8 +245,7 @@ public final class SQLiteStore: Sendable {
         let storedOrder = try db.cachedStatement(sql: storedOrderSQL)
         let pairValidity = try db.cachedStatement(sql: pairValiditySQL)
         for row in orders {
-            let incoming = batches[Int(row.batch)].records[Int(row.index)]
-            guard case .order(let order) = incoming.record else { continue }
+            guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
             var stored: (flight: String, revision: Int)?
             if order.revision > 1, let found = try Row.fetchOne(storedOrder, arguments: [order.id.blob]) {
                 stored = (flight: found[1], revision: found[0])
@@ -242,7 +254,7 @@ public final class SQLiteStore: Sendable {
                     validBefore[pair] = try Bool.fetchOne(pairValidity, arguments: [pair.device, pair.flight]) ?? false
                 }
             }
-            switch try storeOrder(order, bytes: incoming.bytes) {
+            switch try storeOrder(order, bytes: batches[Int(row.batch)].records[Int(row.index)].bytes) {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
                 tally.countNew(
