@@ -87,7 +87,7 @@ extension Benchmark {
         say("\n--- SQLite store (the default): one aggregator, the same records")
         let sqliteDirectory = scratch.appendingPathComponent("sqlite")
         try FileManager.default.createDirectory(at: sqliteDirectory, withIntermediateDirectories: true)
-        let (sqlite, directRate) = try sqliteMode(in: sqliteDirectory, makingSeconds: 0)
+        let (sqlite, directRate, _) = try sqliteMode(in: sqliteDirectory, makingSeconds: 0)
 
         if options.keep {
             say("kept: databases \(database) and \(copyDatabase)")

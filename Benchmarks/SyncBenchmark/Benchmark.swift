@@ -13,8 +13,8 @@ struct Benchmark {
     /// The SQLite mode's run (one aggregator on its own file), then its floor: the same rows into the store's tables
     /// in ONE transaction (`DirectInsert`, shared with the store benchmark), with corrections replacing the earlier
     /// revision as the store's upsert does.
-    /// - Returns: The run's figures and the floor's rows per second.
-    func sqliteMode(in directory: URL, makingSeconds: Double) throws -> (RunFigures, Double) {
+    /// - Returns: The run's figures, the floor's rows per second and its CPU seconds per row.
+    func sqliteMode(in directory: URL, makingSeconds: Double) throws -> (RunFigures, Double, Double) {
         let figures = try SyncRun(
             options: options, workload: workload, directory: directory, store: .sqlite, names: ["ground"],
             agentExecutable: agentExecutable, aggregatorExecutable: aggregatorExecutable
@@ -32,7 +32,7 @@ struct Benchmark {
             String(
                 format: "direct: %@ rows in %.2f s (one transaction, sqlite3 C API); CPU %.1f s (%.2f µs/row)",
                 grouped(total), directSeconds, directCPU, directCPU / Double(total) * 1e6))
-        return (figures, Double(total) / directSeconds)
+        return (figures, Double(total) / directSeconds, directCPU / Double(total))
     }
 }
 

@@ -37,6 +37,9 @@ struct RunFigures {
     /// The first aggregator's `jb-network` thread's CPU seconds (whole process life, read when the last sync
     /// exited): the ingress path (receiving, decoding, checking batches; acks out), which issue 29 bounds per record.
     var networkCPU: Double?
+    /// The first aggregator's `jb-store` thread's CPU seconds, read with ``networkCPU``: `apply`, which issue 29
+    /// bounds against the direct floor's CPU per row.
+    var storeCPU: Double?
     var pass = false
 }
 
@@ -201,6 +204,7 @@ struct SyncRun {
         figures.agentsCPU = agentsCPU
         let serveThreadCPU = serves.map(threadTimes)
         figures.networkCPU = serveThreadCPU.first?.first { $0.0 == "jb-network" }?.1
+        figures.storeCPU = serveThreadCPU.first?.first { $0.0 == "jb-store" }?.1
         // Receipts may trail the acks (the receipts thread waits for the store to go idle): wait until no seat is
         // marked, then read the threads again, so the whole cost of the receipts shows.
         let catchUpSeconds = waitForReceipts(aggregators[0].home, timeout: 600)

@@ -45,7 +45,8 @@ let benchmark = Benchmark(
 let pass: Bool
 switch options.store {
 case .sqlite:
-    let (figures, directRate) = try benchmark.sqliteMode(in: scratch, makingSeconds: workload.makingSeconds)
+    let (figures, directRate, directCPUPerRow) = try benchmark.sqliteMode(
+        in: scratch, makingSeconds: workload.makingSeconds)
     let syncRate = figures.rate
     let peakKiB = figures.peakKiB[0]
     pass = figures.pass
@@ -67,6 +68,12 @@ case .sqlite:
         String(
             format: "network thread (µs/record)    %11.2f   ≤ 4        %@", networkMicroseconds ?? .nan,
             networkMicroseconds.map { met($0 <= 4) } ?? "not measured"))
+    // The store thread (issue 29): its CPU per record against the direct floor's CPU per row.
+    let storeRatio = figures.storeCPU.map { $0 / Double(figures.records) / directCPUPerRow }
+    say(
+        String(
+            format: "store thread / floor, CPU     %11.2f   ≤ 0.9      %@", storeRatio ?? .nan,
+            storeRatio.map { met($0 <= 0.9) } ?? "not measured"))
     // Receipts (issue 29): caught up soon after the last device, next to one rebuild of the same store.
     let caughtUp = figures.receiptsCatchUp
     say(
