@@ -56,7 +56,7 @@ struct ConsolePortTests {
                 let sent = connection.sendAll(head + Array("\r\n\r\n".utf8), stallAfter: .seconds(5))
                 let status = Self.status(connection)
                 try waitUntilBlocking("the 1 MiB header's connection closes", timeout: Self.bound) {
-                    connection.isClosedByPeer
+                    connection.serverSideIsClosed
                 }
                 return (sent, status, true)
             }
@@ -73,7 +73,7 @@ struct ConsolePortTests {
                     + Array(repeating: UInt8(ascii: "a"), count: 120)
                 var sent = 0
                 for byte in head {
-                    if connection.isClosedByPeer || (try? connection.send(bytes: [byte])) == nil { break }
+                    if connection.serverSideIsClosed || (try? connection.send(bytes: [byte])) == nil { break }
                     sent += 1
                     guard ContinuousClock.now - start < Self.bound else { break }
                     usleep(1_000_000)
@@ -106,7 +106,7 @@ struct ConsolePortTests {
                     }
                     results.append((sent, Self.status(connection)))
                     try waitUntilBlocking("the huge body's connection closes", timeout: Self.bound) {
-                        connection.isClosedByPeer
+                        connection.serverSideIsClosed
                     }
                 }
                 return results
@@ -148,7 +148,7 @@ struct ConsolePortTests {
             #expect(body.sent < 16 << 20, "body \(index): \(body.sent) bytes taken of 100 MiB")
         }
         try await waitUntil("the server holds at most its cap of the thousand connections", timeout: Self.bound) {
-            held.filter { !$0.isClosedByPeer }.count <= 128
+            RawTCP.openOnTheServer(held) <= 128
         }
         #expect(serve.count("console at its connection cap") >= 1, "\(serve.logText)")
         // Still answering a fresh client once the floods are over.
