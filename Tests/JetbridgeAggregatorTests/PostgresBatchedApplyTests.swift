@@ -160,4 +160,19 @@ struct PostgresBatchedApplyTests {
         #expect(actual.marks == expected.marks)
         #expect(actual == expected)
     }
+
+    /// Weights and times that no binary double holds exactly, tiny or large, come back from PostgreSQL as the same
+    /// doubles SQLite keeps (bags compared whole, both engines).
+    @Test func scansKeepTheirDoublesExactly() async throws {
+        // Weights are kept to the gram (three decimals, LuggageTag), so these are what the store keeps.
+        let weights = [0.001, 0.1, 23.456, 333.333, 999.999, 42]
+        let times = [0.000_001, 1.0 / 3.0, -86_400.123_456_789, 1e9 + 0.1, 123_456_789.987_654_32, 7]
+        let records = zip(weights, times).enumerated().map { n, value in
+            scan(20 + n, tag: 30 + n, weight: value.0, at: value.1)
+        }
+        let (expected, actual) = try await Self.bothEngines([[batch("ramp-1", 1, records)]])
+        #expect(expected.bags.map(\.weight).sorted() == weights.sorted())
+        #expect(actual.bags == expected.bags)
+        #expect(actual == expected)
+    }
 }
