@@ -78,6 +78,7 @@ struct MetricsPortTests {
     /// timeout, says what each one's two ends and descriptor are. A descriptor no longer ours is said, not failed: the
     /// test process's, not the server's.
     private func waitUntilClosed(_ what: String, _ connections: [RawTCP]) async throws {
+        let start = ContinuousClock.now
         do {
             try await waitUntil("the server closes \(what)", timeout: .seconds(60)) {
                 RawTCP.openOnTheServer(connections) == 0
@@ -86,6 +87,8 @@ struct MetricsPortTests {
             for connection in connections { Issue.record("\(what): \(connection.describedConnection)") }
             throw error
         }
+        // How long under load: alone, the closes come within the timers (0.5 and 1 s).
+        print("MetricsPortTests: \(what): closed by the server \(ContinuousClock.now - start) into the wait")
         for connection in connections where !connection.descriptorIsOurs {
             print("MetricsPortTests: \(what): descriptor closed elsewhere: \(connection.describedConnection)")
         }
