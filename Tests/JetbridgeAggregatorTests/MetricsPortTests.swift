@@ -27,6 +27,7 @@ struct MetricsPortTests {
     }
 
     @Test func slowSilentAndIdleConnectionsAreClosed() async throws {
+        let began = ContinuousClock.now
         var limits = HTTPLimits()
         limits.requestTimeout = .milliseconds(500)
         limits.idleTimeout = .seconds(1)
@@ -57,6 +58,7 @@ struct MetricsPortTests {
             return false
         }
         // Closed as the kernel sees the server's end (``RawTCP/serverSideIsClosed``), not through the descriptors.
+        print("MetricsPortTests: connections made and the idle one answered \(ContinuousClock.now - began) in")
         try await waitUntilClosed("the partial heads", partial)
         try await waitUntilClosed("the silent connections", silent)
         #expect(try await trickle.value, "a head trickled a byte at a time for 20 s was never closed")
