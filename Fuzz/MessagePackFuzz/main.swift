@@ -96,6 +96,13 @@ func checkRecordDecoders(_ data: Data) {
     guard (try? reference.map(encoder.encode)) == (try? fast.map(encoder.encode)) else {
         fatalError("RecordDecoder and Codable disagree: \(String(describing: reference)) vs \(String(describing: fast))")
     }
+    // The agent's archive reads only a record's identity: whatever it makes of other bytes, a record that decodes has
+    // the decoded record's identity.
+    var stream = RecordCoding.Stream()
+    let identity = try? stream.identity(data)
+    if let fast, identity != RecordIdentity(fast) {
+        fatalError("identity \(String(describing: identity)) of a record that decodes to \(fast)")
+    }
 
     // The same bytes as frame 2 of a batch from device "d" (the seeds' device), with a header that matches them.
     let count = (try? MessagePackStructure.arrayElements(in: data).count) ?? 1

@@ -131,18 +131,16 @@ extension CaptureService {
     /// Per flight: captured (queue, archive, set aside), acknowledged and confirmed (``DeliveryArchive``), set aside.
     func deliveries(queue: URL?, acknowledgedThrough: UInt64) -> [FlightDelivery] {
         let archive = DeliveryArchive(home: configuration.home)
-        let holdings = archive.holdings()
         let confirmations = archive.confirmations()
-        var acknowledgedIDs: [String: Set<UUID>] = [:]
-        for (flight, holding) in holdings {
-            acknowledgedIDs[flight] = Set(holding.payloads.compactMap { try? RecordCoding.decode($0).id })
-        }
+        let holdings = archive.holdings(archive.heldRecords(), confirmations: confirmations)
+        let acknowledgedIDs = holdings.mapValues(\.ids)
         let setAsideSequences = SetAside.sequences(in: configuration.home)
         var pending: [String: Set<UUID>] = [:]
         if let queue {
+            var stream = RecordCoding.Stream()
             try? FileQueue.forEachRecord(directory: queue, from: acknowledgedThrough + 1) { sequence, payload in
                 guard !setAsideSequences.contains(sequence),
-                    let record = try? RecordCoding.decode(Data(payload))
+                    let record = try? stream.decode(payload)
                 else { return }
                 pending[record.flight.rawValue, default: []].insert(record.id)
             }

@@ -103,8 +103,9 @@ struct DeliveryArchive {
     func append(_ payloads: [Data]) throws(AgentError) {
         guard !payloads.isEmpty else { return }
         var byFlight: [String: Data] = [:]
+        var stream = RecordCoding.Stream()
         for payload in payloads {
-            guard let record = try? RecordCoding.decode(payload) else { continue }
+            guard let record = try? stream.decode(payload) else { continue }
             var frame = Data(capacity: payload.count + 8)
             withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
             withUnsafeBytes(of: Checksum.crc32c(payload).littleEndian) { frame.append(contentsOf: $0) }
@@ -143,7 +144,7 @@ struct DeliveryArchive {
             guard data.endIndex - start >= length else { break }
             let payload = data[start..<(start + length)]
             guard Checksum.crc32c(payload) == crc else { break }
-            payloads.append(Data(payload))
+            payloads.append(payload)  // a slice: the file's bytes are read once and shared
             offset = start + length
         }
         return payloads
@@ -167,12 +168,16 @@ struct DeliveryArchive {
     /// What the device holds acknowledged, per flight: each order at its highest revision (under that revision's
     /// flight), each scan once. Read from every flight's file, since a revision may move an order to another flight.
     func holdings() -> [String: Holding] {
-        let (orders, scans) = heldRecords()
+        holdings(heldRecords(), confirmations: confirmations())
+    }
+
+    /// ``holdings()`` from the files' records read once (``heldRecords()``) and the confirmations.
+    func holdings(_ held: Held, confirmations: [String: Confirmation]) -> [String: Holding] {
+        let (orders, scans) = (held.orders, held.scans)
         var holdings: [String: Holding] = [:]
-        for flight in flights() { holdings[flight] = Holding() }
+        for flight in held.flights { holdings[flight] = Holding() }
         // Records retention released are still the ground's: the flight's summary starts from theirs, less the
         // orders amended since (the ground holds those at their new revision, counted below or under another flight).
-        let confirmations = confirmations()
         let newest = newestRevisions(orders, confirmations)
         for (flight, confirmation) in confirmations {
             guard var released = confirmation.released, holdings[flight] != nil else { continue }
@@ -183,37 +188,47 @@ struct DeliveryArchive {
             holdings[flight]?.summary.merge(released)
         }
         for (id, order) in orders {
-            holdings[order.flight, default: Holding()].summary.add(order: id, revision: order.revision)
-            holdings[order.flight, default: Holding()].payloads.append(order.payload)
+            holdings[order.flight, default: Holding()].add(id: id, payload: order.payload) {
+                $0.add(order: id, revision: order.revision)
+            }
         }
         for (id, scan) in scans {
-            holdings[scan.flight, default: Holding()].summary.add(scan: id)
-            holdings[scan.flight, default: Holding()].payloads.append(scan.payload)
+            holdings[scan.flight, default: Holding()].add(id: id, payload: scan.payload) { $0.add(scan: id) }
         }
         return holdings
     }
 
-    /// Every acknowledged record in the files: each order at its highest revision (with that revision's flight), each
-    /// scan once.
-    private func heldRecords() -> (
-        orders: [UUID: (revision: Int, flight: String, payload: Data)], scans: [UUID: (flight: String, payload: Data)]
-    ) {
+    /// Every acknowledged record in the files, read once: each order at its highest revision (with that revision's
+    /// flight), each scan once, and the flights with a file.
+    struct Held {
         var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
         var scans: [UUID: (flight: String, payload: Data)] = [:]
-        for flight in flights() {
+        var flights: [String] = []
+    }
+
+    /// Reads every flight's file once (``Held``): each record's identity only (`RecordCoding.Stream.identity`), since
+    /// ``append(_:)`` wrote only records that decoded whole.
+    func heldRecords() -> Held {
+        var held = Held(flights: flights())
+        var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
+        var scans: [UUID: (flight: String, payload: Data)] = [:]
+        for flight in held.flights {
+            var stream = RecordCoding.Stream()
             for payload in payloads(flight: flight) {
-                switch try? RecordCoding.decode(payload) {
-                case .order(let order):
-                    if (orders[order.id]?.revision ?? 0) < order.revision {
-                        orders[order.id] = (order.revision, order.flight.rawValue, payload)
+                // Each record here decoded whole before ``append(_:)`` wrote it, and its frame's checksum holds.
+                guard let record = try? stream.identity(payload) else { continue }
+                if record.isOrder {
+                    if (orders[record.id]?.revision ?? 0) < record.revision {
+                        orders[record.id] = (record.revision, record.flight.rawValue, payload)
                     }
-                case .scan(let scan):
-                    if scans[scan.id] == nil { scans[scan.id] = (scan.flight.rawValue, payload) }
-                case nil: continue
+                } else if scans[record.id] == nil {
+                    scans[record.id] = (record.flight.rawValue, payload)
                 }
             }
         }
-        return (orders, scans)
+        held.orders = orders
+        held.scans = scans
+        return held
     }
 
     /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
@@ -234,6 +249,14 @@ struct DeliveryArchive {
     struct Holding {
         var summary = DeliverySummary()
         var payloads: [Data] = []
+        /// The ids of the records in `payloads`.
+        var ids: Set<UUID> = []
+
+        mutating func add(id: UUID, payload: Data, summarise: (inout DeliverySummary) -> Void) {
+            summarise(&summary)
+            payloads.append(payload)
+            ids.insert(id)
+        }
     }
 
     /// The confirmations recorded so far, by flight; a release a crash interrupted is answered finished when its
@@ -328,7 +351,8 @@ struct DeliveryArchive {
         var total = totalBytes()
         // Only a confirmation that is still the flight's summary: an order amended since into another flight has
         // left this one, and the ground must confirm that before the records go.
-        let current = holdings()
+        let held = heldRecords()
+        let current = holdings(held, confirmations: all)
         let candidates = flights().compactMap { flight -> (String, Date, Int64)? in
             guard let confirmation = all[flight], confirmation.bytes == bytes(flight: flight),
                 confirmation.summary == current[flight]?.summary
@@ -336,7 +360,7 @@ struct DeliveryArchive {
             return (flight, confirmation.confirmedAt, bytes(flight: flight))
         }.sorted { $0.1 < $1.1 }
         var released: [String] = []
-        let (orders, _) = heldRecords()
+        let orders = held.orders
         let newest = newestRevisions(orders, all)
         for (flight, confirmedAt, size) in candidates {
             let expired = now.timeIntervalSince(confirmedAt) > retention.days * 86_400

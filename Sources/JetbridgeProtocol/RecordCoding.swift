@@ -52,6 +52,13 @@ public enum RecordCoding: Sendable {
         public mutating func decode(_ bytes: some ContiguousBytes) throws -> Record {
             try RecordDecoder().decode(from: bytes, cache: &cache)
         }
+
+        /// Reads the next record's identity (``RecordIdentity``) from exactly its bytes, without decoding the rest:
+        /// for bytes that decoded whole once already. For such bytes it equals the decoded record's.
+        /// - Throws: `DecodingError` when the map or an identifying field is malformed (other fields are not checked).
+        public mutating func identity(_ bytes: some ContiguousBytes) throws -> RecordIdentity {
+            try RecordDecoder().identity(from: bytes, cache: &cache)
+        }
     }
 
     /// Decodes one order record from exactly its bytes, as the order ledger stores it.
@@ -63,6 +70,31 @@ public enum RecordCoding: Sendable {
             let path = [Field.type.key]
             throw RecordDecoder().invalid(
                 ValidationError(.invalidRecordType, "record type is 'scan' where 'order' was expected"), path)
+        }
+    }
+}
+
+/// What identifies a record: its kind, id, revision and flight (``RecordCoding/Stream/identity(_:)``), as a proof of
+/// delivery's summary counts it (docs/PROTOCOL.md, "Proof of delivery").
+public struct RecordIdentity: Hashable, Sendable {
+    public var isOrder: Bool
+    public var id: UUID
+    /// An order's revision; 1 for a scan (scans are never revised).
+    public var revision: Int
+    public var flight: FlightID
+
+    public init(isOrder: Bool, id: UUID, revision: Int, flight: FlightID) {
+        self.isOrder = isOrder
+        self.id = id
+        self.revision = revision
+        self.flight = flight
+    }
+
+    /// A decoded record's identity.
+    public init(_ record: Record) {
+        switch record {
+        case .order(let order): self.init(isOrder: true, id: order.id, revision: order.revision, flight: order.flight)
+        case .scan(let scan): self.init(isOrder: false, id: scan.id, revision: 1, flight: scan.flight)
         }
     }
 }

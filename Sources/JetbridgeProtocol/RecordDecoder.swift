@@ -72,6 +72,42 @@ package struct RecordDecoder: Sendable {
 
     enum Kind { case order, scan }
 
+    /// Reads only what identifies a record (``RecordIdentity``): `type`, `id`, `flight` and an order's `revision`,
+    /// each checked as ``decode(from:)`` checks it; every other value is stepped over with its structure checked,
+    /// not decoded. For bytes that decoded whole once already (the agent's archive of acknowledged records), where a
+    /// full decode would only repeat itself: it is several times cheaper.
+    /// - Throws: `DecodingError` for a malformed map, a missing or ill-typed identifying field, or bytes after it.
+    func identity(from bytes: some ContiguousBytes, cache: inout Cache) throws -> RecordIdentity {
+        try MessagePackReader.withReader(bytes) { reader in
+            let mapOffset = reader.offset
+            let count = try reader.readMapHeader()
+            try checkDepth(0, at: mapOffset, [])
+            let kind = try recordKind(reader, count: count, mapOffset: mapOffset)
+            let wanted = Field.id.bit | Field.flight.bit | (kind == .order ? Field.revision.bit : 0)
+            var seen: UInt32 = 0
+            var id: UUID?
+            var revision = 1
+            var flight: FlightID?
+            for _ in 0..<count {
+                guard let field = try knownKey(&reader, in: wanted, seen: &seen, mapOffset: mapOffset, []) else {
+                    try reader.skipValue(levels: nestingLimit - 1, validate: false, codingPath: [])
+                    continue
+                }
+                switch field {
+                case .id: id = try readUUID(&reader, [field.key])
+                case .revision: revision = try reader.read(Int.self, codingPath: [field.key])
+                case .flight: flight = try readFlight(&reader, cache: &cache, [field.key])
+                default: preconditionFailure("not an identifying field: \(field)")
+                }
+            }
+            try reader.expectEnd()
+            guard let id else { throw missing(.id, []) }
+            guard let flight else { throw missing(.flight, []) }
+            guard seen & Field.revision.bit != 0 || kind == .scan else { throw missing(.revision, []) }
+            return RecordIdentity(isOrder: kind == .order, id: id, revision: revision, flight: flight)
+        }
+    }
+
     /// The record's `type`, read ahead without moving the reader: at once when it is the first key, as writers put
     /// it; otherwise by stepping over the keys before it.
     func recordKind(_ reader: MessagePackReader, count: Int, mapOffset: Int) throws -> Kind {

@@ -527,6 +527,53 @@ func compareBatch(_ payloads: [[UInt8]]) -> Disagreement? {
             "\(failures.count) of \(cases) disagree, first: \(failures.first.map(String.init(describing:)) ?? "")")
     }
 
+    /// The agent's archive reads only what identifies a record (`RecordCoding.Stream.identity`): for every record the
+    /// full decoder accepts (generated in any width and key order, mutated, corrupted) it answers that record's
+    /// identity; for the rest it may throw or answer, and never traps. Records of one stream share a flight check.
+    @Test func identityIsTheDecodedRecordsWheneverTheRecordDecodes() {
+        var rng = SplitMix(state: 4)
+        var stream = RecordCoding.Stream()
+        var wrong: [String] = []
+        var decoded = 0
+        var refusedBoth = 0
+        func check(_ bytes: [UInt8]) {
+            let identity = try? stream.identity(bytes)
+            guard let record = try? RecordDecoder().decode(from: bytes) else {
+                if identity == nil { refusedBoth += 1 }
+                return
+            }
+            decoded += 1
+            if identity != RecordIdentity(record) { wrong.append("\(bytes.count) bytes: \(String(describing: identity))") }
+        }
+        for round in 0..<1_200 {
+            var tree = Gen.tree(Gen.record(&rng))
+            if round % 3 == 1, case .map(var pairs) = tree {
+                pairs.shuffle(using: &rng)
+                tree = .map(pairs)
+            }
+            if round % 3 == 2 { tree = Mutate.tree(tree, &rng) }
+            let bytes = AnyWidthWriter.encode(tree, &rng)
+            check(bytes)
+            check(Mutate.bytes(bytes, &rng))
+            check(Array(bytes[..<rng.below(bytes.count)]))
+        }
+        let differing = wrong.count
+        #expect(differing == 0, "identities that differ from the decoded record's, first: \(wrong.first ?? "")")
+        #expect(decoded > 1_000 && refusedBoth > 1_000, "\(decoded) decoded, \(refusedBoth) refused by both")
+        // An order without its revision, or a record without its id or flight, has no identity.
+        for key in ["id", "flight", "revision"] {
+            guard case .map(let pairs) = Gen.tree(.order(Gen.order(&rng, device: "cart-1"))) else { continue }
+            let without = MessagePackValue.map(
+                pairs.filter {
+                    guard case .string(let name) = $0.key else { return true }
+                    return name != key
+                })
+            #expect(throws: DecodingError.self, "without \(key)") {
+                try stream.identity(AnyWidthWriter.encode(without, &rng))
+            }
+        }
+    }
+
     @Test func badStringsAndTimestampsUnderUnreadKeysAreRefusedOnTheBatchPath() {
         var rng = SplitMix(state: 7)
         var failures: [Disagreement] = []
