@@ -349,6 +349,13 @@ struct DeliveryArchive {
         try finishInterruptedReleases()
         var all = confirmations()
         var total = totalBytes()
+        // Nothing expired and nothing over the cap: nothing to release, and no need to read the files (a sync ends here
+        // almost always).
+        let expired = { (confirmedAt: Date) in now.timeIntervalSince(confirmedAt) > retention.days * 86_400 }
+        guard total > retention.maxBytes || flights().contains(where: { all[$0].map { expired($0.confirmedAt) } ?? false })
+        else {
+            return []
+        }
         // Only a confirmation that is still the flight's summary: an order amended since into another flight has
         // left this one, and the ground must confirm that before the records go.
         let held = heldRecords()
@@ -363,8 +370,7 @@ struct DeliveryArchive {
         let orders = held.orders
         let newest = newestRevisions(orders, all)
         for (flight, confirmedAt, size) in candidates {
-            let expired = now.timeIntervalSince(confirmedAt) > retention.days * 86_400
-            guard expired || total > retention.maxBytes else { continue }
+            guard expired(confirmedAt) || total > retention.maxBytes else { continue }
             guard var confirmation = all[flight] else { continue }
             // The orders the confirmed summary counts: the earlier release's still current, and this file's.
             var releasedOrders = (confirmation.releasedOrders ?? [:]).filter { id, revision in
