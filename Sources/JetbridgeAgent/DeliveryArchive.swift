@@ -83,8 +83,10 @@ struct DeliveryArchive {
 
     var confirmationsFile: URL { directory.appendingPathComponent("confirmed.json") }
 
+    /// `/` becomes `_` by the standard library: Foundation's `replacingOccurrences` costs a short sync about a third
+    /// of a millisecond the first time a process calls it.
     func file(for flight: String) -> URL {
-        directory.appendingPathComponent(flight.replacingOccurrences(of: "/", with: "_") + ".records")
+        directory.appendingPathComponent(String(flight.map { $0 == "/" ? "_" : $0 }) + ".records")
     }
 
     /// Where a flight's file is while retention releases it (``applyRetention(_:now:)``).
@@ -95,7 +97,7 @@ struct DeliveryArchive {
     /// The flight a file name stands for, or nil for another file.
     static func flight(ofFile name: String) -> String? {
         guard name.hasSuffix(".records") else { return nil }
-        return String(name.dropLast(8)).replacingOccurrences(of: "_", with: "/")
+        return String(name.dropLast(8).map { $0 == "_" ? "/" : $0 })
     }
 
     /// Appends records the ground acknowledged stored, each to its flight's file, and makes them durable.

@@ -24,6 +24,10 @@ final class SyncEngine: Sendable {
     /// Per aggregator, what its sockets' monitors say about its link, read by the loop to pace sends and explain
     /// silence.
     private let links: [Link]
+    /// Wakes the loop's poll when a link's state changes or a stop is requested, so the loop can wait for acks in
+    /// long polls (``Loop/longWait``) rather than waking every few milliseconds to look. `nil` only when the system
+    /// had no descriptors left for it: the run then fails at its start.
+    private let wakeup: WakeupPipe?
 
     /// One aggregator's ``LinkState``, shared with its sockets' monitor threads.
     final class Link: Sendable {
@@ -39,6 +43,7 @@ final class SyncEngine: Sendable {
         self.logger = logger
         self.progress = progress
         links = options.aggregators.map { _ in Link() }
+        wakeup = try? WakeupPipe()
     }
 
     /// A fresh secret routing id for the ack `DEALER` (docs/PROTOCOL.md, Acks): `j` and 16 bytes from the system's
@@ -54,6 +59,7 @@ final class SyncEngine: Sendable {
     /// Asks the loop to stop sending, wait briefly for acks, and end. Safe from any thread, repeatedly.
     func requestStop() {
         stopRequested.store(true, ordering: .relaxed)
+        wakeup?.signal()
     }
 
     /// Runs the loop on a new thread and returns its outcome.
@@ -99,6 +105,8 @@ final class SyncEngine: Sendable {
         /// The announcements sent on every new connection after its hello (docs/PROTOCOL.md, "Announce"): the flights
         /// this device holds records of that the ground has not confirmed, as they stood when the sync started.
         var announcements: [FlightAnnounce] = []
+        /// When a read of the queue last found nothing new (``endReadInterval``); reset when this loop appends.
+        var foundEndAt = -Double.infinity
 
         init(engine: SyncEngine) {
             self.engine = engine
@@ -130,6 +138,11 @@ final class SyncEngine: Sendable {
         }
 
         mutating func run() -> SyncOutcome {
+            guard engine.wakeup != nil else {
+                return finish(
+                    .failed(AgentError(.failure, "cannot create the sync loop's wake-up pipe: no file descriptors left")),
+                    queue: nil)
+            }
             let queue: FileQueue
             do {
                 try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
@@ -247,8 +260,10 @@ final class SyncEngine: Sendable {
             let explain: @Sendable (HandshakeFailure) -> String = { [allow] failure in
                 Self.explain(failure, allow: allow, curve: curve)
             }
+            let wakeup = engine.wakeup
             try socket.monitor(events: Self.linkEvents) { event in
                 link.state.withLock { $0.apply(event, channel: channel, sockets: sockets, explain: explain) }
+                wakeup?.signal()
             }
         }
 
@@ -310,6 +325,7 @@ final class SyncEngine: Sendable {
             var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
             var lastProblem: (text: String, at: Double)?
             var lastDown: (text: String, at: Double)?
+            var sendBlocked = false
             do {
                 while true {
                     let t = now()
@@ -343,12 +359,16 @@ final class SyncEngine: Sendable {
                         }
                     }
                     if stopping == nil {
-                        while window.hasRoom {
+                        // Past the queue's end, each look for records appended since lists the queue's directory:
+                        // while the loop waits for acks it looks at most every `endReadInterval`.
+                        let look = !reachedEnd || t - foundEndAt >= Self.endReadInterval
+                        while look, window.hasRoom {
                             let read = try queue.read(
                                 from: window.nextSequence, maxRecords: configuration.sync.batchRecords,
                                 maxBytes: configuration.sync.batchBytes)
                             guard !read.isEmpty else {
                                 reachedEnd = true
+                                foundEndAt = t
                                 break
                             }
                             reachedEnd = false
@@ -360,7 +380,7 @@ final class SyncEngine: Sendable {
                         // While no link is up nothing is handed to a socket: it would only pile up there and arrive
                         // as duplicates once a link returns.
                         if ground.anyUsable {
-                            try send(window: &window, peers: peers, now: t)
+                            sendBlocked = try send(window: &window, peers: peers, now: t)
                             if let since = window.oldestWaitingSince, t - since >= options.helloInterval {
                                 for index in peers.indices
                                 where ground.isUsable(index) && t - peers[index].lastHello >= options.helloInterval {
@@ -381,8 +401,15 @@ final class SyncEngine: Sendable {
                         try persist(window, queue: queue)
                         return stopping.ending
                     }
-                    let wait: Duration = window.isIdle ? .milliseconds(100) : .milliseconds(20)
-                    let ready = try poll(peers.map { PollItem($0.sockets.dealer, .readable) }, timeout: wait)
+                    // Acks wake the poll, and so do link changes and a stop request (``SyncEngine/wakeup``); the
+                    // rest (ack deadlines, hellos, progress) can wait for the long wait. A data socket at its
+                    // high-water mark is not watched: batches it refused are tried again after the short wait.
+                    let wait = sendBlocked ? Self.shortWait : Self.longWait
+                    let ready = try poll(
+                        peers.map { PollItem($0.sockets.dealer, .readable) } + [PollItem(engine.wakeup!)],
+                        timeout: wait)
+                    if !ready[peers.count].isEmpty { engine.wakeup!.drain() }
+                    sendBlocked = false
                     for index in peers.indices where !ready[index].isEmpty {
                         while let frames = try peers[index].sockets.dealer.receiveMultipart(options: .dontWait) {
                             if let failure = try handle(
@@ -493,6 +520,13 @@ final class SyncEngine: Sendable {
             }
         }
 
+        /// Seconds between looks past the queue's end for records captured during the sync.
+        static let endReadInterval = 0.25
+        /// The longest the loop sleeps in its poll: how late an ack deadline, a hello or a progress line can be.
+        static let longWait: Duration = .milliseconds(100)
+        /// The poll's wait while a data socket refused a batch (at its high-water mark).
+        static let shortWait: Duration = .milliseconds(20)
+
         /// Seconds before fresh sockets replace ones whose handshake the ground ended for good; doubled per attempt.
         static let freshDelays = 0.5...5.0
 
@@ -542,18 +576,19 @@ final class SyncEngine: Sendable {
         /// Hands every batch that is due to a data socket, without blocking: at the high-water mark the rest wait
         /// for the next turn. ``GroundSet`` chooses the aggregator: round robin for a new batch, the next one after
         /// the last for a resend.
-        mutating func send(window: inout SyncWindow, peers: [Peer], now t: Double) throws {
+        /// - Returns: Whether a data socket refused a batch for now (its high-water mark).
+        mutating func send(window: inout SyncWindow, peers: [Peer], now t: Double) throws -> Bool {
             for id in window.batchesToSend(now: t) {
                 guard let batch = window.batch(id: id) else { continue }
                 var reason: GroundSet.Reason = batch.sends == 0 ? .new : .again
                 if case .waiting(_, let deadline) = batch.state, deadline <= t { reason = .timedOut }
-                guard let target = ground.choose(previous: batch.route, reason: reason, now: t) else { return }
+                guard let target = ground.choose(previous: batch.route, reason: reason, now: t) else { return false }
                 let outgoing = OutgoingBatch(
                     device: configuration.device, records: batch.records.map { ($0.sequence, $0.payload) })
                 do {
                     try peers[target].sockets.push.send(try outgoing.frames(), options: .dontWait)
                 } catch let error as ZeroMQError where error.isTryAgain {
-                    return
+                    return true
                 }
                 if batch.sends > 0 {
                     statistics.resends += 1
@@ -566,6 +601,7 @@ final class SyncEngine: Sendable {
                 perAggregator[target].recordsSent += batch.records.count
                 window.sent(batchID: id, now: t, route: target)
             }
+            return false
         }
 
         func sendHello(_ dealer: Socket) {
@@ -667,6 +703,7 @@ final class SyncEngine: Sendable {
                     "the ground holds \(groundCount) of this device's \(payloads.count) acknowledged records of \(flight)\(from); sending the flight again"
                 )
                 if !payloads.isEmpty {
+                    foundEndAt = -.infinity
                     do {
                         try queue.append(contentsOf: payloads)
                     } catch {
