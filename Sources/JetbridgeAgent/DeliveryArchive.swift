@@ -354,10 +354,8 @@ struct DeliveryArchive {
         // Nothing expired and nothing over the cap: nothing to release, and no need to read the files (a sync ends here
         // almost always).
         let expired = { (confirmedAt: Date) in now.timeIntervalSince(confirmedAt) > retention.days * 86_400 }
-        guard total > retention.maxBytes || flights().contains(where: { all[$0].map { expired($0.confirmedAt) } ?? false })
-        else {
-            return []
-        }
+        let anyExpired = flights().contains { all[$0].map { expired($0.confirmedAt) } ?? false }
+        guard total > retention.maxBytes || anyExpired else { return [] }
         // Only a confirmation that is still the flight's summary: an order amended since into another flight has
         // left this one, and the ground must confirm that before the records go.
         let held = heldRecords()

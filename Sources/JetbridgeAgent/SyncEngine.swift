@@ -139,9 +139,8 @@ final class SyncEngine: Sendable {
 
         mutating func run() -> SyncOutcome {
             guard engine.wakeup != nil else {
-                return finish(
-                    .failed(AgentError(.failure, "cannot create the sync loop's wake-up pipe: no file descriptors left")),
-                    queue: nil)
+                let problem = "cannot create the sync loop's wake-up pipe: no file descriptors left"
+                return finish(.failed(AgentError(.failure, problem)), queue: nil)
             }
             let queue: FileQueue
             do {

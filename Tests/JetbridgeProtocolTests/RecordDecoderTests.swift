@@ -543,7 +543,9 @@ func compareBatch(_ payloads: [[UInt8]]) -> Disagreement? {
                 return
             }
             decoded += 1
-            if identity != RecordIdentity(record) { wrong.append("\(bytes.count) bytes: \(String(describing: identity))") }
+            if identity != RecordIdentity(record) {
+                wrong.append("\(bytes.count) bytes: \(String(describing: identity))")
+            }
         }
         for round in 0..<1_200 {
             var tree = Gen.tree(Gen.record(&rng))
