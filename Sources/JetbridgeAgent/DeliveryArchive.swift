@@ -101,13 +101,17 @@ struct DeliveryArchive {
     }
 
     /// Appends records the ground acknowledged stored, each to its flight's file, and makes them durable.
+    ///
+    /// Each record's flight comes from its identity (`RecordCoding.Stream.identity`), not a whole decode: these are
+    /// this device's own records, encoded whole by capture, read back from the queue under its checksums, and decoded
+    /// whole by the ground before it said `stored` (a batch is stored only when every record of it passed).
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
     func append(_ payloads: [Data]) throws(AgentError) {
         guard !payloads.isEmpty else { return }
         var byFlight: [String: Data] = [:]
         var stream = RecordCoding.Stream()
         for payload in payloads {
-            guard let record = try? stream.decode(payload) else { continue }
+            guard let record = try? stream.identity(payload) else { continue }
             var frame = Data(capacity: payload.count + 8)
             withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
             withUnsafeBytes(of: Checksum.crc32c(payload).littleEndian) { frame.append(contentsOf: $0) }
@@ -209,7 +213,7 @@ struct DeliveryArchive {
     }
 
     /// Reads every flight's file once (``Held``): each record's identity only (`RecordCoding.Stream.identity`), since
-    /// ``append(_:)`` wrote only records that decoded whole.
+    /// ``append(_:)`` wrote only records the ground decoded whole.
     func heldRecords() -> Held {
         var held = Held(flights: flights())
         var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
@@ -217,7 +221,7 @@ struct DeliveryArchive {
         for flight in held.flights {
             var stream = RecordCoding.Stream()
             for payload in payloads(flight: flight) {
-                // Each record here decoded whole before ``append(_:)`` wrote it, and its frame's checksum holds.
+                // The ground decoded each record here whole before ``append(_:)`` wrote it; its frame's checksum holds.
                 guard let record = try? stream.identity(payload) else { continue }
                 if record.isOrder {
                     if (orders[record.id]?.revision ?? 0) < record.revision {
