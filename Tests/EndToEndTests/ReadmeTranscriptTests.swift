@@ -49,7 +49,9 @@ struct ReadmeTranscriptTests {
         // The README's ports (255xx) become free ones, so that runs in parallel never meet.
         var ports: [String: String] = [:]
         for port in Set(readme.matches(of: /\b255\d\d\b/).map { String($0.output) }) {
-            ports[port] = String(try Self.freePort())
+            var actual: String
+            repeat { actual = String(try Self.freePort()) } while ports.values.contains(actual)
+            ports[port] = actual
         }
         func substitute(_ line: String) -> String {
             var line = line.replacingOccurrences(of: Self.shownDirectory, with: demo)
@@ -116,21 +118,27 @@ struct ReadmeTranscriptTests {
         }
     }
 
-    /// A TCP port that was free a moment ago.
+    /// A TCP port that was free a moment ago, below the kernel's ephemeral range: the walkthrough binds it up to two
+    /// minutes later, and a port the kernel handed out for `bind(0)` could by then be another test's `tcp://…:*`
+    /// (a full run saw "the acks endpoint … is in use"). Never one of the README's own 255xx ports, which the
+    /// transcript maps back.
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_000)
+            guard !(25_500..<25_600).contains(port) else { continue }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                    bind(fd, pointer, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
+            if bound { return port }
         }
-        guard bound else { throw TranscriptError(description: "no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw TranscriptError(description: "no free port in 20000-31999 after 200 tries")
     }
 }
