@@ -24,9 +24,13 @@ struct Options {
     /// Serve logs at debug level (one line per transaction, with its records and milliseconds); costs some CPU.
     var debugLog = false
     var store = StoreChoice.sqlite
+    /// The agent binary the devices run, instead of the `jetbridge-agent` beside the benchmark: such as the packages'
+    /// statically linked one (`deploy/package.sh`), which starts on about half the CPU of the dynamically linked
+    /// release build.
+    var agent: String?
 
     static let usage =
-        "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep] [--debug-log] [--store sqlite|postgres [URL]]"
+        "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep] [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH]"
 
     /// Parses the arguments after the program's name; a bad one stops the benchmark with the usage.
     init(_ arguments: [String]) {
@@ -38,6 +42,13 @@ struct Options {
             }
             if argument == "--debug-log" {
                 debugLog = true
+                continue
+            }
+            if argument == "--agent" {
+                guard let path = arguments.popFirst(), !path.hasPrefix("--") else {
+                    exitWithUsage("--agent takes the path of a jetbridge-agent binary", usage: Self.usage)
+                }
+                agent = path
                 continue
             }
             if argument == "--store" {

@@ -11,7 +11,10 @@
 //   swift build -c release --product sync-benchmark
 //   .build/release/sync-benchmark [--devices 10] [--records 100000] [--batch-records N] [--window N]
 //                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]
-//                                 [--debug-log] [--store sqlite|postgres [URL]]
+//                                 [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH]
+//
+// `--agent PATH`: the devices run that agent binary instead of the one beside the benchmark, such as the packages'
+// statically linked build (docs/BENCHMARKS.md, "The agents' wait for acks").
 
 import BenchmarkSupport
 import Foundation
@@ -24,8 +27,12 @@ import JetbridgeModel
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 
 let executables = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-let agentExecutable = executables.appendingPathComponent("jetbridge-agent")
+let agentExecutable =
+    options.agent.map { URL(fileURLWithPath: $0) } ?? executables.appendingPathComponent("jetbridge-agent")
 let aggregatorExecutable = executables.appendingPathComponent("jetbridge-aggregator")
+if let agent = options.agent, !FileManager.default.isExecutableFile(atPath: agent) {
+    exitWithUsage("--agent \(agent): no executable file there", usage: Options.usage)
+}
 for executable in [agentExecutable, aggregatorExecutable]
 where !FileManager.default.isExecutableFile(atPath: executable.path) {
     fatalError(
@@ -37,6 +44,7 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("syn
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 // Removed at the end (a top-level `defer` would not run: the benchmark ends with `exit`).
 say("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+say("agent: \(agentExecutable.path)")
 
 let workload = try Workload(deviceCount: options.deviceCount, recordsPerDevice: options.recordsPerDevice)
 let benchmark = Benchmark(
