@@ -137,10 +137,12 @@ extension CaptureService {
         let setAsideSequences = SetAside.sequences(in: configuration.home)
         var pending: [String: Set<UUID>] = [:]
         if let queue {
+            // Each record's identity (type, id, flight) is all this needs, and it is read without decoding the rest:
+            // a record still in the queue counts as not acknowledged even if the ground would refuse it.
             var stream = RecordCoding.Stream()
             try? FileQueue.forEachRecord(directory: queue, from: acknowledgedThrough + 1) { sequence, payload in
                 guard !setAsideSequences.contains(sequence),
-                    let record = try? stream.decode(payload)
+                    let record = try? stream.identity(payload)
                 else { return }
                 pending[record.flight.rawValue, default: []].insert(record.id)
             }

@@ -108,16 +108,27 @@ struct DeliveryArchive {
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
     func append(_ payloads: [Data]) throws(AgentError) {
         guard !payloads.isEmpty else { return }
-        var byFlight: [String: Data] = [:]
+        // Each flight's frames, in arrival order. A batch's records mostly share one flight, so the frames of the
+        // flight at hand grow in `frames` and go back into the table only when the flight changes: one lookup per
+        // run of a flight, not one per record.
+        var byFlight: [String: [UInt8]] = [:]
+        var flight: String?
+        var frames: [UInt8] = []
         var stream = RecordCoding.Stream()
         for payload in payloads {
             guard let record = try? stream.identity(payload) else { continue }
-            var frame = Data(capacity: payload.count + 8)
-            withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
-            withUnsafeBytes(of: Checksum.crc32c(payload).littleEndian) { frame.append(contentsOf: $0) }
-            frame.append(payload)
-            byFlight[record.flight.rawValue, default: Data()].append(frame)
+            if record.flight.rawValue != flight {
+                if let flight { byFlight[flight] = frames }
+                flight = record.flight.rawValue
+                frames = byFlight.removeValue(forKey: record.flight.rawValue) ?? []
+            }
+            payload.withUnsafeBytes { bytes in
+                withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { frames.append(contentsOf: $0) }
+                withUnsafeBytes(of: Checksum.crc32c(bytes).littleEndian) { frames.append(contentsOf: $0) }
+                frames.append(contentsOf: bytes)
+            }
         }
+        if let flight { byFlight[flight] = frames }
         try Files.makeDirectory(directory)
         for (flight, bytes) in byFlight.sorted(by: { $0.key < $1.key }) {
             let path = file(for: flight).path
@@ -141,23 +152,29 @@ struct DeliveryArchive {
     /// Every record payload of one flight's file, in the order appended.
     func payloads(flight: String) -> [Data] {
         guard let data = try? Data(contentsOf: file(for: flight)) else { return [] }
-        var payloads: [Data] = []
-        var offset = data.startIndex
-        while data.endIndex - offset >= 8 {
-            let length = Int(Self.uint32(data, at: offset))
-            let crc = Self.uint32(data, at: offset + 4)
-            let start = offset + 8
-            guard data.endIndex - start >= length else { break }
-            let payload = data[start..<(start + length)]
-            guard Checksum.crc32c(payload) == crc else { break }
-            payloads.append(payload)  // a slice: the file's bytes are read once and shared
-            offset = start + length
-        }
-        return payloads
+        // The frames are found in the raw bytes, then each payload is a slice: the file's bytes are read once and
+        // shared.
+        let base = data.startIndex
+        return data.withUnsafeBytes(Self.payloadRanges).map { data[(base + $0.lowerBound)..<(base + $0.upperBound)] }
     }
 
-    private static func uint32(_ data: Data, at offset: Int) -> UInt32 {
-        (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[offset + $1]) << (8 * $1) }
+    /// Where the payloads of `bytes` lie: each frame's length, checksum and payload, up to the first frame that is
+    /// cut short or fails its checksum (a write a crash interrupted).
+    private static func payloadRanges(_ bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var offset = 0
+        while bytes.count - offset >= 8 {
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            let start = offset + 8
+            guard bytes.count - start >= length else { break }
+            guard Checksum.crc32c(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + length)])) == crc else {
+                break
+            }
+            ranges.append(start..<(start + length))
+            offset = start + length
+        }
+        return ranges
     }
 
     /// Flights with a file here.
@@ -216,26 +233,33 @@ struct DeliveryArchive {
     /// ``append(_:)`` wrote only records the ground decoded whole.
     func heldRecords() -> Held {
         var held = Held(flights: flights())
-        var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
-        var scans: [UUID: (flight: String, payload: Data)] = [:]
         for flight in held.flights {
             var stream = RecordCoding.Stream()
             for payload in payloads(flight: flight) {
                 // The ground decoded each record here whole before ``append(_:)`` wrote it; its frame's checksum holds.
                 guard let record = try? stream.identity(payload) else { continue }
+                // One lookup per record: the subscript with a default stores the record when its id is new, and
+                // otherwise hands over the stored one (an order keeps its highest revision, a scan its first copy).
                 if record.isOrder {
-                    if (orders[record.id]?.revision ?? 0) < record.revision {
-                        orders[record.id] = (record.revision, record.flight.rawValue, payload)
-                    }
-                } else if scans[record.id] == nil {
-                    scans[record.id] = (record.flight.rawValue, payload)
+                    let found = (revision: record.revision, flight: record.flight.rawValue, payload: payload)
+                    Self.keepHighestRevision(&held.orders[record.id, default: found], found)
+                } else {
+                    Self.keepFirst(&held.scans[record.id, default: (record.flight.rawValue, payload)])
                 }
             }
         }
-        held.orders = orders
-        held.scans = scans
         return held
     }
+
+    private static func keepHighestRevision(
+        _ stored: inout (revision: Int, flight: String, payload: Data),
+        _ found: (revision: Int, flight: String, payload: Data)
+    ) {
+        if stored.revision < found.revision { stored = found }
+    }
+
+    /// Keeps what is stored: passed the subscript with a default, it stores the default only when the key is new.
+    private static func keepFirst<Value>(_ stored: inout Value) {}
 
     /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
     private func newestRevisions(

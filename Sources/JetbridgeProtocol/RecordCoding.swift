@@ -44,20 +44,22 @@ public enum RecordCoding: Sendable {
     /// record decodes to the value, and fails with the error, that ``RecordCoding/decode(_:)`` gives it.
     public struct Stream: Sendable {
         private var cache = RecordDecoder.Cache()
+        /// Made once: its default nesting limit is a global, read through a lazy initialiser's check.
+        private let decoder = RecordDecoder()
 
         public init() {}
 
         /// Decodes the next record from exactly its bytes.
         /// - Throws: `DecodingError` as ``RecordCoding/decode(_:)``.
         public mutating func decode(_ bytes: some ContiguousBytes) throws -> Record {
-            try RecordDecoder().decode(from: bytes, cache: &cache)
+            try decoder.decode(from: bytes, cache: &cache)
         }
 
         /// Reads the next record's identity (``RecordIdentity``) from exactly its bytes, without decoding the rest:
         /// for bytes that decoded whole once already. For such bytes it equals the decoded record's.
         /// - Throws: `DecodingError` when the map or an identifying field is malformed (other fields are not checked).
         public mutating func identity(_ bytes: some ContiguousBytes) throws -> RecordIdentity {
-            try RecordDecoder().identity(from: bytes, cache: &cache)
+            try decoder.identity(from: bytes, cache: &cache)
         }
     }
 

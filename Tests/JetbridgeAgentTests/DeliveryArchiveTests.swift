@@ -1,0 +1,95 @@
+import Foundation
+import JetbridgeModel
+import JetbridgeProtocol
+import JetbridgeTestKit
+import SystemSupport
+import Testing
+
+@testable import JetbridgeAgent
+
+/// The archive of acknowledged records (`delivered/`, docs/AGENT.md "Proof of delivery"): one file per flight of
+/// length- and checksum-framed records, read back up to the first frame a crash cut short.
+@Suite("The archive of acknowledged records")
+struct DeliveryArchiveTests {
+    static let flights = ["ZA101/2026-11-21", "ZA102/2026-11-21", "ZA103/2026-11-21"]
+
+    static func scan(flight: String) throws -> Data {
+        try RecordCoding.encode(
+            .scan(
+                Scan(
+                    id: UUID(), tag: LuggageTag(id: UUID(), owner: try Owner(initial: "D", family: "ZMU"), weight: 42),
+                    point: .origin, scannedAt: Date(timeIntervalSince1970: 1_795_255_300), flight: try FlightID(flight),
+                    device: "cart-1")))
+    }
+
+    static func order(_ id: UUID, revision: Int, flight: String) throws -> Data {
+        try RecordCoding.encode(
+            .order(
+                Order(
+                    id: id, revision: revision, flight: try FlightID(flight), seat: try Seat("12C"),
+                    lineItems: [LineItem.example], currency: "EUR",
+                    createdAt: Date(timeIntervalSince1970: 1_795_255_300), device: "cart-1")))
+    }
+
+    @Test func recordsOfInterleavedFlightsGoToTheirFlightsFilesInArrivalOrder() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        // A, B, A, C, B, A in one append, then B and C in a second one.
+        let pattern = [0, 1, 0, 2, 1, 0]
+        let first = try pattern.map { try Self.scan(flight: Self.flights[$0]) }
+        try archive.append(first)
+        let second = try [1, 2].map { try Self.scan(flight: Self.flights[$0]) }
+        try archive.append(second)
+        #expect(archive.flights() == Self.flights)
+        for (index, flight) in Self.flights.enumerated() {
+            let expected =
+                zip(pattern, first).filter { $0.0 == index }.map(\.1)
+                + zip([1, 2], second).filter { $0.0 == index }.map(\.1)
+            #expect(archive.payloads(flight: flight) == expected, "\(flight)")
+        }
+    }
+
+    @Test func aFrameCutShortOrFailingItsChecksumEndsWhatIsReadBack() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let records = try (0..<5).map { _ in try Self.scan(flight: flight) }
+        try archive.append(records)
+        let file = archive.file(for: flight)
+        let whole = try Data(contentsOf: file)
+        // The last frame cut short by a crash: the four before it are read.
+        try whole.dropLast(3).write(to: file)
+        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)))
+        // A flipped byte in the third record's payload: its checksum fails, and the two before it are read.
+        var damaged = whole
+        let third = 2 * (8 + records[0].count) + 8 + 5
+        damaged[damaged.startIndex + third] ^= 0xFF
+        try damaged.write(to: file)
+        #expect(archive.payloads(flight: flight) == Array(records.prefix(2)))
+        // An empty file holds nothing.
+        try Data().write(to: file)
+        #expect(archive.payloads(flight: flight).isEmpty)
+    }
+
+    @Test func heldRecordsKeepEachOrdersHighestRevisionAndEachScanOnce() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let id = UUID()
+        let scan = try Self.scan(flight: Self.flights[0])
+        // Revision 2 moves the order to flight B; revision 1 is appended again after it, as a resend may.
+        try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0]), scan])
+        try archive.append([try Self.order(id, revision: 2, flight: Self.flights[1]), scan])
+        try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0])])
+        let held = archive.heldRecords()
+        #expect(held.orders.count == 1)
+        #expect(held.orders[id]?.revision == 2)
+        #expect(held.orders[id]?.flight == Self.flights[1])
+        #expect(held.scans.count == 1)
+        let holdings = archive.holdings()
+        #expect(holdings[Self.flights[0]]?.summary.count == 1)  // the scan alone
+        #expect(holdings[Self.flights[1]]?.summary.count == 1)  // the order at revision 2
+    }
+}
