@@ -1,7 +1,10 @@
+import FileQueue
 import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import JetbridgeTestKit
+import Logging
+import MessagePack
 import SystemSupport
 import Testing
 
@@ -91,5 +94,40 @@ struct DeliveryArchiveTests {
         let holdings = archive.holdings()
         #expect(holdings[Self.flights[0]]?.summary.count == 1)  // the scan alone
         #expect(holdings[Self.flights[1]]?.summary.count == 1)  // the order at revision 2
+    }
+
+    /// A scan whose type, id and flight read well and whose tag is not a map: the ground refuses it whole.
+    struct RefusableScan: Encodable {
+        var type = "scan"
+        var id = UUID()
+        var tag = 7
+        var point = "origin"
+        var scannedAt = Date(timeIntervalSince1970: 1_795_255_300)
+        var flight: String
+        var device = "cart-1"
+    }
+
+    @Test func statusCountsARecordStillInTheQueueAsNotAcknowledgedEvenIfTheGroundWouldRefuseIt() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let home = AgentHome(url: fixture.url.appendingPathComponent("home"))
+        let menu = fixture.url.appendingPathComponent("menu.plist")
+        try PropertyListEncoder().encode(Inventory.example).write(to: menu)
+        let configuration = AgentConfiguration(
+            home: home, file: nil, device: "cart-1", flight: .example, queueDirectory: home.defaultQueueDirectory,
+            queueMaxBytes: nil, inventory: .file(menu),
+            ground: .init(data: "tcp://127.0.0.1:1", acks: "tcp://127.0.0.1:2", serverPublicKey: nil),
+            sync: .init(batchRecords: 10, batchBytes: 1 << 20, window: 1, ackTimeoutSeconds: 1))
+        let flight = FlightID.example.rawValue
+        let refusable = try MessagePackEncoder().encode(RefusableScan(flight: flight))
+        #expect(throws: (any Error).self) { try RecordCoding.decode(refusable) }
+        try home.prepare(queueDirectory: home.defaultQueueDirectory)
+        try FileQueue(directory: home.defaultQueueDirectory).append(contentsOf: [
+            try Self.scan(flight: flight), refusable,
+        ])
+        let status = try CaptureService(configuration: configuration, logger: Logger(label: "test")).status()
+        #expect(status.flights.map(\.flight) == [flight])
+        #expect(status.flights.first?.unacknowledged == 2)
+        #expect(status.verdict.contains("2 not acknowledged yet"), "\(status.verdict)")
     }
 }
