@@ -88,7 +88,7 @@ let package = Package(
         ),
 
         // MARK: Domain and protocol
-        .target(name: "JetbridgeModel"),
+        .target(name: "JetbridgeModel", dependencies: ["SystemSupport"]),
         .testTarget(name: "JetbridgeModelTests", dependencies: ["JetbridgeModel"]),
         // CCRC32C is the leaf checksum primitive the queue uses too; the batch header carries a CRC-32C of frame 2.
         .target(name: "JetbridgeProtocol", dependencies: ["MessagePack", "JetbridgeModel", "CCRC32C"]),

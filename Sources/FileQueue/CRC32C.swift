@@ -1,5 +1,10 @@
 internal import CCRC32C
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// CRC-32C (Castagnoli), the checksum of queue frames; public so the tests can compare the two implementations and
 /// the benchmark can say which one runs. The wire protocol does not use this type: JetbridgeProtocol calls the same

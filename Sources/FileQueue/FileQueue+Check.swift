@@ -1,6 +1,11 @@
-public import Foundation
 import Glibc
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 extension FileQueue {
     /// Checks the queue in `directory` without changing anything (no repair, no lock file created).
@@ -42,8 +47,8 @@ extension FileQueue {
         _ visit: (UInt64, UnsafeRawBufferPointer, UInt64) -> Void
     ) throws(FileQueueError) {
         let files = QueueDirectory(path: directory.path)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: files.path, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: files.path, isDirectory: &isDirectory), isDirectory
         else {
             throw FileQueueError(.notAQueue, "no queue directory here", path: files.path)
         }

@@ -1,6 +1,11 @@
-import Foundation
 import Glibc
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension FileQueue {
     /// Where the last read stopped, so that reading on from there does not rescan the segment.

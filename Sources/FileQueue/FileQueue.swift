@@ -1,6 +1,11 @@
-public import Foundation
 import Glibc
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A durable, append-only, segmented queue of opaque records in a directory, safe to share between processes.
 ///

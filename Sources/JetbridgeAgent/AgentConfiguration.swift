@@ -1,8 +1,13 @@
-public import Foundation
 public import JetbridgeModel
 import JetbridgeProtocol
 import ZeroMQ
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Everything the agent's commands need to know, resolved from flags, the configuration file and defaults.
 ///

@@ -1,8 +1,13 @@
 import FileQueue
-public import Foundation
 public import JetbridgeModel
 import Logging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What `order` stored: enough to print a confirmation and find the order again.
 public struct RecordedOrder: Codable, Sendable, Hashable {
@@ -75,7 +80,7 @@ extension CaptureService {
     public func amendOrder(
         id text: String, lines: [(name: String, count: Int)], seat: String? = nil
     ) throws(AgentError) -> RecordedOrder {
-        guard let id = UUID(canonical: text.trimmingCharacters(in: .whitespaces)) else {
+        guard let id = UUID(canonical: text.trimmingWhitespace()) else {
             throw AgentError(
                 .dataError,
                 "order --amend: '\(Validation.visible(text.prefix(80)))' is not an order id; use the id `order` printed, such as 0D5B3E0C-3C35-4B7C-9C5D-6F1E2A3B4C5D"

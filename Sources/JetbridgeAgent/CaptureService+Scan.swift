@@ -1,8 +1,13 @@
 import FileQueue
-import Foundation
 public import JetbridgeModel
 import Logging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc

@@ -1,8 +1,13 @@
 import FileQueue
-public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// One record the ground refused, as `set-aside list` shows it (``SetAside`` holds the file).
 public struct SetAsideRecord: Codable, Sendable, Hashable {

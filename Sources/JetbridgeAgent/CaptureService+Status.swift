@@ -1,8 +1,13 @@
 import FileQueue
-public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What `status` shows: this device's configuration, its queue, and how sync last went.
 /// Every key is written, an absent value as `null` (``NullWhenAbsent``).

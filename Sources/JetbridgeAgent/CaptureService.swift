@@ -1,9 +1,14 @@
 import FileQueue
-public import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 public import Logging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Records sales and bag scans into the device's queue, durably, for any number of processes at once.
 ///

@@ -1,6 +1,11 @@
-import Foundation
 import JetbridgeModel
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The contents of `agent.json`, as written: every key optional, unknown keys refused so typos do not pass silently.
 struct ConfigurationFile: Decodable {
@@ -46,7 +51,7 @@ struct ConfigurationFile: Decodable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw AgentError(.noInput, "cannot read the configuration file \(url.path): \(error.localizedDescription)")
+            throw AgentError(.noInput, "cannot read the configuration file \(url.path): \(fileErrorText(error))")
         }
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
@@ -84,9 +89,8 @@ struct ConfigurationFile: Decodable {
         case .keyNotFound(let key, let context):
             return "\(path(context.codingPath))required key '\(key.stringValue)' is missing"
         case .dataCorrupted(let context):
-            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
             if context.codingPath.isEmpty {
-                return "not valid JSON (\(underlying ?? context.debugDescription))"
+                return "not valid JSON (\(context.underlyingError.map { "\($0)" } ?? context.debugDescription))"
             }
             return "\(path(context.codingPath))\(context.debugDescription)"
         @unknown default:

@@ -1,7 +1,12 @@
-import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -185,7 +190,7 @@ struct DeliveryArchive {
 
     /// Bytes held for `flight`.
     func bytes(flight: String) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: file(for: flight).path)[.size]) as? NSNumber)?.int64Value ?? 0
+        (try? FileSystem.fileSize(file(for: flight).path)) ?? 0
     }
 
     /// What the device holds acknowledged, per flight: each order at its highest revision (under that revision's

@@ -1,5 +1,10 @@
-import Foundation
 import JetbridgeProtocol
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Proof of delivery as a pure value type (docs/AGENT.md, "Proof of delivery"), like ``SyncWindow``: which flights
 /// to ask the ground about, what its answers mean, when to send a flight again and when to give up. The sync loop

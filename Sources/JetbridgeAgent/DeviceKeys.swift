@@ -1,6 +1,11 @@
-public import Foundation
 import SystemSupport
 public import ZeroMQ
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc

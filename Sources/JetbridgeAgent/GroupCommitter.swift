@@ -1,6 +1,11 @@
 import FileQueue
-import Foundation
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Appends chunks of encoded records on a thread of its own, in order, so that parsing and encoding the next chunk
 /// overlaps the `fdatasync` of this one.
@@ -19,7 +24,7 @@ final class GroupCommitter: @unchecked Sendable {
     let depth = 2
     private let queue: FileQueue
     // Everything below is guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var waiting: [(payloads: [Data], firstLine: Int)] = []
     private var inputEnded = false
     private var finished = false

@@ -1,5 +1,10 @@
-import Foundation
 import ZeroMQ
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What the sockets' monitors say about the link to the ground: written by the monitor tasks, read by the sync loop
 /// to decide when to send, when to resend, and how to explain silence.

@@ -1,8 +1,13 @@
 import FileQueue
-import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// This device's record of the latest revision of every order it took, so that `order --amend` can raise the
 /// revision even after the order's records were synced and removed from the queue.

@@ -1,7 +1,12 @@
-import Foundation
 import JetbridgeModel
 import Synchronization
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc

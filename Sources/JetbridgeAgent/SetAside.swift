@@ -1,6 +1,11 @@
 import FileQueue
-import Foundation
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Records the ground refused, kept on the device in `<home>/rejected/<sequence>.json`.
 ///

@@ -1,10 +1,15 @@
 import FileQueue
-import Foundation
 import JetbridgeProtocol
 import Logging
 import Synchronization
 import SystemSupport
 import ZeroMQ
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The sync loop: owns the queue handle and every aggregator's pair of sockets, on one thread of its own, so no
 /// blocking ZeroMQ or file call ever runs on Swift's cooperative pool.

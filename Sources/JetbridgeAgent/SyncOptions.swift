@@ -1,7 +1,12 @@
-public import Foundation
 import JetbridgeModel
 public import ZeroMQ
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// How one `sync` run connects and when it ends.
 public struct SyncOptions: Sendable {
@@ -280,7 +285,7 @@ public struct SyncOutcome: Sendable {
         return "sync \(result.split(separator: ":").first ?? ""): sent \(n(s.recordsSent, "record")) in "
             + "\(n(s.batchesSent, "batch", "batches")) (\(g(s.resends)) resent); acknowledged \(g(s.acknowledged)) "
             + "(\(g(s.new)) new, \(n(s.duplicates, "duplicate"))); set aside \(g(s.setAside)); "
-            + "\(String(format: "%.1f", s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
+            + "\(NumberText.oneDecimal(s.elapsed)) s, \(g(rate)) records/s; queue acknowledged through \(acknowledgedThrough)"
             + (aggregators.count > 1 ? "; " + aggregatorSummary : "")
             + (deliverySummary.isEmpty ? "" : "; " + deliverySummary)
     }

@@ -1,5 +1,10 @@
-public import Foundation
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What `sync` last did, kept in `<home>/sync-state.json` so that `status` can show it.
 ///

@@ -1,9 +1,14 @@
 public import ArgumentParser
-import Foundation
 import JetbridgeLogging
 import JetbridgeModel
 public import Logging
 public import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -95,7 +100,7 @@ public enum CommandLineMain {
 
     /// Ends the process with `status`.
     public static func exit(_ status: ExitStatus) -> Never {
-        Foundation.exit(status.exitCode)
+        Glibc.exit(status.exitCode)
     }
 
     /// Bootstraps swift-log once, from what parsing resolved (or the environment alone when the command has no log

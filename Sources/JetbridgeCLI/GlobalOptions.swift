@@ -1,7 +1,12 @@
 public import ArgumentParser
-import Foundation
 import JetbridgeLogging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `--config`, `--home`, `--log-level` and `--log-format`: the options every command of a tool with a home takes,
 /// declared once for both tools.

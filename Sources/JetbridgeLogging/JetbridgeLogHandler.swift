@@ -1,6 +1,11 @@
-import Foundation
 public import Logging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +15,7 @@ import SystemSupport
 
 /// Where log lines go: one `write(2)` per line under a lock, so lines of several threads never interleave.
 public final class LogSink: Sendable {
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private let write: @Sendable (String) -> Void
 
     /// A sink that passes each line (newline included) to `write`.

@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 // Shared decoding helpers: they turn format slips into `ValidationError`s that name the field, so a rejected record
 // says "id: 'xyz' is not a UUID" rather than Foundation's generic text.
@@ -48,9 +52,7 @@ extension Date {
     /// Seconds since 1970 as a UTC date when that is meaningful, else the number itself.
     private static func describe(_ seconds: Double) -> String {
         guard seconds.isFinite, abs(seconds) < 1e14 else { return "\(seconds) s since 1970" }
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down)))
+        return Date.ISO8601FormatStyle().format(Date(timeIntervalSince1970: seconds.rounded(.down)))
     }
 }
 

@@ -1,4 +1,10 @@
-import Foundation
+import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One flight leg: `CARRIER NUMBER [SUFFIX] / YYYY-MM-DD`, for example `ZA101/2026-11-21`.
 ///
@@ -25,7 +31,7 @@ public struct FlightID: Codable, Hashable, Sendable, Comparable, CustomStringCon
     /// Accepts what a person types: surrounding spaces are trimmed and letters are uppercased.
     /// - Throws: ``ValidationError`` with code `invalidFlight`.
     public init(parsing text: String) throws {
-        try self.init(text.trimmingCharacters(in: .whitespacesAndNewlines).uppercased())
+        try self.init(text.trimmingWhitespace().uppercased())
     }
 
     /// The two-character carrier designator, such as `ZA`.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Totals for one flight, shaped exactly as `report flights --format json` prints them:
 /// `{"flight", "currency", "orders", "revenue", "items": [{"name", "count", "revenue"}], "bags": {"checked",

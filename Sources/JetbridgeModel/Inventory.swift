@@ -1,4 +1,10 @@
-public import Foundation
+import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A flight's menu: the items on sale and the currency their prices are in.
 ///
@@ -93,7 +99,7 @@ public struct Inventory: Codable, Hashable, Sendable {
             data = try Data(contentsOf: url)
         } catch {
             throw ValidationError(
-                .fileUnreadable, "cannot read the inventory file: \(error.localizedDescription)", file: file)
+                .fileUnreadable, "cannot read the inventory file: \(fileErrorText(error))", file: file)
         }
         do {
             return try Inventory(contents: data)
@@ -131,7 +137,7 @@ public struct Inventory: Codable, Hashable, Sendable {
     /// - Returns: The item as the menu spells it.
     /// - Throws: ``ValidationError`` with code `unknownItem`, listing the menu.
     public func item(named name: String) throws -> Item {
-        let wanted = name.trimmingCharacters(in: .whitespaces)
+        let wanted = name.trimmingWhitespace()
         if let item = items.first(where: { $0.name == wanted }) { return item }
         if let item = items.first(where: { $0.name.lowercased() == wanted.lowercased() }) { return item }
         throw ValidationError(

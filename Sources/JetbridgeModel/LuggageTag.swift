@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What a bag's QR code says: `{"id": "F432BDB8-…", "owner": ["D", "ZMU"], "weight": 42.0}`.
 ///

@@ -18,6 +18,21 @@ public enum NumberText {
         return (negative ? "-" : "") + groupDigits(whole) + unsigned.dropFirst(whole.count)
     }
 
+    /// `value` with one decimal, as C's `%.1f` prints it (`12.3`); a value that is not finite as Swift prints it.
+    public static func oneDecimal(_ value: Double) -> String {
+        let tenths = (value * 10).rounded()
+        guard tenths.isFinite, tenths.magnitude < 1e17 else { return "\(value)" }
+        let whole = Int(tenths.magnitude)
+        return (tenths < 0 ? "-" : "") + "\(whole / 10).\(whole % 10)"
+    }
+
+    /// `value` as briefly as it reads: a whole number without a decimal point (`5`, `-3`), anything else as Swift
+    /// prints it (`0.5`, `nan`, `-inf`).
+    public static func brief(_ value: Double) -> String {
+        guard value.isFinite, value == value.rounded(), value.magnitude < 1e15 else { return "\(value)" }
+        return "\(Int(value))"
+    }
+
     /// `digits` (a run of decimal digits) with a comma between each group of three, counted from the right.
     static func groupDigits(_ digits: some StringProtocol) -> String {
         var result = ""

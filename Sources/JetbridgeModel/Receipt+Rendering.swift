@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // The receipt files' bytes, written straight into one buffer: a bulk sync leaves hundreds of orders per seat, and
 // building a String (or a JSONEncoder container) per field was most of the receipts thread's CPU.

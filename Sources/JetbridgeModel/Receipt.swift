@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What one passenger seat bought on one flight: every order for the seat at its latest revision, and the total.
 ///
@@ -133,7 +137,7 @@ public struct Receipt: Codable, Hashable, Sendable {
     }
 
     /// A file name stem safe on every file system, such as `ZA101_2026-11-21_17B` (the flight's `/` becomes `_`).
-    public var fileStem: String { "\(flight.rawValue.replacingOccurrences(of: "/", with: "_"))_\(seat.rawValue)" }
+    public var fileStem: String { "\(flight.rawValue.replacing("/", with: "_"))_\(seat.rawValue)" }
 
     /// The receipt as plain text with aligned columns, ending in a newline.
     ///

@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Any record in a queue or a batch: an order or a scan, told apart by its `type` key.
 public enum Record: Codable, Hashable, Sendable {

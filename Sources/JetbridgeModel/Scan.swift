@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Where a bag was scanned: at the origin (it departed) or at the destination (it arrived).
 public enum ScanPoint: String, Codable, Hashable, Sendable, CaseIterable {

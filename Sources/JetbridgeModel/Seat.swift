@@ -1,4 +1,10 @@
-import Foundation
+import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A passenger seat: a row number 1–99 without a leading zero, then one letter `A–K` except `I`, such as `17B`.
 ///
@@ -38,7 +44,7 @@ public struct Seat: Codable, Hashable, Sendable, Comparable, CustomStringConvert
     /// Accepts what a person types: surrounding spaces are trimmed and the letter is uppercased.
     /// - Throws: ``ValidationError`` with code `invalidSeat`.
     public init(parsing text: String) throws {
-        try self.init(text.trimmingCharacters(in: .whitespacesAndNewlines).uppercased())
+        try self.init(text.trimmingWhitespace().uppercased())
     }
 
     /// The row number, 1–99.

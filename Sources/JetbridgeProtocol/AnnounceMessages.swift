@@ -1,5 +1,10 @@
-public import Foundation
 import JetbridgeModel
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A device's announcement on the ack channel, sent on each connection after its hello and before its batches: the
 /// flights it holds records of that the ground has not confirmed (not yet acknowledged, or acknowledged and not

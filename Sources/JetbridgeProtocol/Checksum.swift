@@ -1,5 +1,10 @@
 internal import CCRC32C
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// CRC-32C (Castagnoli) as the batch header carries it: reflected, initial value and final xor `0xFFFFFFFF`.
 public enum Checksum: Sendable {

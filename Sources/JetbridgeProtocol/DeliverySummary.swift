@@ -1,5 +1,10 @@
-public import Foundation
 public import JetbridgeModel
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What one device holds acknowledged for one flight, as a count and an order-independent digest
 /// (docs/PROTOCOL.md, "Proof of delivery"). The device computes it over the records the ground acknowledged; the
@@ -127,7 +132,6 @@ public struct DeliverySummary: Hashable, Sendable {
         count += other.count
         digest &+= other.digest
     }
-
 
     /// The hash of one element's key: FNV-1a 64 (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`), then
     /// the MurmurHash3 finaliser `fmix64` so that every bit of the key moves every bit of the sum.

@@ -1,6 +1,11 @@
-public import Foundation
 public import JetbridgeModel
 internal import MessagePack
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A batch as the ground receives it, checked record by record: every record decoded, valid and from the device
 /// that sent it.

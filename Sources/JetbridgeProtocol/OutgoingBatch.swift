@@ -1,5 +1,10 @@
-public import Foundation
 internal import MessagePack
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// One batch as the device sends it: records already encoded as MessagePack (read back from the queue), framed
 /// without decoding or re-encoding them.

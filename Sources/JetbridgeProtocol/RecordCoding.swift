@@ -1,6 +1,11 @@
-public import Foundation
 public import JetbridgeModel
 internal import MessagePack
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// The one codec for records, as the queue, the wire, the order ledger and the store hold them (docs/PROTOCOL.md,
 /// "Records"): capture encodes with it, the order ledger reads its files with it, and the store decodes stored bytes

@@ -1,6 +1,17 @@
-package import Foundation
 package import JetbridgeModel
 internal import MessagePack
+
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Decodes a ``Record`` from MessagePack by hand: the aggregator's hot path, about ten times cheaper than Codable, and
 /// the decoder behind ``RecordCoding`` (`package`: callers outside this package decode with ``RecordCoding``).

@@ -1,5 +1,10 @@
-public import Foundation
 import JetbridgeModel
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A device's question on the ack channel: "do you hold what I hold acknowledged for this flight?"
 /// (docs/PROTOCOL.md, "Proof of delivery"). One frame, sent on the device's `DEALER`.

@@ -1,5 +1,10 @@
-public import Foundation
 internal import MessagePack
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Encodes and decodes the ack channel's one-frame messages.
 public enum WireCoding: Sendable {

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The constants of the Jetbridge wire protocol, version 1 (docs/PROTOCOL.md).
 public enum WireProtocol: Sendable {
@@ -28,7 +32,7 @@ extension WireProtocol {
     /// configuration file in both.
     public static func endpointProblem(_ endpoint: String) -> String? {
         let example = "such as tcp://127.0.0.1:5560"
-        guard let range = endpoint.range(of: "://") else {
+        guard let range = endpoint.firstRange(of: "://") else {
             return "'\(endpoint)' is not an endpoint \(example) (transport://address)"
         }
         let transport = endpoint[..<range.lowerBound]

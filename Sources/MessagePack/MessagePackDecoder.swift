@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Decodes `Decodable` values from MessagePack, in the shape of Foundation's `JSONDecoder`, strictly.
 ///

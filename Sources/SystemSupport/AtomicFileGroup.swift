@@ -1,10 +1,15 @@
 internal import CSystemCalls
-package import Foundation
+
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
 
 #if canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-    import Musl
+    package import Musl
 #endif
 
 /// Files in one directory replaced together, each atomically, with one flush for the whole group: each new file is

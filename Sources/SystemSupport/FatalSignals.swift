@@ -1,5 +1,10 @@
 internal import CFatalSignals
-import Foundation
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Makes a fatal signal end the process at once, with a trace in the log and the signal's own status.
 ///
@@ -24,7 +29,7 @@ package enum FatalSignals {
     /// Whether the environment asks for the Swift runtime's own backtrace.
     package static func runtimeBacktraceRequested(_ environment: [String: String]) -> Bool {
         guard let setting = environment["SWIFT_BACKTRACE"], !setting.isEmpty else { return false }
-        return !setting.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "enable=no" }
+        return !setting.split(separator: ",").contains { $0.trimmingWhitespace() == "enable=no" }
     }
 
     /// Installs the handler; call once, first thing in `main`.

@@ -1,9 +1,13 @@
-package import Foundation
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
 
 #if canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-    import Musl
+    package import Musl
 #endif
 
 /// The file-system calls every layer needs, each failure a ``SystemError`` naming the operation and the path.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The rules both programs follow to find their home directory and their configuration file (docs/AGENT.md,
 /// docs/AGGREGATOR.md): the home is `--home`, else `$JETBRIDGE_HOME` when it is set and not empty, else the
@@ -37,9 +41,10 @@ package enum HomeDirectory {
     /// `path` as a shell word: as it is when it holds only characters no shell treats specially, else single-quoted.
     private static func quotedIfNeeded(_ path: String) -> String {
         let plain = path.unicodeScalars.allSatisfy {
-            CharacterSet.alphanumerics.contains($0) && $0.isASCII || "/._-+,:@%".unicodeScalars.contains($0)
+            $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil)
+                || "/._-+,:@%".unicodeScalars.contains($0)
         }
-        return plain ? path : "'" + path.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        return plain ? path : "'" + path.replacing("'", with: #"'\''"#) + "'"
     }
 
     /// Where a command's configuration comes from.

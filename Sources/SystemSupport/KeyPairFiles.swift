@@ -1,9 +1,13 @@
-package import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-    import Musl
+    package import Musl
 #endif
 
 /// A CURVE key pair kept as two small text files (40 characters of Z85 and a newline each) in a directory of their
@@ -92,8 +96,8 @@ package struct KeyPairFiles: Sendable {
         let publicKey = try Self.readText(publicPath, other: secretPath, exists: hasPublic)
         if let mode = Self.exposedMode(of: secretPath) { throw .exposed(secretPath, mode: mode) }
         return (
-            secret.trimmingCharacters(in: .whitespacesAndNewlines),
-            publicKey.trimmingCharacters(in: .whitespacesAndNewlines)
+            secret.trimmingWhitespace(),
+            publicKey.trimmingWhitespace()
         )
     }
 

@@ -1,23 +1,49 @@
-import Foundation
+import CSystemCalls
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Starts a named thread for blocking work (a socket loop, a store writer), which must never run on the cooperative
 /// pool.
 ///
-/// The name is also set on the OS thread (`top -H`, `/proc/<pid>/task/*/comm`), which Foundation's `Thread.name`
-/// does not do on Linux; the kernel keeps at most 15 characters.
+/// The name is also set on the OS thread (`top -H`, `/proc/<pid>/task/*/comm`); the kernel keeps at most 15
+/// characters. A detached pthread with the default attributes (the stack `ulimit -s` gives), as Foundation's
+/// `Thread` made it.
 /// - Parameters:
 ///   - name: The thread's name.
 ///   - body: What it runs; the thread ends when `body` returns.
 package func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-    let thread = Thread {
-        #if os(Linux)
-            // pthread_setname_np is not exported by Glibc's Swift module; the kernel takes the name here too.
-            try? Data(name.prefix(15).utf8).write(to: URL(fileURLWithPath: "/proc/thread-self/comm"))
-        #endif
-        body()
+    let start = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    var thread = pthread_t()
+    let result = pthread_create(&thread, &attributes, { argument in
+        let start = Unmanaged<ThreadStart>.fromOpaque(argument!).takeRetainedValue()
+        _ = jb_set_thread_name(start.name)
+        start.body()
+        return nil
+    }, start)
+    // Only a process out of threads or memory gets here; the work it was to do cannot be done without its thread.
+    guard result == 0 else {
+        Unmanaged<ThreadStart>.fromOpaque(start).release()
+        fatalError("cannot start thread \(name): \(String(cString: strerror(result)))")
     }
-    thread.name = name
-    thread.start()
+}
+
+/// What ``startThread(_:_:)`` hands its new thread.
+private final class ThreadStart {
+    let name: String
+    let body: @Sendable () -> Void
+
+    init(name: String, body: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.body = body
+    }
 }
 
 /// Runs `body` on a new named thread (``startThread(_:_:)``) and suspends the calling task, without holding one of
@@ -55,7 +81,7 @@ package func runOnOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Send
 /// comes later starts a new one.
 package final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
     private let name: String
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var jobs: [UnownedJob] = []
     private var running = false
     private var finishing = false

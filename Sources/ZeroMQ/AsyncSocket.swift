@@ -1,7 +1,12 @@
 internal import CZeroMQ
-public import Foundation
 import Synchronization
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A socket owned by its own thread, for async code: received messages arrive as an `AsyncSequence`, sends are
 /// awaited, and no blocking call ever runs on Swift's cooperative pool.

@@ -1,5 +1,10 @@
 internal import CZeroMQ
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Z85, ZeroMQ's printable encoding of binary keys (RFC 32): 4 bytes become 5 characters.
 public enum Z85 {

@@ -1,5 +1,10 @@
 internal import CZeroMQ
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// One frame owned by libzmq (`zmq_msg_t`), for sending and receiving without copying.
 ///

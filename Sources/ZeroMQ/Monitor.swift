@@ -1,6 +1,11 @@
 internal import CZeroMQ
-import Foundation
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Which socket events to monitor (`ZMQ_EVENT_*`).
 public struct MonitorEvents: OptionSet, Sendable, Hashable {

@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A multipart message as received, with the connection metadata that matters for authorization.
 public struct ReceivedMessage: Sendable, Hashable {

@@ -1,5 +1,10 @@
 internal import CZeroMQ
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Flags for a receive.
 public struct ReceiveOptions: OptionSet, Sendable, Hashable {

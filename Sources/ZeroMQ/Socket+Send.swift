@@ -1,5 +1,10 @@
 internal import CZeroMQ
-public import Foundation
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Flags for a send.
 public struct SendOptions: OptionSet, Sendable, Hashable {

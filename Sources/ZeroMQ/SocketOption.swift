@@ -1,6 +1,11 @@
 internal import CZeroMQ
-public import Foundation
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// A typed socket option: which libzmq option it is and how its Swift value maps to the C value.
 ///

@@ -1,7 +1,12 @@
 internal import CZeroMQ
-import Foundation
 import Synchronization
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A ZAP (RFC 27) authentication handler that admits only allow-listed CURVE clients.
 ///
@@ -59,7 +64,7 @@ public final class ZAPHandler: Sendable {
         var stopped = false
     }
 
-    private let stoppedCondition = NSCondition()
+    private let stoppedCondition = ConditionLock()
 
     /// Starts a handler on `context`.
     /// - Parameters:

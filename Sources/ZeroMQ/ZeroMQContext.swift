@@ -1,7 +1,12 @@
 internal import CZeroMQ
-import Foundation
 import Synchronization
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A libzmq context: owns the I/O threads and every socket created from it.
 ///

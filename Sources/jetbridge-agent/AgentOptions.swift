@@ -1,8 +1,13 @@
-import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
 import Logging
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The agent, as the command-line scaffold knows it.
 enum AgentTool: HomeTool {

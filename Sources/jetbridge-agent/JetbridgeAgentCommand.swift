@@ -1,9 +1,14 @@
 import ArgumentParser
-import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `jetbridge-agent`: capture sales and bag scans on a device, and (later) sync them to the ground.
 @main

@@ -1,8 +1,13 @@
 import ArgumentParser
-import Foundation
 import JetbridgeCLI
 import SystemSupport
 import JetbridgeAgent
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `keys`: this device's CURVE key pair.
 struct KeysCommand: ParsableCommand {

@@ -1,9 +1,14 @@
 import ArgumentParser
-import Foundation
 import JetbridgeCLI
 import SystemSupport
 import JetbridgeAgent
 import JetbridgeModel
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `order`: record a sale, or a correction of one.
 struct OrderCommand: ParsableCommand {
@@ -93,12 +98,12 @@ struct ItemArgument: ExpressibleByArgument {
         var name = argument
         var count = 1
         if let equals = argument.lastIndex(of: "="),
-            let number = Int(argument[argument.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+            let number = Int(argument[argument.index(after: equals)...].trimmingWhitespace())
         {
             name = String(argument[..<equals])
             count = number
         }
-        name = name.trimmingCharacters(in: .whitespaces)
+        name = name.trimmingWhitespace()
         guard !name.isEmpty else { return nil }
         self.name = name
         self.count = count

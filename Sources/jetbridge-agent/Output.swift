@@ -1,6 +1,11 @@
-import Foundation
 import JetbridgeModel
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Printing for people and scripts: results on standard output, problems on standard error.
 enum Output {

@@ -1,11 +1,16 @@
 import ArgumentParser
-import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
 import JetbridgeLogging
 import Logging
 import JetbridgeModel
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc

@@ -1,8 +1,13 @@
 import ArgumentParser
-import Foundation
 import JetbridgeAgent
 import JetbridgeCLI
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `set-aside`: the records the ground refused (`<home>/rejected/`): list them, send them again, or give up on them.
 struct SetAsideCommand: ParsableCommand {

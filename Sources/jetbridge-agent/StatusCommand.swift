@@ -1,9 +1,14 @@
 import ArgumentParser
-import Foundation
 import JetbridgeCLI
 import SystemSupport
 import JetbridgeAgent
 import JetbridgeModel
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `status`: what this device holds and how sync last went.
 struct StatusCommand: ParsableCommand {
@@ -35,7 +40,7 @@ struct StatusCommand: ParsableCommand {
         }
         let lastRun =
             status.lastSyncOutcome.map { outcome in
-                "\nlast finished   \(outcome), \(String(format: "%.1f", status.lastSyncDurationSeconds ?? 0)) s, "
+                "\nlast finished   \(outcome), \(NumberText.oneDecimal(status.lastSyncDurationSeconds ?? 0)) s, "
                     + "\(NumberText.grouped(status.lastSyncAcknowledged ?? 0)) acknowledged, "
                     + "\(NumberText.grouped(Int((status.lastSyncRecordsPerSecond ?? 0).rounded()))) records/s"
             } ?? ""

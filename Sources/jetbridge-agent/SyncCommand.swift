@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import JetbridgeCLI
+import JetbridgeModel
 import JetbridgeLogging
 import SystemSupport
 import JetbridgeAgent
@@ -8,6 +8,12 @@ import JetbridgeProtocol
 import Logging
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -92,7 +98,7 @@ struct SyncCommand: AsyncParsableCommand {
         }
         if let timeout, !(timeout.isFinite && timeout > 0) {
             throw ValidationError(
-                "--timeout must be a positive number of seconds, not \(String(format: "%g", timeout)); leave it out to sync until stopped"
+                "--timeout must be a positive number of seconds, not \(NumberText.brief(timeout)); leave it out to sync until stopped"
             )
         }
     }

@@ -1,9 +1,14 @@
 import ArgumentParser
 import FileQueue
-import Foundation
 import JetbridgeCLI
 import JetbridgeProtocol
 import SystemSupport
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -116,7 +121,7 @@ struct Dump: ParsableCommand {
             {
                 text = string
             } else {
-                text = bytes.map { String(format: "%02x", $0) }.joined()
+                text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
             }
             print("\(sequence)\t\(bytes.count)\t\(text)")
         }

@@ -181,3 +181,17 @@ import Testing
         #expect(try FileQueue.check(directory: directory.queue).status.acknowledgedThrough == 0)
     }
 }
+
+/// `jetbridge-queue dump` prints each record's payload as text when it is printable, else as hex.
+@Suite struct QueueToolDumpTests {
+    @Test func dumpPrintsTextAsItIsAndOtherBytesAsHex() throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let queue = try FileQueue(directory: directory.queue, configuration: FileQueue.Configuration())
+            try queue.append(contentsOf: [Data("order 17B".utf8), Data([0x00, 0x0F, 0x10, 0xAB, 0xFF])])
+        }
+        let dump = try runTool(["dump", directory.queue.path])
+        #expect(dump.status == 0)
+        #expect(dump.output == "1\t9\torder 17B\n2\t5\t000f10abff\n")
+    }
+}

@@ -1,4 +1,14 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A valid pointer for empty input, so reads never need an optional base address.
 nonisolated(unsafe) let emptyInputBase = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension DecoderImpl {
     /// Opens a map for a keyed container: reads its header, and unless `lazily`, all its keys.

@@ -1,4 +1,14 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// One reusable decoder per thread, so decoding record by record keeps its caches (containers, key indexes, stacks).
 private let decoderThreadKey: pthread_key_t = {

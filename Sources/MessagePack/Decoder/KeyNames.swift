@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The UTF-8 bytes and integer value of each case of one `CodingKey` enum, filled in as lookups meet them.
 ///

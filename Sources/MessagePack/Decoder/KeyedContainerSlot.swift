@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The keyed container last handed out by `DecoderImpl.container(keyedBy:)` at one depth, and its key type.
 ///

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A `KeyedContainerSlot` holding the container itself, whose type names `Key`.
 final class KeyedContainerSlotFor<Key: CodingKey>: KeyedContainerSlot {

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The decoder a `superDecoder()` hands out, reading the value it was given.
 final class SubDecoder: SubCoder<DecoderImpl>, Decoder {

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// An array being read element by element.
 struct UnkeyedDecoder: UnkeyedDecodingContainer {

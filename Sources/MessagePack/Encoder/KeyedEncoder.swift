@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A map being written; keys go out in the order `encode(to:)` writes them.
 struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {

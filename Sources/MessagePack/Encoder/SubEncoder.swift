@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The encoder a `superEncoder()` hands out: it writes its one value where the container left room for it.
 final class SubEncoder: SubCoder<EncoderImpl>, Encoder {
