@@ -83,7 +83,8 @@ stage_tree() {
         "$dest/usr/share/doc/jetbridge/docs" "$dest/usr/share/doc/jetbridge/licenses"
     for product in "${products[@]}"; do
         # Debug information out, the symbol table kept (lintian is told, usr/share/lintian/overrides): crash
-        # backtraces name functions. Most of the size is Foundation's ICU data, one copy in each binary.
+        # backtraces name functions. Most of the aggregator's size is Foundation's ICU data; the agent and the queue
+        # tool link FoundationEssentials only, without it.
         install -m 0755 "$bin/$product" "$dest/usr/bin/$product"
         strip --strip-debug --remove-section=.comment "$dest/usr/bin/$product"
     done
