@@ -229,7 +229,10 @@ struct DeliveryArchive {
     /// Every acknowledged record in the files, read once: each order at its highest revision (with that revision's
     /// flight), each scan once, and the flights with a file.
     struct Held {
-        var orders: [UUID: (revision: Int, flight: String, payload: Data)] = [:]
+        /// An order as held: its highest revision, that revision's flight and its record.
+        typealias Order = (revision: Int, flight: String, payload: Data)
+
+        var orders: [UUID: Order] = [:]
         var scans: [UUID: (flight: String, payload: Data)] = [:]
         var flights: [String] = []
     }
@@ -256,10 +259,7 @@ struct DeliveryArchive {
         return held
     }
 
-    private static func keepHighestRevision(
-        _ stored: inout (revision: Int, flight: String, payload: Data),
-        _ found: (revision: Int, flight: String, payload: Data)
-    ) {
+    private static func keepHighestRevision(_ stored: inout Held.Order, _ found: Held.Order) {
         if stored.revision < found.revision { stored = found }
     }
 
@@ -267,9 +267,7 @@ struct DeliveryArchive {
     private static func keepFirst<Value>(_ stored: inout Value) {}
 
     /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
-    private func newestRevisions(
-        _ orders: [UUID: (revision: Int, flight: String, payload: Data)], _ confirmations: [String: Confirmation]
-    ) -> [UUID: Int] {
+    private func newestRevisions(_ orders: [UUID: Held.Order], _ confirmations: [String: Confirmation]) -> [UUID: Int] {
         var newest = orders.mapValues(\.revision)
         for confirmation in confirmations.values {
             for (id, revision) in confirmation.releasedOrders ?? [:] {
