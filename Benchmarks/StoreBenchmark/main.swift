@@ -1,4 +1,4 @@
-// Store benchmark: 1,000,000 records (half orders, half scans, random UUIDs, 10 devices × 100,000) through
+// Store benchmark: 1,000,000 records (half orders, half scans, 10 devices × 100,000) through
 // SQLiteStore.apply in batches of 1,000, 20 batches per transaction; then the same rows inserted with the sqlite3
 // C API in ONE transaction (the floor the store is measured against). Only store calls are timed; generating records
 // is not. After the apply, every device's summary of every flight (proof of delivery) is answered from the store, and
@@ -11,6 +11,10 @@
 //
 //   swift build -c release --product store-benchmark && .build/release/store-benchmark [records] [directory or -]
 //                                                       [batches per transaction, a multiple of 20] [--postgres [URL]]
+//                                                       [--ids time|random]
+//
+// Record ids are time-ordered (version 7) at each record's time, as the agent mints them; `--ids random` gives
+// random (version 4) ids, as a client following only the wire format may send.
 
 import BenchmarkSupport
 import Foundation
@@ -23,12 +27,20 @@ import MessagePack
 import PostgresNIO
 
 let storeBenchmarkUsage =
-    "usage: store-benchmark [records] [directory or -] [batches per transaction, a multiple of 20] [--postgres [URL]]"
+    "usage: store-benchmark [records] [directory or -] [batches per transaction, a multiple of 20] [--postgres [URL]] [--ids time|random]"
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) {
     print(storeBenchmarkUsage)
     exit(0)
 }
+let recordIDs: RecordIDs = {
+    guard let flag = arguments.firstIndex(of: "--ids") else { return .time }
+    arguments.remove(at: flag)
+    guard flag < arguments.count, let scheme = RecordIDs(rawValue: arguments.remove(at: flag)) else {
+        exitWithUsage("--ids takes time or random", usage: storeBenchmarkUsage)
+    }
+    return scheme
+}()
 var postgresURL: String?
 if let flag = arguments.firstIndex(of: "--postgres") {
     arguments.remove(at: flag)
@@ -74,6 +86,7 @@ let menu = RecordMix.menu
 let owner = try! Owner(initial: "D", family: "ZMU")
 let devices = (1...10).map { "cart-\($0)" }
 let start = RecordMix.start
+print("record ids: \(recordIDs == .time ? "time-ordered (version 7)" : "random (version 4)")")
 
 let encoder = MessagePackEncoder()
 
@@ -135,14 +148,15 @@ func makeGroup(_ group: Int, _ rng: inout SplitMix) -> [IncomingBatch] {
             let flight = flights[Int(rng.next() % UInt64(flights.count))]
             if n % 2 == 0 {
                 let order = Order(
-                    id: randomUUID(&rng), revision: 1, flight: flight,
+                    id: recordIDs.make(at: start + Double(n), &rng), revision: 1, flight: flight,
                     seat: seats[Int(rng.next() % UInt64(seats.count))],
                     lineItems: [LineItem(item: menu[n % 3], count: 2), LineItem(item: menu[(n + 1) % 3], count: 1)],
                     currency: "USD", createdAt: start + Double(n), device: device)
                 return .order(order)
             } else {
                 let scan = Scan(
-                    id: randomUUID(&rng), tag: LuggageTag(id: randomUUID(&rng), owner: owner, weight: 42.5),
+                    id: recordIDs.make(at: start + Double(n), &rng),
+                    tag: LuggageTag(id: randomUUID(&rng), owner: owner, weight: 42.5),
                     point: n % 4 == 1 ? .origin : .destination, scannedAt: start + Double(n), flight: flight,
                     device: device)
                 return .scan(scan)

@@ -1,6 +1,23 @@
 public import Foundation
 public import JetbridgeModel
-import JetbridgeTestKit
+public import JetbridgeTestKit
+
+/// How a benchmark's devices mint record ids.
+public enum RecordIDs: String, Sendable {
+    /// Time-ordered (version 7) at the record's time, as `jetbridge-agent` mints them (docs/PROTOCOL.md, "Record ids").
+    case time
+    /// Random (version 4), as a client that follows only the wire format may send (and as the agent minted them
+    /// before 27 November 2026).
+    case random
+
+    /// A record id for a record captured at `time`.
+    public func make(at time: Date, _ rng: inout SplitMix) -> UUID {
+        switch self {
+        case .time: UUID(timeOrdered: time, using: &rng)
+        case .random: randomUUID(&rng)
+        }
+    }
+}
 
 /// The sync benchmark's record mix, shared so that the record-decode benchmark decodes exactly the records a sync
 /// ships: blocks of 8 — 3 orders (every 50th a correction of an earlier order, revision 2), 3 origin scans of new
@@ -24,8 +41,11 @@ public enum RecordMix {
     ///   - seed: The `SplitMix` seed; the same seed, device and flight give the same records.
     ///   - device: The device name in every record.
     ///   - flight: The flight of every record.
+    ///   - ids: How the device mints record ids (bag tags' ids are random: the tag printer's, not the device's).
     /// - Returns: `count` records in capture order.
-    public static func records(count: Int, seed: UInt64, device: String, flight: FlightID) -> [Record] {
+    public static func records(
+        count: Int, seed: UInt64, device: String, flight: FlightID, ids: RecordIDs = .time
+    ) -> [Record] {
         var rng = SplitMix(state: seed)
         var records: [Record] = []
         records.reserveCapacity(count)
@@ -47,7 +67,7 @@ public enum RecordMix {
                 } else {
                     let first = Int(rng.next() % 3)
                     let order = Order(
-                        id: randomUUID(&rng), revision: 1, flight: flight,
+                        id: ids.make(at: time, &rng), revision: 1, flight: flight,
                         seat: seats[Int(rng.next() % UInt64(seats.count))],
                         lineItems: [
                             LineItem(item: menu[first], count: Int(rng.next() % 3) + 1),
@@ -69,14 +89,15 @@ public enum RecordMix {
                 records.append(
                     .scan(
                         Scan(
-                            id: randomUUID(&rng), tag: tag, point: .origin, scannedAt: time, flight: flight,
+                            id: ids.make(at: time, &rng), tag: tag, point: .origin, scannedAt: time, flight: flight,
                             device: device)))
             default:
                 let tag = bags[bags.count - 1 - (slot - 6) * 2]
                 records.append(
                     .scan(
                         Scan(
-                            id: randomUUID(&rng), tag: tag, point: .destination, scannedAt: time + 36_000,
+                            id: ids.make(at: time + 36_000, &rng), tag: tag, point: .destination,
+                            scannedAt: time + 36_000,
                             flight: flight, device: device)))
             }
             n += 1

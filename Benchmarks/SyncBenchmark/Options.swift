@@ -28,9 +28,11 @@ struct Options {
     /// statically linked one (`deploy/package.sh`), which starts on about half the CPU of the dynamically linked
     /// release build.
     var agent: String?
+    /// How the devices' records get their ids: time-ordered, as the agent mints them, or random.
+    var ids = RecordIDs.time
 
     static let usage =
-        "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep] [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH]"
+        "usage: sync-benchmark [--devices N] [--records N] [--batch-records N] [--window N] [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep] [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH] [--ids time|random]"
 
     /// Parses the arguments after the program's name; a bad one stops the benchmark with the usage.
     init(_ arguments: [String]) {
@@ -49,6 +51,13 @@ struct Options {
                     exitWithUsage("--agent takes the path of a jetbridge-agent binary", usage: Self.usage)
                 }
                 agent = path
+                continue
+            }
+            if argument == "--ids" {
+                guard let scheme = arguments.popFirst().flatMap(RecordIDs.init(rawValue:)) else {
+                    exitWithUsage("--ids takes time or random", usage: Self.usage)
+                }
+                ids = scheme
                 continue
             }
             if argument == "--store" {

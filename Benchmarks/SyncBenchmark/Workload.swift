@@ -14,7 +14,7 @@ struct Workload {
     /// Seconds spent making and encoding the records.
     let makingSeconds: Double
 
-    init(deviceCount: Int, recordsPerDevice: Int) throws {
+    init(deviceCount: Int, recordsPerDevice: Int, ids: RecordIDs) throws {
         let devices = (1...deviceCount).map { "cart-\($0)" }
         let flights = (1...max(1, deviceCount / 2)).map { try! FlightID("ZA\(100 + $0)/2026-11-21") }
         let encoder = MessagePackEncoder()
@@ -22,7 +22,7 @@ struct Workload {
         records = try devices.indices.map { device in
             let records = RecordMix.records(
                 count: recordsPerDevice, seed: UInt64(device) &* 1_000_003, device: devices[device],
-                flight: flights[device % flights.count])
+                flight: flights[device % flights.count], ids: ids)
             return try records.map { ($0, try encoder.encode($0)) }
         }
         makingSeconds = now() - t0

@@ -11,10 +11,12 @@
 //   swift build -c release --product sync-benchmark
 //   .build/release/sync-benchmark [--devices 10] [--records 100000] [--batch-records N] [--window N]
 //                                 [--tx-batches N] [--tx-records N] [--queue-batches N] [--tx-delay-ms N] [--keep]
-//                                 [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH]
+//                                 [--debug-log] [--store sqlite|postgres [URL]] [--agent PATH] [--ids time|random]
 //
 // `--agent PATH`: the devices run that agent binary instead of the one beside the benchmark, such as the packages'
 // statically linked build (docs/BENCHMARKS.md, "The agents' wait for acks").
+// `--ids random`: the records carry random (version 4) ids instead of time-ordered ones as the agent mints them
+// (docs/BENCHMARKS.md, "Time-ordered record ids").
 
 import BenchmarkSupport
 import Foundation
@@ -45,8 +47,10 @@ try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories
 // Removed at the end (a top-level `defer` would not run: the benchmark ends with `exit`).
 say("scratch: \(scratch.path) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
 say("agent: \(agentExecutable.path)")
+say("record ids: \(options.ids == .time ? "time-ordered (version 7)" : "random (version 4)")")
 
-let workload = try Workload(deviceCount: options.deviceCount, recordsPerDevice: options.recordsPerDevice)
+let workload = try Workload(
+    deviceCount: options.deviceCount, recordsPerDevice: options.recordsPerDevice, ids: options.ids)
 let benchmark = Benchmark(
     options: options, workload: workload, scratch: scratch, agentExecutable: agentExecutable,
     aggregatorExecutable: aggregatorExecutable)

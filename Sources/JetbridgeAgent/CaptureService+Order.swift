@@ -45,10 +45,11 @@ extension CaptureService {
     ) throws(AgentError) -> RecordedOrder {
         let inventory = try configuration.loadInventory()
         let order: Order
+        let time = timestamp()
         do {
             order = try Order.make(
-                flight: flight ?? configuration.flight.rawValue, seat: seat, lines: lines, inventory: inventory,
-                createdAt: timestamp(), device: configuration.device)
+                id: Self.newID(at: time), flight: flight ?? configuration.flight.rawValue, seat: seat, lines: lines,
+                inventory: inventory, createdAt: time, device: configuration.device)
         } catch {
             throw AgentError(error, context: "order")
         }

@@ -57,7 +57,10 @@ extension CaptureService {
         } catch {
             throw AgentError(error, context: "--tag")
         }
-        let scan = Scan(tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: configuration.device)
+        let time = timestamp()
+        let scan = Scan(
+            id: Self.newID(at: time), tag: tag, point: point, scannedAt: time, flight: flightID,
+            device: configuration.device)
         try validate(scan)
         let encoded = try encode(scan)
         let queue = try openQueue()
@@ -96,7 +99,7 @@ extension CaptureService {
         var reader = TagLineReader(fd: fd, path: name)
         var summary = ScanSummary(
             point: point, flight: flightID.rawValue, scanned: 0, rejected: 0, firstSequence: nil, lastSequence: nil)
-        var ids = RandomUUIDs()
+        var random = BufferedRandom()
         var pending: [Data] = []
         pending.reserveCapacity(Self.scanBatchSize)
         var pendingFirstLine = 1
@@ -142,9 +145,10 @@ extension CaptureService {
                 let scan: Scan
                 do {
                     let tag = try LuggageTag.parse(qrPayload: payload)
+                    let time = timestamp()
                     scan = Scan(
-                        id: ids.make(), tag: tag, point: point, scannedAt: timestamp(), flight: flightID, device: device
-                    )
+                        id: UUID(timeOrdered: time, using: &random), tag: tag, point: point, scannedAt: time,
+                        flight: flightID, device: device)
                 } catch {
                     summary.rejected += 1
                     rejected(RejectedLine(line: number, reason: (error as? ValidationError)?.description ?? "\(error)"))

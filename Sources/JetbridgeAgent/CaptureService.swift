@@ -40,6 +40,13 @@ public struct CaptureService: Sendable {
         return Date(timeIntervalSince1970: milliseconds / 1000)
     }
 
+    /// A new record's id: time-ordered (`UUID(timeOrdered:using:)`, docs/PROTOCOL.md "Record ids") at the record's
+    /// capture time, its random bits from the system's CSPRNG. Bulk scans draw theirs from a ``BufferedRandom``.
+    static func newID(at time: Date) -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        return UUID(timeOrdered: time, using: &generator)
+    }
+
     /// Opens (creating if needed) the queue; open also repairs a torn tail left by a killed process.
     func openQueue() throws(AgentError) -> FileQueue {
         try configuration.home.prepare(queueDirectory: configuration.queueDirectory)

@@ -136,17 +136,21 @@ struct TagLineReaderTests {
     }
 }
 
-@Suite("RandomUUIDs")
-struct RandomUUIDsTests {
-    @Test("version 4, RFC 4122 variant, no repeats across refills")
-    func version4() {
-        var ids = RandomUUIDs()
-        let made = (0..<10_000).map { _ in ids.make() }
+@Suite("BufferedRandom")
+struct BufferedRandomTests {
+    @Test("time-ordered ids from its draws: version 7, RFC 9562 variant, no repeats across refills")
+    func version7() {
+        var random = BufferedRandom()
+        let time = Date(timeIntervalSince1970: 1_795_250_000)
+        // 10,000 ids are 20,000 draws: more than two buffers of 8,192.
+        let made = (0..<10_000).map { _ in UUID(timeOrdered: time, using: &random) }
         #expect(Set(made).count == made.count)
         for id in made.prefix(100) {
             let text = id.uuidString
-            #expect(Array(text)[14] == "4")
+            #expect(Array(text)[14] == "7")
             #expect("89AB".contains(Array(text)[19]))
         }
+        // The draws themselves are not constant: a buffer that was never filled would be all zeros.
+        #expect(Set((0..<100).map { _ in random.next() }).count == 100)
     }
 }

@@ -1,5 +1,6 @@
 import FileQueue
 import Foundation
+import JetbridgeProtocol
 import JetbridgeModel
 import JetbridgeTestKit
 import Logging
@@ -53,6 +54,32 @@ struct CaptureRuleTests {
             (error as? AgentError)?.code == .dataError && "\(error)".contains("scannedAt")
         }
         #expect(try queued() == 0)
+    }
+
+    /// docs/PROTOCOL.md, "Record ids": the device mints version-7 ids from each record's capture time.
+    @Test func recordsGetTimeOrderedIdsAtTheirCaptureTime() throws {
+        let capture = try service(at: 1_795_250_000.25)
+        let order = try capture.recordOrder(seat: "17B", lines: [("Peanuts", 1)])
+        #expect(order.id.timeOrderedMilliseconds == 1_795_250_000_250)
+        _ = try capture.recordScan(
+            payload: #"{"id": "F432BDB8-D84F-4461-8362-AFF89F6C493E", "owner": ["D", "ZMU"], "weight": 4}"#, at: .origin)
+        // A bulk scan of 5,000 tags (more than one buffer of random bits: 4,096 ids).
+        let tags = directory.appendingPathComponent("tags.txt")
+        try (0..<5_000).map { n in
+            #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n % 30)}"#
+        }.joined(separator: "\n").write(to: tags, atomically: true, encoding: .utf8)
+        let fd = open(tags.path, O_RDONLY)
+        defer { close(fd) }
+        let summary = try capture.recordScans(fd: fd, name: tags.path, at: .origin) { Issue.record("\($0)") }
+        #expect(summary.scanned == 5_000)
+        let queue = try FileQueue(directory: directory.appendingPathComponent("home/queue"))
+        let records = try queue.read(from: 1, maxRecords: 10_000, maxBytes: 1 << 30).map {
+            try RecordCoding.decode($0.payload)
+        }
+        #expect(records.count == 5_002)
+        #expect(records.map(\.id)[0] == order.id)
+        #expect(records.allSatisfy { $0.id.timeOrderedMilliseconds == 1_795_250_000_250 })
+        #expect(Set(records.map(\.id)).count == records.count)
     }
 
     @Test func aMenuWithAHiddenOrReorderingNameOrAnOverflowingPriceIsRefused() throws {

@@ -180,7 +180,7 @@ public final class SQLiteStore: Sendable {
             return try insertScan.run() > 0
         }
 
-        // Each table's rows go in by id, so the random-id UNIQUE index is walked in order: consecutive inserts land
+        // Each table's rows go in by id, so the UNIQUE id index is walked in order: consecutive inserts land
         // on the same or the next leaf page, which is still in the CPU's caches, instead of a random one of
         // thousands. Measured with store-benchmark: 7.1 → 6.3–6.8 µs/record at 20 batches per transaction, 5.5–6.5
         // → 4.5 at 100. Equal ids keep their arrival order, so every batch's outcome is what arrival order gives.
