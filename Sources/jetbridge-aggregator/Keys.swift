@@ -58,9 +58,10 @@ struct Devices: ParsableCommand {
 
         func run() throws {
             let home = global.aggregatorHome
+            // The home first, as revoke and list check it: a missing one is exit 66 whatever the arguments.
+            try Devices.requireHome(home)
             var list = try DeviceAllowlist.load(from: home.devicesFile)
             try list.allow(device: device, publicKey: publicKey)
-            try Devices.requireHome(home)
             try home.create()
             try list.save(to: home.devicesFile)
             print("allowed \(device)")

@@ -39,7 +39,8 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("console"),
         help: ArgumentHelp(
             "Serve the operator's console (a read-only web board) over HTTP, e.g. 127.0.0.1:9570, or a port alone "
-                + "for loopback (default: off). No sign-in yet: bind it to loopback or a management network.",
+                + "for loopback (default: off). Operators sign in with the token in <home>/console.token "
+                + "(docs/AGGREGATOR.md, \"Console\").",
             valueName: "host:port"))
     var console: String?
 

@@ -85,6 +85,9 @@ struct AggregatorCLITests {
         // where `serve` never looks; a home that does not exist is refused instead.
         let elsewhere = try Self.run(["devices", "allow", "cart-1", "--", key], in: fixture.directory)
         #expect(elsewhere.status == 66 && elsewhere.stderr.contains("--home"), "\(elsewhere.stderr)")
+        // The home is checked first, as revoke and list check it: a bad key there is still 66, not 65.
+        let elsewhereBadKey = try Self.run(["devices", "allow", "cart-1", "not-a-key"], in: fixture.directory)
+        #expect(elsewhereBadKey.status == 66 && elsewhereBadKey.stderr.contains("--home"), "\(elsewhereBadKey.stderr)")
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent(".jetbridge").path))
         #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "")
         #expect(try Self.run(home + ["devices", "revoke", "cart-1"], in: fixture.directory).status == 65)

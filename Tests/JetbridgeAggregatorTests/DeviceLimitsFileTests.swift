@@ -38,4 +38,32 @@ struct DeviceLimitsFileTests {
             }
         }
     }
+
+    /// A misspelt key is refused with the file, the device and the keys it may hold, as `aggregator.json`'s are: a
+    /// typo in a limit meant to hold a stolen key back would otherwise leave the default in force unseen.
+    @Test func anUnknownKeyIsRefusedAndNamed() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let file = fixture.directory.appendingPathComponent("devices.json")
+        for (json, expected) in [
+            (
+                #"{"devices":{},"limits":{"cart-7":{"recordPerSecond":5}}}"#,
+                "limits of 'cart-7': unknown key 'recordPerSecond'; known keys: bytesPerSecond, flightsPerDay, "
+                    + "recordsPerFlight, recordsPerSecond"
+            ),
+            (
+                #"{"devices":{},"limit":{"*":{"recordsPerSecond":5}}}"#,
+                "unknown key 'limit'; known keys: devices, limits"
+            ),
+        ] {
+            try Data(json.utf8).write(to: file)
+            do {
+                let loaded = try DeviceAllowlist.load(from: file)
+                Issue.record("\(json) was accepted: \(loaded)")
+            } catch let error as AggregatorError {
+                #expect(error.message == "\(file.path): \(expected)")
+                #expect(error.exitCode == 65)
+            }
+        }
+    }
 }

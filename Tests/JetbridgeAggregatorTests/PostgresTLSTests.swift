@@ -150,6 +150,14 @@ struct PostgresTLSTests {
             ("sslmode=verify", "sslmode=verify is not one of disable, prefer, require, verify-ca, verify-full"),
             ("sslmode=verify-full", "needs sslrootcert"),
             ("sslmode=verify-ca&sslrootcert=\(unreadable)", "cannot read the sslrootcert file '\(unreadable)'"),
+            // A misspelt sslmode would otherwise leave the connection in plaintext; libpq refuses it too.
+            (
+                "sslmod=require",
+                "unknown or unsupported parameter 'sslmod'; this store reads host, password_file, sslmode, "
+                    + "sslrootcert, target_session_attrs"
+            ),
+            ("sslmode=require&sslcert=/etc/client.crt", "unknown or unsupported parameter 'sslcert'"),
+            ("password=s3cret", "parameter 'password' (a password goes in the URL as user:password@"),
         ]
         for (query, says) in cases {
             let error = try #require(throws: PostgresStoreError.self) {

@@ -301,6 +301,34 @@ struct StolenKeyReachTests {
         }
         #expect(kept.admit(device: "cart-x", records: 100_000, bytes: 1, now: start + .seconds(2)) != nil)
     }
+
+    /// A rate limit never asks a device to wait longer than the 300 s the reference ground documents (a device
+    /// ignores an ack past 3,600 s), however low the rate and large the batch; the batch fits once the bucket has
+    /// filled.
+    @Test func aRateLimitAsksForAtMost300Seconds() throws {
+        let allowlist = DeviceAllowlist(limits: [
+            "cart-slow": DeviceLimits.Override(recordsPerSecond: 1, bytesPerSecond: 1)
+        ])
+        var limiter = DeviceLimiter(allowlist: allowlist)
+        let start = ContinuousClock.now
+        // A full bucket takes any one batch; the next waits for 10,000 records' worth (2.8 hours at 1 per second).
+        #expect(limiter.admit(device: "cart-slow", records: 10_000, bytes: 1_000_000, now: start) == nil)
+        let refused = limiter.admit(device: "cart-slow", records: 10_000, bytes: 1_000_000, now: start)
+        let verdict = try #require(refused)
+        #expect(verdict.retryAfter == DeviceLimiter.longestRetryAfter)
+        #expect(verdict.reason.contains("bytes per second"))
+        // A short wait is not rounded up to the bound.
+        // (The defaults: 10,000 records per second, a burst of 10 s.)
+        #expect(limiter.admit(device: "cart-2", records: 100_000, bytes: 1, now: start) == nil)
+        let short = limiter.admit(device: "cart-2", records: 50_000, bytes: 1, now: start)
+        let shortWait = try #require(short)
+        #expect(shortWait.retryAfter == 5.0)
+        // Asked again after the bound, it is still limited until the bucket holds the batch (1,000,000 s of bytes).
+        #expect(limiter.admit(device: "cart-slow", records: 10_000, bytes: 1_000_000, now: start + .seconds(300)) != nil)
+        #expect(
+            limiter.admit(device: "cart-slow", records: 10_000, bytes: 1_000_000, now: start + .seconds(1_000_001))
+                == nil)
+    }
 }
 
 /// A test device used by one thread at a time (the test hands it to a thread of its own and waits for it).

@@ -68,6 +68,31 @@ public struct DeviceAllowlist: Hashable, Sendable {
     private struct File: Codable {
         var devices: [String: String]
         var limits: [String: DeviceLimits.Override]?
+
+        init(devices: [String: String], limits: [String: DeviceLimits.Override]?) {
+            self.devices = devices
+            self.limits = limits
+        }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case devices, limits
+        }
+
+        /// Refuses a key it does not know, as `aggregator.json` does (a misspelt `limits` would leave every device
+        /// at the defaults unseen).
+        init(from decoder: any Decoder) throws {
+            do {
+                try StrictKeys.check(decoder, known: CodingKeys.self)
+            } catch let unknown as StrictKeys.UnknownKey {
+                throw AggregatorError(
+                    .dataError,
+                    "unknown key '\(Validation.visible(unknown.key.prefix(60)))'; known keys: "
+                        + unknown.known.sorted().joined(separator: ", "))
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            devices = try container.decode([String: String].self, forKey: .devices)
+            limits = try container.decodeIfPresent([String: DeviceLimits.Override].self, forKey: .limits)
+        }
     }
 
     /// Reads the allow list; a missing file is an empty list.

@@ -68,6 +68,29 @@ public struct DeviceLimits: Hashable, Sendable {
             self.bytesPerSecond = bytesPerSecond
         }
 
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case recordsPerFlight, recordsPerSecond, flightsPerDay, bytesPerSecond
+        }
+
+        /// Refuses a key it does not know (a misspelt limit would otherwise leave the default in force unseen).
+        public init(from decoder: any Decoder) throws {
+            do {
+                try StrictKeys.check(decoder, known: CodingKeys.self)
+            } catch let unknown as StrictKeys.UnknownKey {
+                let device = decoder.codingPath.last?.stringValue ?? "?"
+                throw AggregatorError(
+                    .dataError,
+                    "limits of '\(Validation.visible(device.prefix(60)))': unknown key "
+                        + "'\(Validation.visible(unknown.key.prefix(60)))'; known keys: "
+                        + unknown.known.sorted().joined(separator: ", "))
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            recordsPerFlight = try container.decodeIfPresent(Int.self, forKey: .recordsPerFlight)
+            recordsPerSecond = try container.decodeIfPresent(Int.self, forKey: .recordsPerSecond)
+            flightsPerDay = try container.decodeIfPresent(Int.self, forKey: .flightsPerDay)
+            bytesPerSecond = try container.decodeIfPresent(Int.self, forKey: .bytesPerSecond)
+        }
+
         func check(device: String) throws {
             for (name, value) in [
                 ("recordsPerFlight", recordsPerFlight), ("recordsPerSecond", recordsPerSecond),
@@ -121,6 +144,8 @@ struct DeviceLimiter {
     static let smallestSweep = 1_024
     /// The most buckets kept: past it, after a sweep, the table starts again empty (every device starts full).
     static let maximumBuckets = 100_000
+    /// The longest wait a rate asks for, in seconds (the flight limits' `BatchLimit.recordsPerFlightRetryAfter`).
+    static let longestRetryAfter: Double = 300
 
     init(allowlist: DeviceAllowlist) {
         self.allowlist = allowlist
@@ -149,8 +174,11 @@ struct DeviceLimiter {
         let byteWait = (Double(bytes) - bucket.bytes) / byteRate
         if recordWait > 0 || byteWait > 0 {
             store(bucket, for: device, now: now)
-            // A tenth of a second more than the wait, rounded up: the resend then fits.
-            let wait = max(0.1, (max(recordWait, byteWait) * 10).rounded(.up) / 10)
+            // A tenth of a second more than the wait, rounded up: the resend then fits. At most
+            // ``longestRetryAfter``: a low rate against a large batch (1 record per second, 10,000 records) would ask
+            // for hours, past what a device accepts (docs/PROTOCOL.md, "Bounds of an ack": it would ignore the ack
+            // and resend on its ack timeout); the device asks again then, and its bucket has filled meanwhile.
+            let wait = min(Self.longestRetryAfter, max(0.1, (max(recordWait, byteWait) * 10).rounded(.up) / 10))
             let reason =
                 recordWait >= byteWait
                 ? "device \(device) sends more than its limit of \(limits.recordsPerSecond) records per second"

@@ -113,6 +113,17 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         }
         let query = Dictionary(
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        // An unknown parameter is refused, as libpq refuses one: a misspelt `sslmod=require` would otherwise leave
+        // the connection in plaintext unseen.
+        if let unknown = query.keys.sorted().first(where: { !Self.parameters.contains($0) }) {
+            let hint =
+                unknown == "password"
+                ? " (a password goes in the URL as user:password@, in PGPASSWORD, or in a ?password_file=)"
+                : ""
+            throw PostgresStoreError(
+                "store URL '\(shown)': unknown or unsupported parameter '\(unknown)'\(hint); this store reads "
+                    + Self.parameters.sorted().joined(separator: ", "))
+        }
         self.user = try decoded(encodedUser, "user")
         self.database = try decoded(encodedDatabase, "database")
         if let listed {
@@ -194,6 +205,9 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             }
         }
     }
+
+    /// The query parameters the store reads; any other is refused.
+    static let parameters: Set<String> = ["host", "password_file", "sslmode", "sslrootcert", "target_session_attrs"]
 
     /// The URL without its password, for messages.
     public var redacted: String {
