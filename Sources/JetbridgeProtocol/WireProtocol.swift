@@ -14,6 +14,8 @@ public enum WireProtocol: Sendable {
     public static let maxBatchRecords = 10_000
     /// The largest frame 2 (the records array) one batch may carry, in bytes.
     public static let maxBatchBytes = 8 << 20
+    /// The most record bytes one batch may carry: frame 2 less its array header (3 bytes for up to 10,000 records).
+    public static let maxBatchRecordBytes = maxBatchBytes - 3
     /// The largest message a device accepts from the ground (`ZMQ_MAXMSGSIZE` on its sockets): an ack is one small
     /// frame, far below this.
     public static let maxAckMessageBytes = 64 << 10
