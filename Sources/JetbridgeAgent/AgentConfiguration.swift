@@ -261,11 +261,9 @@ public struct AgentConfiguration: Sendable, Hashable {
             throw AgentError(
                 .dataError, "\(path): sync.batchRecords \(sync.batchRecords) must be 1–\(WireProtocol.maxBatchRecords)")
         }
-        // Record bytes: the batch's frame 2 adds its array header (`maxBatchRecordBytes`).
-        guard (1...WireProtocol.maxBatchRecordBytes).contains(sync.batchBytes) else {
+        guard (1...WireProtocol.maxBatchBytes).contains(sync.batchBytes) else {
             throw AgentError(
-                .dataError,
-                "\(path): sync.batchBytes \(sync.batchBytes) must be 1–\(WireProtocol.maxBatchRecordBytes)")
+                .dataError, "\(path): sync.batchBytes \(sync.batchBytes) must be 1–\(WireProtocol.maxBatchBytes)")
         }
         guard (1...1024).contains(sync.window) else {
             throw AgentError(.dataError, "\(path): sync.window \(sync.window) must be 1–1024")

@@ -369,7 +369,8 @@ final class SyncEngine: Sendable {
                         while look, window.hasRoom {
                             let read = try queue.read(
                                 from: window.nextSequence, maxRecords: configuration.sync.batchRecords,
-                                maxBytes: configuration.sync.batchBytes)
+                                // Frame 2 adds the array's header to the records (`maxBatchRecordBytes`).
+                                maxBytes: min(configuration.sync.batchBytes, WireProtocol.maxBatchRecordBytes))
                             guard !read.isEmpty else {
                                 reachedEnd = true
                                 foundEndAt = t

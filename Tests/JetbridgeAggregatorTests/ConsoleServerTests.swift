@@ -143,6 +143,24 @@ struct ConsoleServerTests {
         #expect((bad.json["error"] as? String)?.contains("'nope' is not a flight id") == true)
         #expect(try await Self.get(fixture.server, "/api/bag?tag=xyz").status == 400)
         #expect(try await Self.get(fixture.server, "/api/flights?date=tomorrow").status == 400)
+        // Each parameter a script could get wrong is named, never read as a default.
+        for (query, says) in [
+            ("date=2026-02-30", "date must be YYYY-MM-DD, not '2026-02-30'"),
+            ("date=2026-13-01", "date must be YYYY-MM-DD"),
+            ("problems=yes", "problems must be 1 or 0, not 'yes'"),
+            ("page=0", "page must be a whole number from 1, not '0'"),
+            ("page=abc", "page must be a whole number from 1, not 'abc'"),
+        ] {
+            let answer = try await Self.get(fixture.server, "/api/flights?\(query)")
+            #expect(answer.status == 400, "\(query)")
+            #expect((answer.json["error"] as? String)?.contains(says) == true, "\(query): \(answer.json)")
+        }
+        for query in ["date=2024-02-29", "problems=0", "page=", "page=2"] {
+            #expect(try await Self.get(fixture.server, "/api/flights?\(query)").status == 200, "\(query)")
+        }
+        let checked = try await Self.get(fixture.server, "/api/flight?flight=\(quoted)&status=checked")
+        #expect(checked.status == 400)
+        #expect((checked.json["error"] as? String)?.contains("status must be missing, in-transit, arrived or all") == true)
         #expect(try await Self.get(fixture.server, "/", method: "POST").status == 405)
         #expect(try await Self.get(fixture.server, "/nothing-here").status == 404)
         await fixture.stop()

@@ -154,8 +154,10 @@ struct PostgresTLSTests {
             (
                 "sslmod=require",
                 "unknown or unsupported parameter 'sslmod'; this store reads host, password_file, sslmode, "
-                    + "sslrootcert, target_session_attrs"
+                    + "sslrootcert, target_session_attrs and passes over application_name, connect_timeout"
             ),
+            ("ssl=true", "unknown or unsupported parameter 'ssl'"),
+            ("host=db.example", "?host= takes a Unix socket directory (an absolute path), not 'db.example'"),
             ("sslmode=require&sslcert=/etc/client.crt", "unknown or unsupported parameter 'sslcert'"),
             ("password=s3cret", "parameter 'password' (a password goes in the URL as user:password@"),
         ]
@@ -166,6 +168,12 @@ struct PostgresTLSTests {
             #expect(error.message.contains(says), "\(query): \(error)")
             #expect(!error.message.contains("s3cret"))
         }
+        // libpq's parameters that change neither where nor how securely it connects are passed over, and so is a
+        // stray `&`.
+        let passedOver = try PostgresLocation(
+            "postgres://jb@db.example:6543/d?connect_timeout=10&application_name=ground&sslmode=require&",
+            environment: [:])
+        #expect(passedOver.sslMode == .require && passedOver.host == "db.example" && passedOver.port == 6543)
         let address = try #require(throws: PostgresStoreError.self) {
             try PostgresLocation("postgres://jb@127.0.0.1/d?sslmode=verify-full&sslrootcert=system", environment: [:])
         }

@@ -161,7 +161,12 @@ struct ConsoleAPI: Sendable {
         let today = Self.day(now)
         var date = query["date"].flatMap { $0.isEmpty ? nil : $0 }
         if let date, !Self.isDay(date) { throw Refusal(message: "date must be YYYY-MM-DD, not '\(InertText.escape(date))'") }
-        let problemsOnly = query["problems"] == "1"
+        let problemsOnly: Bool
+        switch query["problems"] ?? "" {
+        case "", "0": problemsOnly = false
+        case "1": problemsOnly = true
+        case let text: throw Refusal(message: "problems must be 1 or 0, not '\(InertText.escape(text))'")
+        }
         if problemsOnly && date == nil { date = today }
         let search = (query["q"] ?? "").trimmingCharacters(in: .whitespaces).uppercased()
         let all = try store.consoleFlights()
@@ -177,7 +182,7 @@ struct ConsoleAPI: Sendable {
         var note: String?
         var unread: Int?
         var summaries: [ConsoleFlightSummary] = []
-        let page = max(1, Int(query["page"] ?? "") ?? 1)
+        let page = try Self.page(query["page"])
         let matching: Int
         if problemsOnly {
             if chosen.count > Self.problemScanLimit {
@@ -315,7 +320,8 @@ struct ConsoleAPI: Sendable {
         case "": status = summary.bags.missing > 0 ? .missing : nil
         case "all": status = nil
         case let text:
-            guard let known = BagStatus(rawValue: text) else {
+            // `checked` is reserved (no scan today leaves a bag in it): the page offers the other three.
+            guard let known = BagStatus(rawValue: text), known != .checked else {
                 throw Refusal(message: "status must be missing, in-transit, arrived or all, not '\(InertText.escape(text))'")
             }
             status = known
@@ -435,9 +441,29 @@ struct ConsoleAPI: Sendable {
         String(ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate]))
     }
 
+    /// Whether `text` is a day of the calendar written `YYYY-MM-DD` (`2026-02-30` is not).
     static func isDay(_ text: String) -> Bool {
-        text.count == 10 && text.enumerated().allSatisfy { index, character in
-            index == 4 || index == 7 ? character == "-" : character.isASCII && character.isNumber
+        let shaped =
+            text.count == 10
+            && text.enumerated().allSatisfy { index, character in
+                index == 4 || index == 7 ? character == "-" : character.isASCII && character.isNumber
+            }
+        guard shaped else { return false }
+        let parts = text.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3, (1...12).contains(parts[1]) else { return false }
+        let (year, month) = (parts[0], parts[1])
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(parts[2])
+    }
+
+    /// `page=N`: a whole number from 1; absent or empty, the first page.
+    static func page(_ text: String?) throws -> Int {
+        guard let text, !text.isEmpty else { return 1 }
+        guard let page = Int(text), page >= 1 else {
+            throw Refusal(
+                message: "page must be a whole number from 1, not '\(InertText.escape(String(text.prefix(40))))'")
         }
+        return page
     }
 }

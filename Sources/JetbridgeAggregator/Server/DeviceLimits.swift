@@ -144,8 +144,8 @@ struct DeviceLimiter {
     static let smallestSweep = 1_024
     /// The most buckets kept: past it, after a sweep, the table starts again empty (every device starts full).
     static let maximumBuckets = 100_000
-    /// The longest wait a rate asks for, in seconds (the flight limits' `BatchLimit.recordsPerFlightRetryAfter`).
-    static let longestRetryAfter: Double = 300
+    /// The longest wait a rate asks for, in seconds: as long as a flight's records limit asks for.
+    static let longestRetryAfter = BatchLimit.recordsPerFlightRetryAfter
 
     init(allowlist: DeviceAllowlist) {
         self.allowlist = allowlist

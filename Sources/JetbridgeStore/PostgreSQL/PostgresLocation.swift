@@ -111,18 +111,28 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         guard !encodedDatabase.isEmpty, !encodedDatabase.contains("/") else {
             throw PostgresStoreError("store URL '\(shown)' names no database (postgres://user@host:port/DATABASE)")
         }
+        // A stray `&` makes an item without a name; libpq passes over it too.
         let query = Dictionary(
-            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        // An unknown parameter is refused, as libpq refuses one: a misspelt `sslmod=require` would otherwise leave
-        // the connection in plaintext unseen.
-        if let unknown = query.keys.sorted().first(where: { !Self.parameters.contains($0) }) {
+            (components.queryItems ?? []).filter { !$0.name.isEmpty }.map { ($0.name, $0.value ?? "") },
+            uniquingKeysWith: { $1 })
+        // A parameter the store neither reads nor may pass over is refused, as libpq refuses one it does not know:
+        // a misspelt `sslmod=require` would otherwise leave the connection in plaintext unseen.
+        if let unknown = query.keys.sorted().first(where: {
+            !Self.parameters.contains($0) && !Self.ignoredParameters.contains($0)
+        }) {
             let hint =
                 unknown == "password"
                 ? " (a password goes in the URL as user:password@, in PGPASSWORD, or in a ?password_file=)"
                 : ""
             throw PostgresStoreError(
                 "store URL '\(shown)': unknown or unsupported parameter '\(unknown)'\(hint); this store reads "
-                    + Self.parameters.sorted().joined(separator: ", "))
+                    + Self.parameters.sorted().joined(separator: ", ") + " and passes over "
+                    + Self.ignoredParameters.sorted().joined(separator: ", "))
+        }
+        if let directory = query["host"], !directory.isEmpty, !directory.hasPrefix("/") {
+            throw PostgresStoreError(
+                "store URL '\(shown)': ?host= takes a Unix socket directory (an absolute path), not "
+                    + "'\(directory)'; name network hosts before the database (postgres://user@host:port/database)")
         }
         self.user = try decoded(encodedUser, "user")
         self.database = try decoded(encodedDatabase, "database")
@@ -137,7 +147,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             port = firstPort
             endpoints = first.map { [Endpoint(host: $0, port: firstPort)] } ?? []
         }
-        socketDirectory = query["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        socketDirectory = query["host"].flatMap { $0.isEmpty ? nil : $0 }
         guard host != nil || socketDirectory != nil else {
             throw PostgresStoreError("store URL '\(shown)' names no host (nor ?host=/socket/directory)")
         }
@@ -206,8 +216,15 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The query parameters the store reads; any other is refused.
+    /// The query parameters the store reads; any other is refused, but for ``ignoredParameters``.
     static let parameters: Set<String> = ["host", "password_file", "sslmode", "sslrootcert", "target_session_attrs"]
+
+    /// libpq's parameters that change neither where the store connects nor how it is secured, passed over: a URL
+    /// written for libpq with them works unchanged (the store keeps its own timeouts: docs/STORE.md).
+    static let ignoredParameters: Set<String> = [
+        "application_name", "connect_timeout", "fallback_application_name", "keepalives", "keepalives_count",
+        "keepalives_idle", "keepalives_interval", "tcp_user_timeout",
+    ]
 
     /// The URL without its password, for messages.
     public var redacted: String {
