@@ -128,13 +128,14 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
     /// Reads a configuration file.
     /// - Parameter url: An `aggregator.json`.
     /// - Returns: The file's settings over the defaults.
-    /// - Throws: ``AggregatorError`` (`.dataError`, naming the file and the key) or (`.unavailable`) when the
+    /// - Throws: ``AggregatorError`` (`.dataError`, naming the file and the key) or (`.noInput`) when the
     ///   file cannot be read.
     public static func load(from url: URL) throws -> AggregatorConfiguration {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
+            // As the agent does: a file named but not readable (missing, a directory, no permission) is 66.
             throw AggregatorError(
-                .unavailable, "cannot read configuration file \(url.path): \(error.localizedDescription)")
+                .noInput, "cannot read configuration file \(url.path): \(error.localizedDescription)")
         }
         do {
             return try JSONDecoder().decode(AggregatorConfiguration.self, from: data)

@@ -92,7 +92,7 @@ public struct AggregatorHome: Hashable, Sendable {
         } catch {
             let context = "cannot create home directory \(directory.path)"
             throw AggregatorError(temporary: error, context: context)
-                ?? AggregatorError(.unavailable, "\(context): \(error.localizedDescription)")
+                ?? AggregatorError(.cannotCreate, "\(context): \(error.localizedDescription)")
         }
         try secure()
     }

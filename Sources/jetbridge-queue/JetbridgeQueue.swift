@@ -53,6 +53,31 @@ enum QueueTool: CommandLineTool {
 struct QueueToolError: ExitStatusError {
     var message: String
     var exitStatus: ExitStatus
+
+    init(message: String, exitStatus: ExitStatus) {
+        self.message = message
+        self.exitStatus = exitStatus
+    }
+
+    /// A queue's failure with the code docs/EXIT-CODES.md gives its situation, as the agent and the aggregator end.
+    init(_ error: FileQueueError) {
+        let status: ExitStatus
+        switch error.code {
+        case .noSpace, .sizeCapReached: status = .tryAgain
+        case .notAQueue: status = .noInput
+        case .invalidConfiguration: status = .usage
+        case .recordTooLarge, .emptyBatch, .invalidAcknowledgement, .corruptQueue: status = .dataError
+        default: status = error.errno == ENOENT ? .noInput : .failure
+        }
+        var text = error.message
+        if let path = error.path { text += " (\(path))" }
+        self.init(message: text, exitStatus: status)
+    }
+}
+
+/// Runs a command's work, its queue failures ended with their exit codes (``QueueToolError/init(_:)``).
+func queueFailures(_ body: () throws -> Void) throws {
+    do { try body() } catch let error as FileQueueError { throw QueueToolError(error) }
 }
 
 struct Fsck: ParsableCommand {
@@ -64,19 +89,23 @@ struct Fsck: ParsableCommand {
     @Flag(help: "Print the report as JSON.") var json = false
 
     func run() throws {
-        let report = try FileQueue.check(directory: URL(fileURLWithPath: directory))
-        if json {
-            try printJSON(report)
-        } else {
-            for problem in report.problems {
-                print(problem.kind.isDamage ? "DAMAGE" : "note", problem)
+        try queueFailures {
+            let report = try FileQueue.check(directory: URL(fileURLWithPath: directory))
+            if json {
+                try printJSON(report)
+            } else {
+                for problem in report.problems {
+                    print(problem.kind.isDamage ? "DAMAGE" : "note", problem)
+                }
+                let status = report.status
+                let segments = "\(status.segments) segment\(status.segments == 1 ? "" : "s")"
+                let records = "\(status.records) record\(status.records == 1 ? "" : "s")"
+                print(
+                    "\(segments), \(records), \(status.quarantined) quarantined, "
+                        + (report.isClean ? "clean" : "\(report.problems.filter(\.kind.isDamage).count) damaged"))
             }
-            let status = report.status
-            print(
-                "\(status.segments) segment\(status.segments == 1 ? "" : "s"), \(status.records) record\(status.records == 1 ? "" : "s"), \(status.quarantined) quarantined, "
-                    + (report.isClean ? "clean" : "\(report.problems.filter(\.kind.isDamage).count) damaged"))
+            if !report.isClean { throw ExitCode(.dataError) }
         }
-        if !report.isClean { throw ExitCode(.dataError) }
     }
 }
 
@@ -87,21 +116,23 @@ struct Status: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let status = try FileQueue.check(directory: URL(fileURLWithPath: directory)).status
-        if json {
-            try printJSON(status)
-            return
+        try queueFailures {
+            let status = try FileQueue.check(directory: URL(fileURLWithPath: directory)).status
+            if json {
+                try printJSON(status)
+                return
+            }
+            let range = status.firstSequence.map { "\($0)…\(status.lastSequence ?? $0)" } ?? "none"
+            print(
+                """
+                records         \(status.records) (sequences \(range))
+                unacknowledged  \(status.unacknowledged)
+                acknowledged    through \(status.acknowledgedThrough)
+                bytes           \(status.bytes) in \(status.segments) segment\(status.segments == 1 ? "" : "s")
+                quarantined     \(status.quarantined)
+                unrepaired      \(status.unrepaired)
+                """)
         }
-        let range = status.firstSequence.map { "\($0)…\(status.lastSequence ?? $0)" } ?? "none"
-        print(
-            """
-            records         \(status.records) (sequences \(range))
-            unacknowledged  \(status.unacknowledged)
-            acknowledged    through \(status.acknowledgedThrough)
-            bytes           \(status.bytes) in \(status.segments) segment\(status.segments == 1 ? "" : "s")
-            quarantined     \(status.quarantined)
-            unrepaired      \(status.unrepaired)
-            """)
     }
 }
 
@@ -113,17 +144,19 @@ struct Dump: ParsableCommand {
     @Option(help: "First sequence to print.") var from: UInt64 = 0
 
     func run() throws {
-        try FileQueue.forEachRecord(directory: URL(fileURLWithPath: directory), from: from) { sequence, payload in
-            let bytes = Array(payload)
-            let text: String
-            if let string = String(validating: bytes, as: UTF8.self),
-                string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
-            {
-                text = string
-            } else {
-                text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        try queueFailures {
+            try FileQueue.forEachRecord(directory: URL(fileURLWithPath: directory), from: from) { sequence, payload in
+                let bytes = Array(payload)
+                let text: String
+                if let string = String(validating: bytes, as: UTF8.self),
+                    string.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+                {
+                    text = string
+                } else {
+                    text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                }
+                print("\(sequence)\t\(bytes.count)\t\(text)")
             }
-            print("\(sequence)\t\(bytes.count)\t\(text)")
         }
     }
 }
@@ -163,19 +196,23 @@ struct Append: ParsableCommand {
     @Option(help: "Records per append(contentsOf:) call (group commit).") var batch = 1
 
     func run() throws {
-        let fileQueue = try queue.open()
-        if let count {
-            var index = 0
-            while index < count {
-                let indices = index..<min(count, index + max(1, batch))
-                let payloads = indices.map { Data(Self.record(prefix: prefix, index: $0, size: size).utf8) }
-                let sequences = try fileQueue.append(contentsOf: payloads)
-                for (offset, sequence) in sequences.enumerated() { emit("\(indices.lowerBound + offset) \(sequence)") }
-                index = indices.upperBound
-            }
-        } else {
-            while let line = readLine() {
-                emit(String(try fileQueue.append(Data(line.utf8))))
+        try queueFailures {
+            let fileQueue = try queue.open()
+            if let count {
+                var index = 0
+                while index < count {
+                    let indices = index..<min(count, index + max(1, batch))
+                    let payloads = indices.map { Data(Self.record(prefix: prefix, index: $0, size: size).utf8) }
+                    let sequences = try fileQueue.append(contentsOf: payloads)
+                    for (offset, sequence) in sequences.enumerated() {
+                        emit("\(indices.lowerBound + offset) \(sequence)")
+                    }
+                    index = indices.upperBound
+                }
+            } else {
+                while let line = readLine() {
+                    emit(String(try fileQueue.append(Data(line.utf8))))
+                }
             }
         }
     }
@@ -199,14 +236,13 @@ struct Ack: ParsableCommand {
     @Option(help: "Acknowledge every record up to this sequence.") var through: UInt64
 
     func run() throws {
-        // Opening would create an empty queue where there is none; acknowledging into one is always a typo.
-        guard FileSystem.exists(queue.directory) else {
-            throw QueueToolError(message: "no queue at \(queue.directory)", exitStatus: .noInput)
-        }
-        do {
+        try queueFailures {
+            // Opening would create an empty queue where there is none; acknowledging into one is always a typo.
+            guard FileSystem.exists(queue.directory) else {
+                throw QueueToolError(message: "no queue at \(queue.directory)", exitStatus: .noInput)
+            }
+            // Past the last record: 65 (``QueueToolError/init(_:)``).
             try queue.open().acknowledge(through: through)
-        } catch let error as FileQueueError where error.code == .invalidAcknowledgement {
-            throw QueueToolError(message: error.message, exitStatus: .dataError)
         }
     }
 }

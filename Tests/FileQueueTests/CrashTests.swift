@@ -180,6 +180,24 @@ import Testing
         #expect(past.status == 65)
         #expect(try FileQueue.check(directory: directory.queue).status.acknowledgedThrough == 0)
     }
+
+    /// The queue tool ends with the code docs/EXIT-CODES.md gives each situation, as the agent and the aggregator do
+    /// (every queue failure ended with 1 before).
+    @Test func queueFailuresEndWithTheSharedExitCodes() throws {
+        let directory = try TemporaryDirectory()
+        let missing = directory.queue.appendingPathComponent("no-such-queue").path
+        for command in ["status", "dump", "fsck"] {
+            #expect(try runTool([command, missing]).status == 66, "\(command)")
+        }
+        // A setting out of range: a usage error.
+        #expect(try runTool(["append", directory.queue.path, "--count", "1", "--segment-size", "0"]).status == 64)
+        // The queue's size cap reached: waiting (for a sync to acknowledge) may help.
+        #expect(try runTool(["append", directory.queue.path, "--count", "20", "--size", "1000"]).status == 0)
+        let capped = try runTool([
+            "append", directory.queue.path, "--count", "1", "--size", "1000", "--max-total-bytes", "4096",
+        ])
+        #expect(capped.status == 75, "\(capped.output)")
+    }
 }
 
 /// `jetbridge-queue dump` prints each record's payload as text when it is printable, else as hex.

@@ -194,6 +194,22 @@ struct AggregatorCLITests {
         try squatter.close(linger: .zero)
         context.terminate()
         #expect(try Self.run(["serve", "--bogus"], in: fixture.directory).status == 64)
+
+        // The same code for the same situation (docs/EXIT-CODES.md): an HTTP address this host does not have is a
+        // setting to fix, 65, as for the data endpoint; a configuration file that cannot be read is 66, as for the
+        // agent; a home that cannot be created is 73.
+        let elsewhere = try Self.run(
+            home + ["serve", "--insecure", "--metrics", "192.0.2.1:9560"], in: fixture.directory)
+        #expect(elsewhere.status == 65, "\(elsewhere.stderr)")
+        #expect(elsewhere.stderr.contains("cannot bind the metrics"), "\(elsewhere.stderr)")
+        let unreadable = try Self.run(
+            ["--config", fixture.directory.path] + home + ["store", "migrate"], in: fixture.directory)
+        #expect(unreadable.status == 66, "\(unreadable.stderr)")
+        #expect(unreadable.stderr.contains("cannot read configuration file"), "\(unreadable.stderr)")
+        let notADirectory = fixture.directory.appendingPathComponent("aggregator.json/home").path
+        let noHome = try Self.run(["--home", notADirectory, "keys", "generate"], in: fixture.directory)
+        #expect(noHome.status == 73, "\(noHome.stderr)")
+        #expect(noHome.stderr.contains("cannot create home directory"), "\(noHome.stderr)")
     }
 
     /// SIGTERM while a device streams batches: the process exits 0 and every batch it acked is in the store; a report

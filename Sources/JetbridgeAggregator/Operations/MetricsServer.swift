@@ -138,7 +138,10 @@ final class MetricsServer: Sendable {
             try? group.syncShutdownGracefully()
             // NIO's IOError describes the call (`bind(descriptor:ptr:bytes:)`); the operator needs the reason.
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
-            throw AggregatorError(.unavailable, "cannot bind the \(name) \(endpoint): \(reason)")
+            // As for the data and ack endpoints: a port in use is 69 (another process has it); an address this
+            // host does not have, or a port it may not bind, is the setting to fix (65).
+            let inUse = (error as? IOError)?.errnoCode == EADDRINUSE
+            throw AggregatorError(inUse ? .unavailable : .dataError, "cannot bind the \(name) \(endpoint): \(reason)")
         }
         let bound = channel.localAddress?.port ?? port
         self.endpoint = host.contains(":") ? "[\(host)]:\(bound)" : "\(host):\(bound)"
