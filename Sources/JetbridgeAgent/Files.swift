@@ -36,9 +36,15 @@ enum Files {
         }
     }
 
-    /// Creates a directory and its parents, owner-only (0700).
+    /// Creates a directory and its parents, owner-only (0700). One that cannot be created is 73, as the aggregator's
+    /// home is (docs/EXIT-CODES.md); a full disk stays 75.
     static func makeDirectory(_ url: URL) throws(AgentError) {
-        try io(FileSystem.makeDirectories(url.path, mode: 0o700))
+        do {
+            try FileSystem.makeDirectories(url.path, mode: 0o700)
+        } catch {
+            let failure = AgentError(error)
+            throw error.isNoSpace ? failure : AgentError(.cannotCreate, failure.message)
+        }
     }
 
     /// Replaces `url` with `data` (mode 0600 unless told) so that a reader or a crash sees the old or the new

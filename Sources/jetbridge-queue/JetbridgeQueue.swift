@@ -29,9 +29,10 @@ struct JetbridgeQueue: AsyncParsableCommand {
             retention.days and retention.maxBytes, oldest confirmed first; unconfirmed records are never deleted, and \
             capture stops at the cap instead). ack here writes nothing there.
 
-            Exit codes follow sysexits (docs/EXIT-CODES.md): 0 done, 64 usage, 65 damage found (fsck) or an ack \
-            past the last record, 66 no queue to ack, 1 other failures. The error line is JSON when \
-            $JETBRIDGE_LOG_FORMAT is json.
+            Exit codes follow sysexits (docs/EXIT-CODES.md): 0 done, 64 usage (also a setting out of range), 65 \
+            damage found (fsck), an ack past the last record or a record too large, 66 no queue there, 75 the disk \
+            full or --max-total-bytes reached, 1 other failures. The error line is JSON when $JETBRIDGE_LOG_FORMAT \
+            is json.
             """,
         version: JetbridgeVersion.line(for: QueueTool.name),
         subcommands: [Fsck.self, Status.self, Dump.self, Append.self, Ack.self]

@@ -57,6 +57,17 @@ struct ExitCodeTests {
         #expect(agentTypo.status == 64 && agentTypo.stderr.contains("did you mean 'status'?"), "\(agentTypo)")
         #expect(groundTypo.status == 64 && groundTypo.stderr.contains("did you mean 'report'?"), "\(groundTypo)")
 
+        // A home that cannot be created (its parent is a file): 73, not 1 or 69.
+        let file = try tools.sandbox.write("not a directory", to: "plain-file")
+        let agentHome = try AgentSandbox.run(
+            AgentSandbox.executable("jetbridge-agent"),
+            ["--home", file.path + "/home", "order", "--seat", "1A", "--item", "Chips"], in: tools.sandbox.directory)
+        let groundHome = try AgentSandbox.run(
+            AgentSandbox.executable("jetbridge-aggregator"), ["--home", file.path + "/home", "keys", "generate"],
+            in: tools.sandbox.directory)
+        #expect(agentHome.status == 73 && agentHome.stderr.contains(file.path), "\(agentHome)")
+        #expect(groundHome.status == 73 && groundHome.stderr.contains(file.path), "\(groundHome)")
+
         // --timeout -1 says why.
         let timeout = try tools.agent(["sync", "--timeout", "-1"])
         #expect(timeout.status == 64 && timeout.stderr.contains("positive number of seconds, not -1"), "\(timeout)")

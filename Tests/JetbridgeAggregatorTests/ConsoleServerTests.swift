@@ -148,8 +148,11 @@ struct ConsoleServerTests {
             ("date=2026-02-30", "date must be YYYY-MM-DD, not '2026-02-30'"),
             ("date=2026-13-01", "date must be YYYY-MM-DD"),
             ("problems=yes", "problems must be 1 or 0, not 'yes'"),
-            ("page=0", "page must be a whole number from 1, not '0'"),
-            ("page=abc", "page must be a whole number from 1, not 'abc'"),
+            ("page=0", "page must be a whole number from 1 to 1000000, not '0'"),
+            ("page=abc", "page must be a whole number from 1 to 1000000, not 'abc'"),
+            // Past it, the page's offset overflowed and stopped the whole aggregator.
+            ("page=999999999999999999", "page must be a whole number from 1 to 1000000"),
+            ("page=99999999999999999999", "page must be a whole number from 1 to 1000000"),
         ] {
             let answer = try await Self.get(fixture.server, "/api/flights?\(query)")
             #expect(answer.status == 400, "\(query)")

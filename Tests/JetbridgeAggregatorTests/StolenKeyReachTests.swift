@@ -300,6 +300,15 @@ struct StolenKeyReachTests {
             _ = kept.admit(device: "cart-\(n)", records: 1, bytes: 1, now: start + .seconds(1))
         }
         #expect(kept.admit(device: "cart-x", records: 100_000, bytes: 1, now: start + .seconds(2)) != nil)
+        // A batch larger than the burst: the bucket is kept until it holds that batch again, not only the burst
+        // (dropped at the burst, a new full bucket let the next such batch through 990 s early).
+        var slow = DeviceLimiter(
+            allowlist: DeviceAllowlist(limits: ["cart-slow": DeviceLimits.Override(recordsPerSecond: 1)]))
+        #expect(slow.admit(device: "cart-slow", records: 1_000, bytes: 1, now: start) == nil)
+        for n in 0..<(3 * DeviceLimiter.smallestSweep) {
+            _ = slow.admit(device: "cart-\(n)", records: 1, bytes: 1, now: start + .seconds(20))
+        }
+        #expect(slow.admit(device: "cart-slow", records: 1_000, bytes: 1, now: start + .seconds(21)) != nil)
     }
 
     /// A rate limit never asks a device to wait longer than the 300 s the reference ground documents (a device

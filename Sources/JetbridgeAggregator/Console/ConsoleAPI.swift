@@ -457,12 +457,17 @@ struct ConsoleAPI: Sendable {
         return (1...days).contains(parts[2])
     }
 
-    /// `page=N`: a whole number from 1; absent or empty, the first page.
+    /// The highest page asked for: 25 million flights, far past any store, and far from overflowing an offset.
+    static let maximumPage = 1_000_000
+
+    /// `page=N`: a whole number from 1 to ``maximumPage``; absent or empty, the first page.
     static func page(_ text: String?) throws -> Int {
         guard let text, !text.isEmpty else { return 1 }
-        guard let page = Int(text), page >= 1 else {
+        guard let page = Int(text), (1...maximumPage).contains(page) else {
             throw Refusal(
-                message: "page must be a whole number from 1, not '\(InertText.escape(String(text.prefix(40))))'")
+                message:
+                    "page must be a whole number from 1 to \(maximumPage), not "
+                    + "'\(InertText.escape(String(text.prefix(40))))'")
         }
         return page
     }

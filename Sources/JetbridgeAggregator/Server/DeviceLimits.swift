@@ -134,6 +134,9 @@ struct DeviceLimiter {
         var records: Double
         var bytes: Double
         var at: ContinuousClock.Instant
+        /// What the bucket holds when full, as its last batch set it (a batch larger than the burst raises it).
+        var recordCapacity: Double
+        var byteCapacity: Double
     }
 
     /// The allow list the limits come from.
@@ -165,11 +168,17 @@ struct DeviceLimiter {
         // A single batch always fits a full bucket, however large (the data socket bounds a message's size).
         let recordCapacity = max(recordRate * burst, Double(records))
         let byteCapacity = max(byteRate * burst, Double(bytes))
-        var bucket = buckets[device] ?? Bucket(records: recordCapacity, bytes: byteCapacity, at: now)
+        var bucket =
+            buckets[device]
+            ?? Bucket(
+                records: recordCapacity, bytes: byteCapacity, at: now, recordCapacity: recordCapacity,
+                byteCapacity: byteCapacity)
         let elapsed = max(0, (now - bucket.at).seconds)
         bucket.records = min(recordCapacity, bucket.records + recordRate * elapsed)
         bucket.bytes = min(byteCapacity, bucket.bytes + byteRate * elapsed)
         bucket.at = now
+        bucket.recordCapacity = recordCapacity
+        bucket.byteCapacity = byteCapacity
         let recordWait = (Double(records) - bucket.records) / recordRate
         let byteWait = (Double(bytes) - bucket.bytes) / byteRate
         if recordWait > 0 || byteWait > 0 {
@@ -195,17 +204,15 @@ struct DeviceLimiter {
         if buckets.updateValue(bucket, forKey: device) == nil, buckets.count >= sweepAt { sweep(now: now) }
     }
 
-    /// Drops the buckets that are full again by `now` (nothing owed); past ``maximumBuckets``, all of them.
+    /// Drops the buckets that are full again by `now` (nothing owed: each has refilled to what its last batch made it
+    /// hold, so a new one, starting full, lets nothing through sooner); past ``maximumBuckets``, all of them.
     private mutating func sweep(now: ContinuousClock.Instant) {
         let allowlist = allowlist
         buckets = buckets.filter { device, bucket in
             let limits = allowlist.limits(for: device)
             let elapsed = max(0, (now - bucket.at).seconds)
-            let burst = Double(DeviceLimits.burstSeconds)
-            let recordRate = Double(limits.recordsPerSecond)
-            let byteRate = Double(limits.bytesPerSecond)
-            return bucket.records + recordRate * elapsed < recordRate * burst
-                || bucket.bytes + byteRate * elapsed < byteRate * burst
+            return bucket.records + Double(limits.recordsPerSecond) * elapsed < bucket.recordCapacity
+                || bucket.bytes + Double(limits.bytesPerSecond) * elapsed < bucket.byteCapacity
         }
         if buckets.count >= Self.maximumBuckets { buckets = [:] }
         sweepAt = max(Self.smallestSweep, buckets.count * 2)
