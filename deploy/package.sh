@@ -91,7 +91,7 @@ stage_tree() {
         install -m 0755 "$bin/$product" "$dest/usr/bin/$product"
         strip --strip-debug --remove-section=.comment "$dest/usr/bin/$product"
     done
-    # The runtime's crash reporter, built with its runtime linked statically too; the units name it in SWIFT_BACKTRACE.
+    # The runtime's crash reporter, built with its runtime linked statically too, for SWIFT_BACKTRACE (the units' comments).
     install -m 0755 "$backtracer" "$dest/usr/libexec/jetbridge/swift-backtrace"
     strip --strip-all --remove-section=.comment "$dest/usr/libexec/jetbridge/swift-backtrace"
     install -d "$dest/usr/share/lintian/overrides"

@@ -137,17 +137,26 @@ extension CaptureService {
     func deliveries(queue: URL?, acknowledgedThrough: UInt64) -> [FlightDelivery] {
         let archive = DeliveryArchive(home: configuration.home)
         let confirmations = archive.confirmations()
-        let holdings = archive.holdings(archive.heldRecords(), confirmations: confirmations)
+        let held = archive.heldRecords()
+        let holdings = archive.holdings(held, confirmations: confirmations)
         let acknowledgedIDs = holdings.mapValues(\.ids)
+        // A record past the queue's acknowledged position may have been acknowledged already (acks come in any
+        // order): it has when `delivered/` holds it, a scan by its id, an order at its revision or a later one. An
+        // amendment queued after its order was acknowledged is not delivered until its own revision is.
+        func delivered(_ record: RecordIdentity) -> Bool {
+            record.isOrder
+                ? (held.orders[record.id].map { $0.revision >= record.revision } ?? false)
+                : held.scans[record.id] != nil
+        }
         let setAsideSequences = SetAside.sequences(in: configuration.home)
         var pending: [String: Set<UUID>] = [:]
         if let queue {
-            // Each record's identity (type, id, flight) is all this needs, and it is read without decoding the rest:
-            // a record still in the queue counts as not acknowledged even if the ground would refuse it.
+            // Each record's identity (type, id, revision, flight) is all this needs, and it is read without decoding
+            // the rest: a record still in the queue counts as not acknowledged even if the ground would refuse it.
             var stream = RecordCoding.Stream()
             try? FileQueue.forEachRecord(directory: queue, from: acknowledgedThrough + 1) { sequence, payload in
                 guard !setAsideSequences.contains(sequence),
-                    let record = try? stream.identity(payload)
+                    let record = try? stream.identity(payload), !delivered(record)
                 else { return }
                 pending[record.flight.rawValue, default: []].insert(record.id)
             }
@@ -155,7 +164,7 @@ extension CaptureService {
         var setAside: [String: Set<UUID>] = [:]
         for sequence in setAsideSequences {
             guard let entry = try? SetAside.read(SetAside.file(for: sequence, in: configuration.home)),
-                let record = try? RecordCoding.decode(entry.record)
+                let record = try? RecordCoding.decode(entry.record), !delivered(RecordIdentity(record))
             else { continue }
             setAside[record.flight.rawValue, default: []].insert(record.id)
         }
@@ -163,8 +172,10 @@ extension CaptureService {
             confirmations.filter { $0.value.releasedAt != nil }.keys)
         return names.sorted().map { flight in
             let acknowledged = acknowledgedIDs[flight] ?? []
-            let unacknowledged = (pending[flight] ?? []).subtracting(acknowledged)
-            let refused = (setAside[flight] ?? []).subtracting(acknowledged)
+            let unacknowledged = pending[flight] ?? []
+            let refused = setAside[flight] ?? []
+            // An amendment waiting is one more revision of an order already counted, not one more record.
+            let capturedElsewhere = unacknowledged.union(refused).subtracting(acknowledged).count
             let confirmation = confirmations[flight]
             let held = holdings[flight]?.summary ?? DeliverySummary()
             let released = confirmation?.releasedAt != nil && holdings[flight] == nil
@@ -182,7 +193,7 @@ extension CaptureService {
             }
             return FlightDelivery(
                 flight: flight,
-                captured: acknowledgedCount + unacknowledged.count + refused.count,
+                captured: acknowledgedCount + capturedElsewhere,
                 acknowledged: acknowledgedCount, unacknowledged: unacknowledged.count,
                 setAside: refused.count, confirmed: confirmed && unacknowledged.isEmpty,
                 confirmedAt: confirmed ? confirmation?.confirmedAt : nil,

@@ -24,9 +24,12 @@ import SystemSupport
 /// sent again only if it is still in the queue).
 struct DeliveryArchive {
     let directory: URL
+    /// The sync command as the device's operator types it (with `--home` when not the default one).
+    let syncCommand: String
 
     init(home: AgentHome) {
         directory = home.deliveredDirectory
+        syncCommand = home.command("sync")
     }
 
     /// One flight's confirmation: the summary the ground confirmed, and when.
@@ -321,10 +324,18 @@ struct DeliveryArchive {
 
     /// Records that the ground confirmed `summary` for `flight`.
     /// - Parameter bytes: The flight file's size the summary was computed from, when known.
+    ///
+    /// The same summary confirmed again keeps the first confirmation's time: every sync asks about every flight the
+    /// device holds, and retention counts its days from when the ground first held these records (before, each sync
+    /// restarted them, so a device that synced daily never reached `retention.days`).
     func confirm(flight: String, summary: DeliverySummary, bytes: Int64?, at date: Date = Date()) throws(AgentError) {
         var all = confirmations()
+        let previous = all[flight]
+        let since =
+            previous.flatMap { $0.count == summary.count && $0.digest == summary.digestHex ? $0.confirmedAt : nil }
+            ?? date
         var confirmation = Confirmation(
-            count: summary.count, digest: summary.digestHex, confirmedAt: date, bytes: bytes)
+            count: summary.count, digest: summary.digestHex, confirmedAt: since, bytes: bytes)
         confirmation.releasedCount = all[flight]?.releasedCount
         confirmation.releasedDigest = all[flight]?.releasedDigest
         confirmation.releasedOrders = all[flight]?.releasedOrders
@@ -369,7 +380,7 @@ struct DeliveryArchive {
         guard unconfirmed >= retention.maxBytes else { return }
         throw AgentError(
             .tryAgain,
-            "the records this device delivered but the ground has not confirmed fill the retention cap (\(unconfirmed) of retention.maxBytes \(retention.maxBytes) bytes in \(directory.path)); nothing was recorded: run `jetbridge-agent sync` so the ground confirms them, then try again"
+            "the records this device delivered but the ground has not confirmed fill the retention cap (\(unconfirmed) of retention.maxBytes \(retention.maxBytes) bytes in \(directory.path)); nothing was recorded: run `\(syncCommand)` so the ground confirms them, then try again"
         )
     }
 

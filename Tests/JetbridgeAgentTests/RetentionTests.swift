@@ -41,6 +41,33 @@ struct RetentionTests {
         return (archive, sizes)
     }
 
+    /// Every sync asks the ground about every flight the device holds; the same answer again is not a new
+    /// confirmation, so a device that syncs every day still lets its records go `retention.days` after the first.
+    @Test func theSameSummaryConfirmedAgainKeepsItsFirstConfirmationTime() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let (archive, _) = try Self.archive(in: fixture.url)
+        let flight = "ZA103/2026-11-21"  // not confirmed by the set-up
+        let summary = try #require(archive.holdings()[flight]?.summary)
+        // Whole seconds: the confirmations file keeps ISO 8601 times.
+        let today = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let first = today.addingTimeInterval(-3 * 86_400)
+        try archive.confirm(flight: flight, summary: summary, bytes: archive.bytes(flight: flight), at: first)
+        for day in [2.0, 1.0, 0.0] {
+            try archive.confirm(
+                flight: flight, summary: summary, bytes: archive.bytes(flight: flight),
+                at: today.addingTimeInterval(-day * 86_400))
+        }
+        #expect(archive.confirmations()[flight]?.confirmedAt == first)
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 2, maxBytes: 1 << 30)).contains(flight))
+        // More records, confirmed: a new summary, whose days start then.
+        let other = "ZA102/2026-11-21"
+        try archive.append(try Self.scans(5, flight: other))
+        let grown = try #require(archive.holdings()[other]?.summary)
+        try archive.confirm(flight: other, summary: grown, bytes: archive.bytes(flight: other), at: today)
+        #expect(archive.confirmations()[other]?.confirmedAt == today)
+    }
+
     @Test func underTheCapEverythingIsKeptAndPastItTheOldestConfirmedGoFirst() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
@@ -74,7 +101,9 @@ struct RetentionTests {
         } catch {
             #expect(error.code == .tryAgain)
             #expect(error.message.contains("retention.maxBytes 1"), "\(error.message)")
-            #expect(error.message.contains("run `jetbridge-agent sync`"), "\(error.message)")
+            // The command names the home it was given, so it can be pasted as it is.
+            #expect(
+                error.message.contains("run `jetbridge-agent --home \(fixture.url.path) sync`"), "\(error.message)")
         }
         // Room enough for them: capture goes on.
         try archive.checkRoom(AgentConfiguration.Retention(days: 7, maxBytes: archive.bytes(flight: "ZA103/2026-11-21") + 1))

@@ -124,6 +124,31 @@ struct SyncSocketTests {
         #expect(status.flights.first?.captured == 30)
     }
 
+    @Test("an order amended after its order was delivered is not delivered until the amendment is")
+    func anAmendmentWaitingIsNotDelivered() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let service = CaptureService(configuration: try sandbox.configuration(), logger: Logger(label: "test"))
+        let order = try service.recordOrder(seat: "17B", lines: [("Peanuts", 1)])
+        let ground = try TestGround { _, _ in .store }
+        defer { ground.stop() }
+        #expect(try await sandbox.sync(ground).exitCode == 0)
+        #expect(try service.status().verdict == "all delivered and confirmed: safe to hand back")
+
+        _ = try service.amendOrder(id: order.id.uuidString, lines: [("Peanuts", 2)])
+        let waiting = try service.status()
+        // Before, the amendment's id was found in delivered/ (its first revision) and it counted as delivered.
+        #expect(waiting.verdict.hasPrefix("NOT SAFE TO HAND BACK"), "\(waiting.verdict)")
+        #expect(waiting.verdict.contains("1 not acknowledged yet"), "\(waiting.verdict)")
+        #expect(waiting.flights.first?.unacknowledged == 1 && waiting.flights.first?.captured == 1)
+        #expect(waiting.flights.first?.confirmed == false)
+
+        #expect(try await sandbox.sync(ground).exitCode == 0)
+        let delivered = try service.status()
+        #expect(delivered.verdict == "all delivered and confirmed: safe to hand back", "\(delivered.verdict)")
+        #expect(delivered.flights.first?.captured == 1)
+    }
+
     @Test("--until-drained with a ground that never acks: stops at the timeout with 75, nothing acknowledged")
     func neverAcked() async throws {
         let sandbox = try SyncSandbox()
