@@ -359,12 +359,16 @@ struct DeliveryArchive {
         try save(all)
     }
 
-    /// Bytes kept of flights whose file holds records the ground has not confirmed: what capture's check counts.
+    /// Bytes kept of records the ground has not confirmed: what capture's check counts. A flight's file only grows
+    /// between its confirmation and its release (which leaves the confirmed size at 0), so what lies past the size
+    /// the ground confirmed is what it has not; a file smaller than that, or one whose confirmed size is not known,
+    /// counts whole. (Before, one record added to a large confirmed flight counted the whole file.)
     func unconfirmedBytes() -> Int64 {
         let confirmations = confirmations()
         return flights().reduce(Int64(0)) { total, flight in
             let size = bytes(flight: flight)
-            return total + (confirmations[flight]?.bytes == size ? 0 : size)
+            guard let confirmed = confirmations[flight]?.bytes, size >= confirmed else { return total + size }
+            return total + (size - confirmed)
         }
     }
 

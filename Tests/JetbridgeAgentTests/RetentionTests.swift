@@ -68,6 +68,21 @@ struct RetentionTests {
         #expect(archive.confirmations()[other]?.confirmedAt == today)
     }
 
+    /// Capture's cap counts only what the ground has not confirmed: records added to a large confirmed flight count
+    /// their own bytes, not the whole file.
+    @Test func theCapCountsOnlyTheRecordsAddedSinceAConfirmation() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let (archive, sizes) = try Self.archive(in: fixture.url)
+        let unconfirmedFlight = "ZA103/2026-11-21"
+        #expect(archive.unconfirmedBytes() == sizes[unconfirmedFlight])
+        let flight = "ZA101/2026-11-21"
+        try archive.append(try Self.scans(5, flight: flight))
+        let added = archive.bytes(flight: flight) - (sizes[flight] ?? 0)
+        #expect(added > 0 && added < (sizes[flight] ?? 0) / 10)
+        #expect(archive.unconfirmedBytes() == (sizes[unconfirmedFlight] ?? 0) + added)
+    }
+
     @Test func underTheCapEverythingIsKeptAndPastItTheOldestConfirmedGoFirst() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
