@@ -1,4 +1,5 @@
 import FileQueue
+import JetbridgeModel
 import JetbridgeProtocol
 import Logging
 import Synchronization
@@ -449,7 +450,8 @@ final class SyncEngine: Sendable {
                     }
                     if after - lastState >= options.stateInterval {
                         lastState = after
-                        writeState(result: "running: \(statistics.acknowledged) records acknowledged so far")
+                        writeState(
+                            result: "running: \(NumberText.grouped(statistics.acknowledged)) records acknowledged so far")
                     }
                 }
             } catch let error as AgentError {
