@@ -174,8 +174,11 @@ extension CaptureService {
             let acknowledged = acknowledgedIDs[flight] ?? []
             let unacknowledged = pending[flight] ?? []
             let refused = setAside[flight] ?? []
-            // An amendment waiting is one more revision of an order already counted, not one more record.
-            let capturedElsewhere = unacknowledged.union(refused).subtracting(acknowledged).count
+            // An amendment waiting is one more revision of an order already counted (held, or released by
+            // retention), not one more record.
+            let releasedIDs = Set((confirmations[flight]?.releasedOrders ?? [:]).keys.compactMap { UUID(uuidString: $0) })
+            let capturedElsewhere = unacknowledged.union(refused).subtracting(acknowledged).subtracting(releasedIDs)
+                .count
             let confirmation = confirmations[flight]
             let held = holdings[flight]?.summary ?? DeliverySummary()
             let released = confirmation?.releasedAt != nil && holdings[flight] == nil

@@ -143,8 +143,26 @@ struct DeliveryArchive {
             let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw Self.failure("open", path) }
             defer { close(fd) }
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard written == bytes.count, fsync(fd) == 0 else { throw Self.failure("write", path) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
+            let failed = bytes.withUnsafeBytes { raw -> AgentError? in
+                var done = 0
+                while done < raw.count {
+                    let written = write(fd, raw.baseAddress! + done, raw.count - done)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        return Self.failure("write", path)
+                    }
+                    done += written
+                }
+                return fsync(fd) == 0 ? nil : Self.failure("write", path)
+            }
+            if let failed {
+                // Part of a frame left at the end (a disk that filled mid-write) would hide every frame appended
+                // after it, since reading stops at the first frame cut short: the file goes back to what it held.
+                if ftruncate(fd, info.st_size) == 0 { _ = fsync(fd) }
+                throw failed
+            }
         }
         try Files.syncDirectory(directory)
     }

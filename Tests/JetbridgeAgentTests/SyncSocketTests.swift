@@ -147,6 +147,15 @@ struct SyncSocketTests {
         let delivered = try service.status()
         #expect(delivered.verdict == "all delivered and confirmed: safe to hand back", "\(delivered.verdict)")
         #expect(delivered.flights.first?.captured == 1)
+
+        // Released by retention, then amended once more: still one order captured, its amendment not delivered.
+        let released = try DeliveryArchive(home: sandbox.home).applyRetention(
+            AgentConfiguration.Retention(days: 7, maxBytes: 0))
+        #expect(released == [delivered.flights.first?.flight].compactMap(\.self))
+        _ = try service.amendOrder(id: order.id.uuidString, lines: [("Peanuts", 3)])
+        let again = try service.status()
+        #expect(again.flights.first?.captured == 1 && again.flights.first?.unacknowledged == 1, "\(again.flights)")
+        #expect(again.verdict.hasPrefix("NOT SAFE TO HAND BACK"), "\(again.verdict)")
     }
 
     @Test("--until-drained with a ground that never acks: stops at the timeout with 75, nothing acknowledged")
