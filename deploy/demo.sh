@@ -28,7 +28,8 @@ acks=${DEMO_ACKS:-tcp://127.0.0.1:5561}
 flight="ZA101/2026-11-21"
 ground=$demo/ground
 server_pid=""
-trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; true' EXIT
+sync_pid=""
+trap 'for pid in $server_pid $sync_pid; do kill "$pid" 2>/dev/null; done; true' EXIT
 echo "== demo directory: $demo"
 
 aggregator() { "$bin/jetbridge-aggregator" --home "$ground" "$@"; }

@@ -55,6 +55,11 @@ if ! command -v pg_autoctl >/dev/null || ! [ -x "$PG_BIN/initdb" ]; then
     $sudo_cmd apt-get update -qq
     $sudo_cmd apt-get install -y -qq postgresql postgresql-15-auto-failover pg-auto-failover-cli >/dev/null
 fi
+# The check of what the device delivered reads its records with Python's msgpack; `ps` finds what the script started.
+if ! python3 -c "import msgpack" 2>/dev/null || ! command -v ps >/dev/null; then
+    $sudo_cmd apt-get update -qq
+    $sudo_cmd apt-get install -y -qq python3 python3-msgpack procps >/dev/null
+fi
 
 build_products jetbridge-agent jetbridge-aggregator
 

@@ -25,6 +25,8 @@ if ! [ -x "$PG_BIN/initdb" ]; then
     echo "== installing PostgreSQL (Debian package postgresql; only its binaries are used, in a throwaway cluster)"
     $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq postgresql >/dev/null
 fi
+# Tests/postgres/start-throwaway.sh picks its free port with Python.
+command -v python3 >/dev/null || { $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq python3 >/dev/null; }
 
 build_products jetbridge-agent jetbridge-aggregator
 

@@ -65,19 +65,20 @@ struct LimitTests {
         try await setLimits(["*": .init(recordsPerSecond: 1)], in: fixture)
         let device = try await fixture.device("cart-1")
         defer { device.close() }
-        // The second batch needs 9 records' worth of refill: it is limited unless 9 s pass between the two, which a
-        // loaded test run can stretch to a few seconds (5 records, as before, was not enough margin in CI).
+        // The second batch, 100 records, needs 100 records' worth of refill (a single batch always fits a full
+        // bucket, so the bucket holds up to 100 for it): it is limited unless 100 s pass between the two. With 9
+        // records (9 s) a full local run once took 13.5 s between the sends, and 5 records was not enough in CI.
         let started = ContinuousClock.now
         try device.send(try outgoing("cart-1", 1, (1...10).map { order($0) }))
         #expect(try await device.ack()?.status == .stored)
-        try device.send(try outgoing("cart-1", 11, (11...19).map { order($0) }))
+        try device.send(try outgoing("cart-1", 11, (11...110).map { order($0) }))
         let ack = try #require(try await device.ack())
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         #expect(ack.status == .limited, "\(seconds) s between the batches")
         #expect(ack.reason?.contains("1 records per second") == true, "\(ack.reason ?? "no reason")")
-        // The wait is what the bucket still lacks: 9 records less what refilled since the first batch.
-        #expect(((8.5 - seconds)...9.1).contains(ack.retryAfter ?? 0), "\(ack.retryAfter ?? -1) after \(seconds) s")
+        // The wait is what the bucket still lacks: 100 records less what refilled since the first batch.
+        #expect(((99.5 - seconds)...100.1).contains(ack.retryAfter ?? 0), "\(ack.retryAfter ?? -1) after \(seconds) s")
         #expect(try fixture.server.store.orders().count == 10)
         #expect(fixture.server.currentStatistics.limitedBatches == 1)
         await fixture.stop()
