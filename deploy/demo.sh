@@ -29,7 +29,8 @@ flight="ZA101/2026-11-21"
 ground=$demo/ground
 server_pid=""
 sync_pid=""
-trap 'for pid in $server_pid $sync_pid; do kill "$pid" 2>/dev/null; done; true' EXIT
+# (`|| true`: under `set -e` a kill of a process already gone would end the trap, and the demo, with status 1.)
+trap 'for pid in $server_pid $sync_pid; do kill "$pid" 2>/dev/null || true; done' EXIT
 echo "== demo directory: $demo"
 
 aggregator() { "$bin/jetbridge-aggregator" --home "$ground" "$@"; }
@@ -89,6 +90,7 @@ sleep 1
 start_ground
 echo "   aggregator restarted"
 wait "$sync_pid"
+sync_pid=""
 tail -n 1 "$demo/gate-1-sync.log"
 
 echo
