@@ -88,12 +88,14 @@ struct LinkTests {
         try sandbox.capture(80)
         // The first ground takes the window's batches and answers nothing, then goes away (its sockets closed).
         let first = try TestGround { _, _ in .drop }
-        let configuration = try sandbox.configuration(batchRecords: 10, window: 4, ackTimeout: 0.2)
-        let sync = Task { try await sandbox.sync(first, configuration: configuration, timeout: 30) }
+        // An ack timeout of 1 s: after the ground returns, an ack slower than it is resent legitimately, and a CI run
+        // on two loaded cores saw acks slower than the 0.2 s this test used (4 batches twice).
+        let configuration = try sandbox.configuration(batchRecords: 10, window: 4, ackTimeout: 1)
+        let sync = Task { try await sandbox.sync(first, configuration: configuration, timeout: 60) }
         try await waitUntil { first.delivered.withLock { $0.deliveries.count } >= 4 }
         first.stop()
-        // Down for 3 s: 15 ack timeouts of 0.2 s, each of which used to queue resends in the socket.
-        try await Task.sleep(for: .seconds(3))
+        // Down for 6 s: 6 ack timeouts of 1 s, each of which used to queue resends in the socket.
+        try await Task.sleep(for: .seconds(6))
         let second = try TestGround(replacing: first)
         defer { second.stop() }
         let outcome = try await sync.value
@@ -105,7 +107,7 @@ struct LinkTests {
     }
 
     /// Issue 25: a link cut while the device waits for the ground's confirmation, for longer than the wait to give up
-    /// (shortened here to 3 s; 60 s for users), used to end `sync --until-drained` with the flight not confirmed (75).
+    /// (shortened here to 5 s; 60 s for users), used to end `sync --until-drained` with the flight not confirmed (75).
     /// The wait counts from the summary's send, so it must outlast this test's own delay in stopping the ground on a
     /// loaded machine: 1.5 s once ran out in CI before the cut began.
     @Test("the wait for a confirmation pauses while the link is down: a cut longer than it ends confirmed")
@@ -116,7 +118,9 @@ struct LinkTests {
         // The first ground stores the batches and leaves the summaries unanswered; it goes away while the device waits.
         let first = try TestGround(answersSummaries: false)
         var limits = DeliveryConfirmer.Limits()
-        limits.giveUp = 3
+        // 5 s: the time until the link monitor sees the cut counts as usable link, and under a loaded full run 3 s
+        // ran out before it did ("sync ended while the link was down").
+        limits.giveUp = 5
         limits.askAgain = 0.5
         let ended = Counter()
         let sync = Task {
@@ -128,7 +132,7 @@ struct LinkTests {
         #expect(stored.count == 20)
         first.stop()
         // Down for twice the wait (the outage's length is what is tested, not an event to wait for).
-        try await Task.sleep(for: .seconds(6))
+        try await Task.sleep(for: .seconds(10))
         #expect(ended.value == 0, "sync ended while the link was down")
         // The ground returns with its store.
         let second = try TestGround(replacing: first, holding: stored)
