@@ -102,8 +102,12 @@ struct LinkTests {
         #expect(outcome.exitCode == 0, "\(outcome.result)")
         let delivered = second.delivered.withLock { $0 }
         #expect(delivered.records.count == 80)
-        #expect(delivered.deliveries.values.allSatisfy { $0 == 1 }, "\(delivered.deliveries)")
-        #expect(delivered.storedOffers == 80)
+        // Nothing piled up: before, every ack timeout while the ground was away queued one more copy of each batch in
+        // flight (one a second here, 6 in the outage). At most one extra copy of a batch in flight at the cut is allowed: on a loaded machine
+        // the link monitor can report the cut after one ack timeout has already resent the window into the socket,
+        // and that copy arrives besides the resend on reconnect (the ground counts it a duplicate).
+        #expect(delivered.deliveries.values.allSatisfy { $0 <= 2 }, "\(delivered.deliveries)")
+        #expect(delivered.storedOffers <= 80 + 4 * 10, "\(delivered.deliveries)")
     }
 
     /// Issue 25: a link cut while the device waits for the ground's confirmation, for longer than the wait to give up
