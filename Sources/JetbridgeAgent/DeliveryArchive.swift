@@ -21,7 +21,7 @@ import SystemSupport
 /// flight the ground no longer holds in full can be sent again after its queue segments are gone. A file is a run of
 /// frames: a 4-byte length and the CRC-32C of the payload (both little-endian, as in the queue), then the record's
 /// MessagePack bytes as the ground received them. A torn or damaged frame ends the file's reading (what followed it is
-/// sent again only if it is still in the queue).
+/// sent again only if it is still in the queue); a sync cuts a torn end off before it appends (``append(_:checked:)``).
 struct DeliveryArchive {
     let directory: URL
     /// The sync command as the device's operator types it (with `--home` when not the default one).
@@ -113,9 +113,17 @@ struct DeliveryArchive {
     /// Each record's flight comes from its identity (`RecordCoding.Stream.identity`), not a whole decode: these are
     /// this device's own records, encoded whole by capture, read back from the queue under its checksums, and decoded
     /// whole by the ground before it said `stored` (a batch is stored only when every record of it passed).
+    ///
+    /// The first append to a flight's file in a sync (`checked` does not hold the flight yet) first cuts a torn tail
+    /// off the file (``cutTornTail(fd:flight:path:size:)``): a crash or power cut in the middle of an earlier append,
+    /// before its `fsync`, can leave part of a frame at the end, and reading stops there, so every frame appended after
+    /// it would be invisible and the flight could never be confirmed. The records of that torn write are still in the
+    /// queue (it is acknowledged past them only once they are durable here) and come again.
+    /// - Returns: The torn tails cut, by flight (bytes), for the sync to log.
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
-    func append(_ payloads: [Data]) throws(AgentError) {
-        guard !payloads.isEmpty else { return }
+    @discardableResult
+    func append(_ payloads: [Data], checked: inout Set<String>) throws(AgentError) -> [(flight: String, bytes: Int64)] {
+        guard !payloads.isEmpty else { return [] }
         // Each flight's frames, in arrival order. A batch's records mostly share one flight, so the frames of the
         // flight at hand grow in `frames` and go back into the table only when the flight changes: one lookup per
         // run of a flight, not one per record.
@@ -138,13 +146,20 @@ struct DeliveryArchive {
         }
         if let flight { byFlight[flight] = frames }
         try Files.makeDirectory(directory)
+        var cut: [(flight: String, bytes: Int64)] = []
         for (flight, bytes) in byFlight.sorted(by: { $0.key < $1.key }) {
             let path = file(for: flight).path
-            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw Self.failure("open", path) }
             defer { close(fd) }
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
+            if checked.insert(flight).inserted, info.st_size > 0,
+                let end = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size))
+            {
+                cut.append((flight, Int64(info.st_size) - end))
+                info.st_size = off_t(end)
+            }
             let failed = bytes.withUnsafeBytes { raw -> AgentError? in
                 var done = 0
                 while done < raw.count {
@@ -165,6 +180,40 @@ struct DeliveryArchive {
             }
         }
         try Files.syncDirectory(directory)
+        return cut
+    }
+
+    /// ``append(_:checked:)`` checking every flight's tail (tests, and a caller that appends once).
+    @discardableResult
+    func append(_ payloads: [Data]) throws(AgentError) -> [(flight: String, bytes: Int64)] {
+        var checked: Set<String> = []
+        return try append(payloads, checked: &checked)
+    }
+
+    /// Cuts what follows the last whole frame of a flight's file (open read-write as `fd`, `size` bytes), when that is
+    /// past what the ground confirmed: a write a crash interrupted before its `fsync`.
+    ///
+    /// Never below the size the ground confirmed: the frames up to it were whole when the ground confirmed their
+    /// summary, so a frame that fails there is damage to stored data, not a torn write, and the frames after it stay
+    /// for someone to look at.
+    /// - Returns: The size the file was cut to, or nil when nothing was cut.
+    private func cutTornTail(fd: Int32, flight: String, path: String, size: Int64) throws(AgentError) -> Int64? {
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        var done = 0
+        while done < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if read < 0 {
+                if errno == EINTR { continue }
+                throw Self.failure("read", path)
+            }
+            if read == 0 { break }
+            done += read
+        }
+        let end = Int64(bytes.withUnsafeBytes { Self.payloadRanges(UnsafeRawBufferPointer(rebasing: $0[..<done])) }.last?
+            .upperBound ?? 0)
+        guard end < size, end >= confirmations()[flight]?.bytes ?? 0 else { return nil }
+        guard ftruncate(fd, off_t(end)) == 0, fsync(fd) == 0 else { throw Self.failure("cut the torn end of", path) }
+        return end
     }
 
     static func failure(_ operation: String, _ path: String) -> AgentError {

@@ -103,6 +103,8 @@ final class SyncEngine: Sendable {
         /// Something was acknowledged since the flights' summaries were last computed.
         var holdingsStale = true
         var holdings: [String: DeliveryArchive.Holding] = [:]
+        /// Flights whose file in `delivered/` this sync has checked for a torn end (``DeliveryArchive/append(_:checked:)``).
+        var checkedTails: Set<String> = []
         /// Round robin over the aggregators for summaries.
         var nextAsk = 0
         /// An aggregator was usable at some time in this run: from then on, while none is, the wait for the ground's
@@ -803,7 +805,11 @@ final class SyncEngine: Sendable {
                 if ack.status == .stored { perAggregator[index].lateAcks += 1 }
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
             case .stored(let records, let new, let duplicates):
-                try archive.append(payloads ?? [])
+                for torn in try archive.append(payloads ?? [], checked: &checkedTails) {
+                    logger.warning(
+                        "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path); its records are still in the queue and go again"
+                    )
+                }
                 holdingsStale = true
                 statistics.acknowledged += records
                 perAggregator[index].acknowledged += records
@@ -888,6 +894,7 @@ final class SyncEngine: Sendable {
             if case .failed = ending, queue == nil { outcome.remaining = nil }
             outcome.problem = Self.problem(allLinks, options: options, retrying: false)
             outcome.aggregators = perAggregator
+            outcome.statusCommand = configuration.home.command("status")
             do {
                 let released = try archive.applyRetention(configuration.retention)
                 if !released.isEmpty {

@@ -189,6 +189,8 @@ public struct SyncOutcome: Sendable {
     public var confirmedFlights: [String] = []
     /// Records set aside in `rejected/` (this run's and earlier ones'): not delivered.
     public var setAsideHeld = 0
+    /// The status command the summary points to, with the device's `--home` when it is not the default one.
+    public var statusCommand = "jetbridge-agent status"
 
     public init(ending: Ending, statistics: SyncStatistics, acknowledgedThrough: UInt64, remaining: Int?) {
         self.ending = ending
@@ -227,7 +229,7 @@ public struct SyncOutcome: Sendable {
         }
         if setAsideHeld > 0 {
             parts.append(
-                "\(NumberText.grouped(setAsideHeld)) record\(setAsideHeld == 1 ? "" : "s") SET ASIDE (refused by the ground, not delivered; see `jetbridge-agent status`)"
+                "\(NumberText.grouped(setAsideHeld)) record\(setAsideHeld == 1 ? "" : "s") SET ASIDE (refused by the ground, not delivered; see `\(statusCommand)`)"
             )
         }
         return parts.joined(separator: "; ")

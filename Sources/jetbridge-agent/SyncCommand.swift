@@ -184,7 +184,7 @@ struct SyncCommand: AsyncParsableCommand {
                 guard outcome.exitCode != 0 else { return }
                 throw AgentError(
                     .tryAgain,
-                    "sync drained, but the ground has not confirmed \(outcome.unconfirmed.keys.sorted().joined(separator: ", ")): run `jetbridge-agent sync` again (`jetbridge-agent status` shows what is missing)"
+                    "sync drained, but the ground has not confirmed \(outcome.unconfirmed.keys.sorted().joined(separator: ", ")): run `\(configuration.home.command("sync"))` again (`\(configuration.home.command("status"))` shows what is missing)"
                 )
             }
             if outcome.exitCode != 0 {

@@ -76,6 +76,52 @@ struct DeliveryArchiveTests {
         #expect(archive.payloads(flight: flight).isEmpty)
     }
 
+    /// A crash in the middle of an append, before its `fsync`, leaves part of a frame at the end of the file. The next
+    /// sync's first append to that flight cuts it off, so what it appends is read back (before, reading stopped at the
+    /// torn frame, and the flight could never be confirmed).
+    @Test func aTornEndIsCutBeforeASyncsFirstAppendToItsFlight() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let records = try (0..<5).map { _ in try Self.scan(flight: flight) }
+        try archive.append(records)
+        let file = archive.file(for: flight)
+        try Data(contentsOf: file).dropLast(3).write(to: file)
+        let frame = Int64(8 + records[0].count)
+        var checked: Set<String> = []
+        let later = try (0..<2).map { _ in try Self.scan(flight: flight) }
+        let cut = try archive.append(later, checked: &checked)
+        #expect(cut.map(\.flight) == [flight])
+        #expect(cut.map(\.bytes) == [frame - 3])
+        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + later)
+        #expect(archive.bytes(flight: flight) == 6 * frame)
+        // A file with nothing torn is left as it is.
+        var again: Set<String> = []
+        #expect(try archive.append([try Self.scan(flight: flight)], checked: &again).isEmpty)
+        #expect(archive.payloads(flight: flight).count == 7)
+    }
+
+    /// A frame that fails inside what the ground confirmed is damage to stored data, not a torn write: nothing is cut,
+    /// and the frames after it stay in the file.
+    @Test func aFrameFailingInsideWhatTheGroundConfirmedIsNotCut() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let records = try (0..<5).map { _ in try Self.scan(flight: flight) }
+        try archive.append(records)
+        let file = archive.file(for: flight)
+        let size = archive.bytes(flight: flight)
+        try archive.confirm(flight: flight, summary: DeliverySummary(), bytes: size)
+        var damaged = try Data(contentsOf: file)
+        damaged[damaged.startIndex + 2 * (8 + records[0].count) + 8 + 5] ^= 0xFF
+        try damaged.write(to: file)
+        #expect(try archive.append([try Self.scan(flight: flight)]).isEmpty)
+        #expect(archive.bytes(flight: flight) == size + Int64(8 + records[0].count))
+        #expect(archive.payloads(flight: flight) == Array(records.prefix(2)))
+    }
+
     @Test func heldRecordsKeepEachOrdersHighestRevisionAndEachScanOnce() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }

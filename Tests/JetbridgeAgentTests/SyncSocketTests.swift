@@ -75,6 +75,9 @@ struct SyncSocketTests {
         #expect(outcome.exitCode == 65, "\(outcome.result)")
         #expect(outcome.setAsideHeld == 1)
         #expect(outcome.summary.contains("1 record SET ASIDE (refused by the ground, not delivered"), "\(outcome.summary)")
+        // It points to the status command of this home (not the default one), as the other messages do.
+        #expect(
+            outcome.summary.contains("see `jetbridge-agent --home \(sandbox.home.url.path) status`"), "\(outcome.summary)")
         #expect(outcome.statistics.setAside == 1)
         #expect(outcome.statistics.acknowledged == 29)
         // The 29 delivered are confirmed by the ground.
