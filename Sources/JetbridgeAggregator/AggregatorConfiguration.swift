@@ -60,8 +60,7 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: [StrictKeys.AnyKey(stringValue: unknown.key)],
-                    debugDescription:
-                        "unknown key '\(unknown.key)'; known keys: \(unknown.known.sorted().joined(separator: ", "))"))
+                    debugDescription: unknown.message))
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = AggregatorConfiguration()

@@ -9,6 +9,12 @@ package enum StrictKeys {
         package var key: String
         /// The keys the object may hold, with the same prefix.
         package var known: [String]
+
+        /// `unknown key 'recordPerSecond'; known keys: bytesPerSecond, …`: the key shown escaped and at most 60
+        /// characters long (it comes from the file as typed), the known keys sorted.
+        package var message: String {
+            "unknown key '\(Validation.visible(key.prefix(60)))'; known keys: \(known.sorted().joined(separator: ", "))"
+        }
     }
 
     /// Any key of an object, for reading the keys it holds.

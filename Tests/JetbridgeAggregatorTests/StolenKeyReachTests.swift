@@ -309,6 +309,17 @@ struct StolenKeyReachTests {
             _ = slow.admit(device: "cart-\(n)", records: 1, bytes: 1, now: start + .seconds(20))
         }
         #expect(slow.admit(device: "cart-slow", records: 1_000, bytes: 1, now: start + .seconds(21)) != nil)
+        // Past the table's bound (made-up ids, all owing at once), the devices that owe the longest refill keep their
+        // debt: before, the whole table was dropped, and the device that owed 1,000 s sent its batch again at once.
+        var flooded = DeviceLimiter(
+            allowlist: DeviceAllowlist(limits: ["cart-slow": DeviceLimits.Override(recordsPerSecond: 1)]))
+        #expect(flooded.admit(device: "cart-slow", records: 1_000, bytes: 1, now: start) == nil)
+        for n in 0..<DeviceLimiter.maximumBuckets {
+            // Each owes a little: a full burst's worth of records refills in 10 s.
+            _ = flooded.admit(device: "cart-\(n)", records: 100_000, bytes: 1, now: start + .seconds(1))
+        }
+        #expect(flooded.bucketCount <= DeviceLimiter.maximumBuckets)
+        #expect(flooded.admit(device: "cart-slow", records: 1_000, bytes: 1, now: start + .seconds(2)) != nil)
     }
 
     /// A rate limit never asks a device to wait longer than the 300 s the reference ground documents (a device

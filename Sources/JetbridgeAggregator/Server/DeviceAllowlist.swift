@@ -84,10 +84,7 @@ public struct DeviceAllowlist: Hashable, Sendable {
             do {
                 try StrictKeys.check(decoder, known: CodingKeys.self)
             } catch let unknown as StrictKeys.UnknownKey {
-                throw AggregatorError(
-                    .dataError,
-                    "unknown key '\(Validation.visible(unknown.key.prefix(60)))'; known keys: "
-                        + unknown.known.sorted().joined(separator: ", "))
+                throw AggregatorError(.dataError, unknown.message)
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
             devices = try container.decode([String: String].self, forKey: .devices)

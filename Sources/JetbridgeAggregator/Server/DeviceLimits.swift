@@ -78,11 +78,7 @@ public struct DeviceLimits: Hashable, Sendable {
                 try StrictKeys.check(decoder, known: CodingKeys.self)
             } catch let unknown as StrictKeys.UnknownKey {
                 let device = decoder.codingPath.last?.stringValue ?? "?"
-                throw AggregatorError(
-                    .dataError,
-                    "limits of '\(Validation.visible(device.prefix(60)))': unknown key "
-                        + "'\(Validation.visible(unknown.key.prefix(60)))'; known keys: "
-                        + unknown.known.sorted().joined(separator: ", "))
+                throw AggregatorError(.dataError, "limits of '\(Validation.visible(device.prefix(60)))': \(unknown.message)")
             }
             let container = try decoder.container(keyedBy: CodingKeys.self)
             recordsPerFlight = try container.decodeIfPresent(Int.self, forKey: .recordsPerFlight)
@@ -145,7 +141,8 @@ struct DeviceLimiter {
     /// The table's size at which the next sweep runs.
     private var sweepAt = DeviceLimiter.smallestSweep
     static let smallestSweep = 1_024
-    /// The most buckets kept: past it, after a sweep, the table starts again empty (every device starts full).
+    /// The most buckets kept: past it, after a sweep, only the half that owe the longest refill stay (the others start
+    /// full again).
     static let maximumBuckets = 100_000
     /// The longest wait a rate asks for, in seconds: as long as a flight's records limit asks for.
     static let longestRetryAfter = BatchLimit.recordsPerFlightRetryAfter
@@ -205,16 +202,31 @@ struct DeviceLimiter {
     }
 
     /// Drops the buckets that are full again by `now` (nothing owed: each has refilled to what its last batch made it
-    /// hold, so a new one, starting full, lets nothing through sooner); past ``maximumBuckets``, all of them.
+    /// hold, so a new one, starting full, lets nothing through sooner). Past ``maximumBuckets`` (a flood of made-up
+    /// device ids, in insecure mode), it keeps the half that owe the longest refill: a device that sent far past its
+    /// rate keeps its debt, and those forgiven owed least. (Before, the whole table was dropped, and every device
+    /// could send a full burst again at once.)
     private mutating func sweep(now: ContinuousClock.Instant) {
         let allowlist = allowlist
-        buckets = buckets.filter { device, bucket in
-            let limits = allowlist.limits(for: device)
-            let elapsed = max(0, (now - bucket.at).seconds)
-            return bucket.records + Double(limits.recordsPerSecond) * elapsed < bucket.recordCapacity
-                || bucket.bytes + Double(limits.bytesPerSecond) * elapsed < bucket.byteCapacity
+        let owed = buckets.compactMap { device, bucket -> (device: String, seconds: Double)? in
+            let seconds = Self.secondsToFill(bucket, allowlist.limits(for: device), now: now)
+            return seconds > 0 ? (device, seconds) : nil
         }
-        if buckets.count >= Self.maximumBuckets { buckets = [:] }
-        sweepAt = max(Self.smallestSweep, buckets.count * 2)
+        let kept =
+            owed.count >= Self.maximumBuckets
+            ? Array(owed.sorted { $0.seconds > $1.seconds }.prefix(Self.maximumBuckets / 2)) : owed
+        let table = buckets
+        buckets = Dictionary(uniqueKeysWithValues: kept.compactMap { kept in table[kept.device].map { (kept.device, $0) } })
+        // Never past the bound: a sweep runs at it at the latest (before, a table of 65,537 owing buckets grew to
+        // 131,072 before the next sweep).
+        sweepAt = min(Self.maximumBuckets, max(Self.smallestSweep, buckets.count * 2))
+    }
+
+    /// How long `bucket` takes to fill up again from `now` at its device's rates (0 or less: it is full).
+    private static func secondsToFill(_ bucket: Bucket, _ limits: DeviceLimits, now: ContinuousClock.Instant) -> Double {
+        let elapsed = max(0, (now - bucket.at).seconds)
+        return max(
+            (bucket.recordCapacity - bucket.records) / Double(limits.recordsPerSecond),
+            (bucket.byteCapacity - bucket.bytes) / Double(limits.bytesPerSecond)) - elapsed
     }
 }
