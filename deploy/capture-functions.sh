@@ -1,6 +1,6 @@
-# Sourced by deploy/demo.sh, deploy/scale-out.sh and deploy/failover.sh (not run on its own): the devices of the demos
-# and what they capture in flight, so the scripts capture the same records and check the same totals; and the two
-# aggregators of the shared-store demos (scale-out.sh, failover.sh).
+# Sourced by deploy/demo.sh, deploy/scale-out.sh, deploy/failover.sh and deploy/local.sh (not run on its own): the
+# devices of the demos and what they capture in flight, so the scripts capture the same records and check the same
+# totals; the two aggregators of the shared-store demos (scale-out.sh, failover.sh); the build's packages (local.sh too).
 # Needs: bin (the directory of the binaries: build_products sets it), demo (the demo directory: each device's home is
 # $demo/DEVICE), flight (the flight the devices sell on).
 
@@ -33,6 +33,17 @@ install_build_packages() { # install_build_packages: installs what missing_build
     echo "== installing the headers the build needs (Debian packages $packages)"
     # shellcheck disable=SC2086 # one word per package
     $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq $packages >/dev/null
+}
+
+absolute_bin() { # absolute_bin: JETBRIDGE_BIN made absolute against the caller's directory; the scripts call it before
+    # they cd to the checkout, so `JETBRIDGE_BIN=bin deploy/demo.sh` finds ./bin wherever it is run from
+    [ -n "${JETBRIDGE_BIN:-}" ] || return 0
+    local absolute
+    absolute=$(cd "$JETBRIDGE_BIN" 2>/dev/null && pwd) || {
+        echo "no directory $JETBRIDGE_BIN (JETBRIDGE_BIN or --bin)" >&2
+        exit 66
+    }
+    export JETBRIDGE_BIN=$absolute
 }
 
 build_products() { # build_products PRODUCT...: sets bin: $JETBRIDGE_BIN when set, else debug builds of PRODUCT here

@@ -11,6 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/capture-functions.sh"
+absolute_bin
 if [ -z "${JETBRIDGE_BIN:-}" ] && ! [ -f "$here/../Package.swift" ]; then
     JETBRIDGE_BIN=$here/../bin                                         # the tarball: demo/ beside bin/
     [ -x "$JETBRIDGE_BIN/jetbridge-aggregator" ] || JETBRIDGE_BIN=/usr/bin # the Debian package

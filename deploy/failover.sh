@@ -42,9 +42,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $victim in primary | standby) ;; *) echo "failover.sh: --kill takes primary or standby, not '$victim'" >&2; exit 64 ;; esac
+source "$(dirname "$0")/capture-functions.sh"
+absolute_bin
 cd "$(dirname "$0")/.."
 root=$PWD
-source deploy/capture-functions.sh
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd="sudo"

@@ -31,6 +31,8 @@ if [ -z "$bin" ] && command -v jetbridge-agent >/dev/null && command -v jetbridg
     bin=$(dirname "$(command -v jetbridge-agent)")
 fi
 if [ -z "$bin" ]; then
+    source deploy/capture-functions.sh
+    install_build_packages
     for product in jetbridge-agent jetbridge-aggregator; do
         swift build --product "$product" >/dev/null
     done

@@ -13,9 +13,10 @@
 # exit. Endpoints: 127.0.0.1 ports SCALE_OUT_PORT … +3 (default 5570). Binaries: those in JETBRIDGE_BIN when it is
 # set, else built here (debug).
 set -euo pipefail
+source "$(dirname "$0")/capture-functions.sh"
+absolute_bin
 cd "$(dirname "$0")/.."
 root=$PWD
-source deploy/capture-functions.sh
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
