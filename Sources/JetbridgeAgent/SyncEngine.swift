@@ -787,7 +787,22 @@ final class SyncEngine: Sendable {
                 ack.status == .stored
                 ? window.batches.first { !$0.isDone && $0.first == ack.first && $0.last == ack.last }?.records.map(\.payload)
                 : nil
-            switch window.apply(ack, now: now(), from: index) {
+            // What the ack settles is made durable before the window moves past it: a batch's records into
+            // `delivered/`, a refused record into `rejected/`. Should that write fail (a full disk), the window is left
+            // as it was, so the queue is not acknowledged past records kept nowhere else on the device (before, the
+            // window moved first, and the failure's exit acknowledged them: the flight could never be confirmed, and a
+            // refused record was in neither the queue nor `rejected/`).
+            var next = window
+            let outcome = next.apply(ack, now: now(), from: index)
+            var torn: [(flight: String, bytes: Int64)] = []
+            switch outcome {
+            case .stored: torn = try archive.append(payloads ?? [], checked: &checkedTails)
+            case .setAside(let record, let reason):
+                try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
+            default: break
+            }
+            window = next
+            switch outcome {
             case .ignored where ack.first == 0 && ack.last == 0 && ack.status == .forbidden:
                 // Batch 0…0 `forbidden`: the answer to a hello from a key the ground no longer allows.
                 return AgentError(
@@ -805,7 +820,7 @@ final class SyncEngine: Sendable {
                 if ack.status == .stored { perAggregator[index].lateAcks += 1 }
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
             case .stored(let records, let new, let duplicates):
-                for torn in try archive.append(payloads ?? [], checked: &checkedTails) {
+                for torn in torn {
                     logger.warning(
                         "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path); its records are still in the queue and go again"
                     )
@@ -817,7 +832,6 @@ final class SyncEngine: Sendable {
                 statistics.duplicates += duplicates
                 logger.debug("\(label) stored: \(new) new, \(duplicates) duplicates")
             case .setAside(let record, let reason):
-                try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
                 statistics.setAside += 1
                 logger.warning(
                     "the ground rejected record \(record.sequence) of \(label): \(reason); set aside in \(SetAside.file(for: record.sequence, in: configuration.home).path), sending the rest again"

@@ -58,6 +58,44 @@ struct SyncSocketTests {
         #expect(try sandbox.queueStatus().acknowledgedThrough == 60)
     }
 
+    /// A stored batch whose records cannot be kept in `delivered/` (here `delivered` is a file, as a full disk would
+    /// fail the write), or a refused record that cannot be written to `rejected/`, ends the sync without acknowledging
+    /// the queue past them: they are still queued, and the next sync delivers and keeps them. Before, the window moved
+    /// past the batch first and the failure's exit acknowledged it: the records were kept nowhere on the device.
+    @Test("a failed write into delivered/ or rejected/ leaves the records queued")
+    func aFailedKeepLeavesTheRecordsQueued() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let ids = try sandbox.capture(30)
+        let refused = ids[13]
+        let ground = try TestGround { batch, _ in
+            if let index = batch.records.firstIndex(where: { $0.record.id == refused }) { return .reject(index: index) }
+            return .store
+        }
+        defer { ground.stop() }
+        let delivered = sandbox.home.deliveredDirectory
+        let rejected = sandbox.home.rejectedDirectory
+        try FileManager.default.createDirectory(at: sandbox.home.url, withIntermediateDirectories: true)
+        try Data("not a directory".utf8).write(to: delivered)
+        try Data("not a directory".utf8).write(to: rejected)
+
+        let failed = try await sandbox.sync(ground)
+        guard case .failed = failed.ending else {
+            Issue.record("the sync did not fail: \(failed.result)")
+            return
+        }
+        #expect(try sandbox.queueStatus().acknowledgedThrough == 0, "\(failed.result)")
+
+        try FileManager.default.removeItem(at: delivered)
+        try FileManager.default.removeItem(at: rejected)
+        let outcome = try await sandbox.sync(ground)
+        #expect(outcome.exitCode == 65, "\(outcome.result)")
+        #expect(try sandbox.queueStatus().acknowledgedThrough == 30)
+        #expect(outcome.setAsideHeld == 1)
+        let held = DeliveryArchive(home: sandbox.home).heldRecords()
+        #expect(Set(held.scans.keys) == Set(ids).subtracting([refused]))
+    }
+
     @Test("a rejected record is set aside in rejected/, the others are delivered")
     func rejectsOneRecord() async throws {
         let sandbox = try SyncSandbox()
