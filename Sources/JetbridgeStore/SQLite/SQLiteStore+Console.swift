@@ -330,14 +330,7 @@ extension SQLiteStore: ConsoleReading {
     /// Folds scan rows (``scanColumns``, sorted by tag) of one flight into bags with their status and newest scan.
     static func consoleBags(rows: [Row], flight: FlightID, unloading: Bool) throws -> [ConsoleBag] {
         var folder = ConsoleBagFolder()
-        for row in rows {
-            let owner = try ownerValue(row[2])
-            let point: ScanPoint = (row[4] as Int) == 0 ? .origin : .destination
-            let scan = Scan(
-                id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]), point: point,
-                scannedAt: Date(timeIntervalSinceReferenceDate: row[5]), flight: flight, device: row[7])
-            folder.add(scan)
-        }
+        for row in rows { folder.add(try storedScan(row: row, flight: flight)) }
         return folder.bags(unloading: unloading)
     }
 }

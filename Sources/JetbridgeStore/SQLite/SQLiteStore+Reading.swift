@@ -235,12 +235,7 @@ extension SQLiteStore {
                 currentFlightText = flightText
                 currentFlight = try flightID(flightText)
             }
-            let ownerText: String = row[2]
-            let owner = try ownerValue(ownerText)
-            let scan = Scan(
-                id: row[6], tag: LuggageTag(id: row[1], owner: owner, weight: row[3]),
-                point: (row[4] as Int) == 0 ? .origin : .destination,
-                scannedAt: Date(timeIntervalSinceReferenceDate: row[5]), flight: currentFlight!, device: row[7])
+            let scan = try storedScan(row: row, flight: currentFlight!)
             if let last = group.last, last.tagID == scan.tag.id {
                 group[group.count - 1].apply(scan)
             } else {
@@ -249,6 +244,27 @@ extension SQLiteStore {
         }
         if let currentFlight, !group.isEmpty { try body(currentFlight, group) }
     }
+}
+
+/// A scan from a row of `flight, tag, owner, weight, point, scanned_at, id, device` (the flight decoded by the caller,
+/// once per flight). A value no ground writes, only a hand edit can (an id stored as text, a weight that is not a
+/// number), is a `corruptRow` naming its column, as an invalid owner is: reading it with a subscript stopped the
+/// process (`report`, and `serve` for the console's bags).
+func storedScan(row: Row, flight: FlightID) throws -> Scan {
+    func column<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws -> Value {
+        do { return try row.decode(Value.self, atIndex: index) } catch {
+            throw StoreError(
+                .corruptRow, "a stored scan's \(name) is not a valid \(Value.self) (only a hand edit makes one)",
+                path: "scans.\(name)")
+        }
+    }
+    let owner = try ownerValue(column(2, "owner"))
+    let point: Int = try column(4, "point")
+    return Scan(
+        id: try column(6, "id"), tag: LuggageTag(id: try column(1, "tag"), owner: owner, weight: try column(3, "weight")),
+        point: point == 0 ? .origin : .destination,
+        scannedAt: Date(timeIntervalSinceReferenceDate: try column(5, "scanned_at")), flight: flight,
+        device: try column(7, "device"))
 }
 
 func flightID(_ text: String) throws -> FlightID {
