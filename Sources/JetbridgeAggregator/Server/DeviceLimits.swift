@@ -212,8 +212,10 @@ struct DeviceLimiter {
             let seconds = Self.secondsToFill(bucket, allowlist.limits(for: device), now: now)
             return seconds > 0 ? (device, seconds) : nil
         }
+        // At the bound, at most half stay, so the next sweep is at least that many new devices away (keeping all but
+        // a few would sweep again at almost every new device).
         let kept =
-            owed.count >= Self.maximumBuckets
+            buckets.count >= Self.maximumBuckets && owed.count > Self.maximumBuckets / 2
             ? Array(owed.sorted { $0.seconds > $1.seconds }.prefix(Self.maximumBuckets / 2)) : owed
         let table = buckets
         buckets = Dictionary(uniqueKeysWithValues: kept.compactMap { kept in table[kept.device].map { (kept.device, $0) } })
