@@ -57,10 +57,8 @@ public struct AggregatorConfiguration: Codable, Hashable, Sendable {
         do {
             try StrictKeys.check(decoder, known: CodingKeys.self)
         } catch let unknown as StrictKeys.UnknownKey {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: [StrictKeys.AnyKey(stringValue: unknown.key)],
-                    debugDescription: unknown.message))
+            // The message shows the key escaped and cut short: it comes from the file as typed.
+            throw AggregatorError(.dataError, unknown.message)
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = AggregatorConfiguration()
