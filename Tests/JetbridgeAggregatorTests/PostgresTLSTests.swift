@@ -174,6 +174,8 @@ struct PostgresTLSTests {
             "postgres://jb@db.example:6543/d?connect_timeout=10&application_name=ground&sslmode=require&",
             environment: [:])
         #expect(passedOver.sslMode == .require && passedOver.host == "db.example" && passedOver.port == 6543)
+        // What `serve` names in its notice at start.
+        #expect(passedOver.passedOver == ["application_name", "connect_timeout"])
         let address = try #require(throws: PostgresStoreError.self) {
             try PostgresLocation("postgres://jb@127.0.0.1/d?sslmode=verify-full&sslrootcert=system", environment: [:])
         }

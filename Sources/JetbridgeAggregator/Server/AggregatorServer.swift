@@ -131,6 +131,11 @@ public final class AggregatorServer: Service, Sendable {
         homeLock = try HomeLock(home: home)
         let storeLocation = try StoreLocation(configuration.store, home: home)
         self.storeLocation = storeLocation
+        if case .postgres(_, let location) = storeLocation, !location.passedOver.isEmpty {
+            logger.notice(
+                "the store URL's \(location.passedOver.joined(separator: ", ")) are passed over: the store keeps its own timeouts and names its sessions itself (docs/AGGREGATOR.md, \"Shared store\")"
+            )
+        }
         store = try storeLocation.open(create: true, logger: logger)
         do {
             receiptStore = storeLocation.isShared ? try storeLocation.open(create: true, logger: logger) : store

@@ -32,6 +32,9 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     public var sslMode: SSLMode
     /// `sslrootcert`: a PEM file of the certificate authorities to trust, or `system` for the system's.
     public var sslRootCertificate: String?
+    /// The URL's parameters passed over (``ignoredParameters``), sorted: `serve` says so once, since a
+    /// `connect_timeout=2` written for libpq changes nothing here.
+    public var passedOver: [String] = []
 
     /// One server of the URL.
     public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
@@ -129,6 +132,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
                     + Self.parameters.sorted().joined(separator: ", ") + " and passes over "
                     + Self.ignoredParameters.sorted().joined(separator: ", "))
         }
+        passedOver = query.keys.filter(Self.ignoredParameters.contains).sorted()
         if let directory = query["host"], !directory.isEmpty, !directory.hasPrefix("/") {
             throw PostgresStoreError(
                 "store URL '\(shown)': ?host= takes a Unix socket directory (an absolute path), not "
