@@ -77,10 +77,15 @@ extension AgentHome {
     /// outside it) still allows group or others anything, everything under it is tightened once: directories to
     /// 0700, files to their owner bits only (read-write at most). Symbolic links are left alone. A home that is
     /// already 0700 costs one `stat`.
-    /// - Parameter queueDirectory: The queue's directory when it lies outside the home.
+    /// - Parameters:
+    ///   - queueDirectory: The queue's directory (in the home or outside it).
+    ///   - creatingQueue: Whether to create the queue's directory too (not for a command that only reads): one the
+    ///     user may not write, or a file in its place, is then 73 naming it, as for the home (the queue's own mkdir
+    ///     failed with 1).
     /// - Throws: ``AgentError`` when the home cannot be created or tightened.
-    public func prepare(queueDirectory: URL? = nil) throws(AgentError) {
+    public func prepare(queueDirectory: URL? = nil, creatingQueue: Bool = true) throws(AgentError) {
         try Files.makeDirectory(url)
+        if creatingQueue, let queueDirectory { try Files.makeDirectory(queueDirectory) }
         for directory in [url, queueDirectory].compactMap(\.self) {
             var info = stat()
             guard lstat(directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,

@@ -86,7 +86,7 @@ extension CaptureService {
         let queueURL = configuration.queueDirectory
         // Reading changes no data, but a home an earlier version left readable by others is tightened here too.
         if FileManager.default.fileExists(atPath: configuration.home.url.path) {
-            try configuration.home.prepare(queueDirectory: queueURL)
+            try configuration.home.prepare(queueDirectory: queueURL, creatingQueue: false)
         }
         let queueStatus: FileQueueStatus
         if FileManager.default.fileExists(atPath: queueURL.path) {
@@ -119,18 +119,30 @@ extension CaptureService {
             lastSyncDurationSeconds: syncState?.lastDurationSeconds, lastSyncAcknowledged: syncState?.lastAcknowledged,
             lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
         status.flights = flights
-        status.verdict = Self.verdict(flights)
+        status.verdict = Self.verdict(
+            flights, damaged: queueStatus.quarantined + queueStatus.unrepaired,
+            quarantine: queueURL.appendingPathComponent("quarantine").path)
         return status
     }
 
     /// One verdict for a crew member: safe to hand back, or what is missing.
-    static func verdict(_ flights: [FlightDelivery]) -> String {
-        let open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
+    ///
+    /// Damage in the queue (`damaged`: entries quarantined, or found and not yet repaired) is missing too: bytes of
+    /// records that could not be read back, so not delivered, and no flight's line counts them. Before, a device whose
+    /// queue had quarantined damage read safe to hand back.
+    static func verdict(_ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "") -> String {
+        var open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
+            .map { "\($0.flight) \($0.verdict)" }
+        if damaged > 0 {
+            open.append(
+                "\(NumberText.grouped(damaged)) damaged entr\(damaged == 1 ? "y" : "ies") in the queue, not delivered (records that could not be read back; their bytes are kept in \(quarantine): look at them, see docs/FILEQUEUE.md, then move that file away)"
+            )
+        }
         guard !open.isEmpty else {
             return flights.isEmpty
                 ? "nothing captured" : "all delivered and confirmed: safe to hand back"
         }
-        return "NOT SAFE TO HAND BACK: " + open.map { "\($0.flight) \($0.verdict)" }.joined(separator: "; ")
+        return "NOT SAFE TO HAND BACK: " + open.joined(separator: "; ")
     }
 
     /// Per flight: captured (queue, archive, set aside), acknowledged and confirmed (``DeliveryArchive``), set aside.

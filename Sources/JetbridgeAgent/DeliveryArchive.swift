@@ -376,6 +376,24 @@ struct DeliveryArchive {
         return settled
     }
 
+    /// Moves a `confirmed.json` that does not decode aside, to `confirmed.json.damaged-<unix seconds>`, so that the
+    /// sync's next save does not overwrite it unseen (before, it read as empty and the first confirmation replaced
+    /// it: the summaries of released records went with it). The sync then goes on as if nothing had been confirmed:
+    /// every flight is asked again, and a flight whose records retention released stays not confirmed (the ground
+    /// holds records the device no longer counts), which is the safe side.
+    /// - Returns: The file it was moved to and why it did not decode, or nil when it decodes or is not there.
+    func setAsideDamagedConfirmations(now: Date = Date()) throws(AgentError) -> (file: URL, problem: String)? {
+        guard let data = try? Data(contentsOf: confirmationsFile) else { return nil }
+        do {
+            _ = try SyncState.decoder.decode([String: Confirmation].self, from: data)
+            return nil
+        } catch {
+            let aside = directory.appendingPathComponent("confirmed.json.damaged-\(Int(now.timeIntervalSince1970))")
+            try Files.rename(confirmationsFile, to: aside)
+            return (aside, String(String(describing: error).prefix(300)))
+        }
+    }
+
     /// Finishes or undoes the releases a crash interrupted (as ``confirmations()`` answers them), then removes the
     /// files renamed aside.
     func finishInterruptedReleases() throws(AgentError) {

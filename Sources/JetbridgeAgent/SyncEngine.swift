@@ -153,6 +153,11 @@ final class SyncEngine: Sendable {
             let queue: FileQueue
             do {
                 try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
+                if let damaged = try archive.setAsideDamagedConfirmations() {
+                    logger.warning(
+                        "\(archive.confirmationsFile.path) does not decode (\(damaged.problem)); kept as \(damaged.file.path), and every flight is asked again: a flight whose records retention released stays NOT confirmed"
+                    )
+                }
                 queue = try FileQueue(directory: configuration.queueDirectory)
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough

@@ -52,7 +52,9 @@ package enum FileSystem {
     }
 
     /// Creates `path` and its missing parents with `mode` (owner-only by default: what the agent and the queue keep
-    /// holds passengers' data); existing directories are left as they are.
+    /// holds passengers' data); existing directories (or links to one) are left as they are. Something else in the
+    /// way, such as a file, is `ENOTDIR` naming it (before, it passed, and the first file made below it failed with
+    /// a less clear error).
     package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws(SystemError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -60,6 +62,10 @@ package enum FileSystem {
             if mkdir(current, mode) != 0 {
                 let code = errno
                 if code != EEXIST { throw SystemError("mkdir", path: current, errno: code) }
+                var info = stat()
+                if stat(current, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                    throw SystemError("mkdir", path: current, errno: ENOTDIR)
+                }
             }
         }
     }

@@ -67,6 +67,13 @@ struct ExitCodeTests {
             in: tools.sandbox.directory)
         #expect(agentHome.status == 73 && agentHome.stderr.contains(file.path), "\(agentHome)")
         #expect(groundHome.status == 73 && groundHome.stderr.contains(file.path), "\(groundHome)")
+        // The home itself a file: 73 naming it for the commands that write there (capture, keys; before, 1 from the
+        // first file made below it).
+        for words in [["order", "--seat", "1A", "--item", "Chips"], ["keys", "generate"]] {
+            let run = try AgentSandbox.run(
+                AgentSandbox.executable("jetbridge-agent"), ["--home", file.path] + words, in: tools.sandbox.directory)
+            #expect(run.status == 73 && run.stderr.contains("\(file.path): Not a directory"), "\(words): \(run)")
+        }
 
         // --timeout -1 says why.
         let timeout = try tools.agent(["sync", "--timeout", "-1"])

@@ -122,6 +122,28 @@ struct DeliveryArchiveTests {
         #expect(archive.payloads(flight: flight) == Array(records.prefix(2)))
     }
 
+    /// A `confirmed.json` that does not decode is moved aside before anything saves over it (before, it read as
+    /// empty and the next confirmation replaced it unseen); one that decodes, or none, is left alone.
+    @Test func aConfirmationsFileThatDoesNotDecodeIsKeptAside() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        #expect(try archive.setAsideDamagedConfirmations() == nil)
+        try archive.confirm(flight: Self.flights[0], summary: DeliverySummary(), bytes: 0)
+        #expect(try archive.setAsideDamagedConfirmations() == nil)
+        #expect(archive.confirmations().count == 1)
+
+        try Data("{not json".utf8).write(to: archive.confirmationsFile)
+        let moved = try #require(try archive.setAsideDamagedConfirmations(now: Date(timeIntervalSince1970: 1_800_000_000)))
+        #expect(moved.file.lastPathComponent == "confirmed.json.damaged-1800000000")
+        #expect(try Data(contentsOf: moved.file) == Data("{not json".utf8))
+        #expect(!FileManager.default.fileExists(atPath: archive.confirmationsFile.path))
+        #expect(archive.flights().isEmpty)
+        try archive.confirm(flight: Self.flights[1], summary: DeliverySummary(), bytes: 0)
+        #expect(Array(archive.confirmations().keys) == [Self.flights[1]])
+        #expect(try Data(contentsOf: moved.file) == Data("{not json".utf8))
+    }
+
     @Test func heldRecordsKeepEachOrdersHighestRevisionAndEachScanOnce() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }

@@ -165,6 +165,37 @@ struct SyncSocketTests {
         #expect(status.flights.first?.captured == 30)
     }
 
+    /// Damage in the queue is not delivered: a record whose bytes no longer check out is quarantined, the rest go,
+    /// and every flight can be confirmed; the verdict still says NOT SAFE, naming the quarantine, until someone has
+    /// looked and moved it away. Before, it read safe to hand back.
+    @Test("quarantined damage in the queue makes the device not safe to hand back")
+    func quarantinedDamageIsNotSafe() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(30)
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: sandbox.home.defaultQueueDirectory.path).sorted()
+                .first { $0.hasSuffix(".seg") })
+        let file = sandbox.home.defaultQueueDirectory.appendingPathComponent(segment)
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.startIndex + bytes.count / 2] ^= 0xFF
+        try bytes.write(to: file)
+        let ground = try TestGround { _, _ in .store }
+        defer { ground.stop() }
+        let outcome = try await sandbox.sync(ground)
+        #expect(outcome.exitCode == 0, "\(outcome.result)")
+        let service = CaptureService(configuration: try sandbox.configuration(), logger: Logger(label: "test"))
+        let status = try service.status()
+        #expect(status.quarantined >= 1)
+        #expect(status.flights.allSatisfy { $0.confirmed })
+        let quarantine = sandbox.home.defaultQueueDirectory.appendingPathComponent("quarantine")
+        #expect(status.verdict.hasPrefix("NOT SAFE TO HAND BACK: "), "\(status.verdict)")
+        #expect(status.verdict.contains("in the queue, not delivered"), "\(status.verdict)")
+        #expect(status.verdict.contains(quarantine.path), "\(status.verdict)")
+        try FileManager.default.moveItem(at: quarantine, to: sandbox.directory.appendingPathComponent("looked-at"))
+        #expect(try service.status().verdict == "all delivered and confirmed: safe to hand back")
+    }
+
     @Test("an order amended after its order was delivered is not delivered until the amendment is")
     func anAmendmentWaitingIsNotDelivered() async throws {
         let sandbox = try SyncSandbox()
