@@ -212,8 +212,16 @@ struct DeliveryArchive {
         let end = Int64(bytes.withUnsafeBytes { Self.payloadRanges(UnsafeRawBufferPointer(rebasing: $0[..<done])) }.last?
             .upperBound ?? 0)
         guard end < size, end >= confirmations()[flight]?.bytes ?? 0 else { return nil }
+        // The bytes cut are kept beside the file first (never read again, never counted): should they be damage
+        // rather than a torn write, what followed the damage is still there for someone to look at.
+        try Files.writeAtomically(Data(bytes[Int(end)..<done]), to: tornFile(for: flight, at: Date()))
         guard ftruncate(fd, off_t(end)) == 0, fsync(fd) == 0 else { throw Self.failure("cut the torn end of", path) }
         return end
+    }
+
+    /// Where ``cutTornTail(fd:flight:path:size:)`` keeps the bytes it cuts: `<flight file>.torn-<unix seconds>`.
+    func tornFile(for flight: String, at date: Date) -> URL {
+        file(for: flight).appendingPathExtension("torn-\(Int(date.timeIntervalSince1970))")
     }
 
     static func failure(_ operation: String, _ path: String) -> AgentError {

@@ -827,7 +827,7 @@ final class SyncEngine: Sendable {
             case .stored(let records, let new, let duplicates):
                 for torn in torn {
                     logger.warning(
-                        "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path); its records are still in the queue and go again"
+                        "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path) (kept beside it as .torn-<seconds>); its records are still in the queue and go again"
                     )
                 }
                 holdingsStale = true

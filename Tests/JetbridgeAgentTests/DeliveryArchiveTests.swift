@@ -96,6 +96,14 @@ struct DeliveryArchiveTests {
         #expect(cut.map(\.bytes) == [frame - 3])
         #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + later)
         #expect(archive.bytes(flight: flight) == 6 * frame)
+        // The bytes cut are kept beside the file, and read as no flight.
+        let torn = try FileManager.default.contentsOfDirectory(atPath: archive.directory.path).filter {
+            $0.contains(".records.torn-")
+        }
+        #expect(torn.count == 1)
+        let kept = try Data(contentsOf: archive.directory.appendingPathComponent(try #require(torn.first)))
+        #expect(Int64(kept.count) == frame - 3)
+        #expect(archive.flights() == [flight])
         // A file with nothing torn is left as it is.
         var again: Set<String> = []
         #expect(try archive.append([try Self.scan(flight: flight)], checked: &again).isEmpty)
