@@ -39,7 +39,7 @@ absolute_bin() { # absolute_bin: JETBRIDGE_BIN made absolute against the caller'
     # they cd to the checkout, so `JETBRIDGE_BIN=bin deploy/demo.sh` finds ./bin wherever it is run from
     [ -n "${JETBRIDGE_BIN:-}" ] || return 0
     local absolute
-    absolute=$(cd "$JETBRIDGE_BIN" 2>/dev/null && pwd) || {
+    absolute=$(CDPATH='' cd -- "$JETBRIDGE_BIN" 2>/dev/null && pwd) || {
         echo "no directory $JETBRIDGE_BIN (JETBRIDGE_BIN or --bin)" >&2
         exit 66
     }

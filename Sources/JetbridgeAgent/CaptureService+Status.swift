@@ -120,16 +120,17 @@ extension CaptureService {
             lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
         status.flights = flights
         status.verdict = Self.verdict(
-            flights, damaged: queueStatus.quarantined + queueStatus.unrepaired,
+            flights, damaged: queueStatus.quarantined,
             quarantine: queueURL.appendingPathComponent("quarantine").path)
         return status
     }
 
     /// One verdict for a crew member: safe to hand back, or what is missing.
     ///
-    /// Damage in the queue (`damaged`: entries quarantined, or found and not yet repaired) is missing too: bytes of
-    /// records that could not be read back, so not delivered, and no flight's line counts them. Before, a device whose
-    /// queue had quarantined damage read safe to hand back.
+    /// Damage in the queue (`damaged`: entries quarantined) is missing too: bytes of records that could not be read
+    /// back, so not delivered, and no flight's line counts them. Before, a device whose queue had quarantined damage
+    /// read safe to hand back. (Damage found and not yet repaired is left out: most often the torn end of a capture a
+    /// crash interrupted, which never returned, and the next capture or sync repairs it, quarantining what it must.)
     static func verdict(_ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "") -> String {
         var open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
             .map { "\($0.flight) \($0.verdict)" }

@@ -63,9 +63,8 @@ package enum FileSystem {
                 let code = errno
                 if code != EEXIST { throw SystemError("mkdir", path: current, errno: code) }
                 var info = stat()
-                if stat(current, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
-                    throw SystemError("mkdir", path: current, errno: ENOTDIR)
-                }
+                guard stat(current, &info) == 0 else { throw SystemError("mkdir", path: current, errno: errno) }
+                if info.st_mode & S_IFMT != S_IFDIR { throw SystemError("mkdir", path: current, errno: ENOTDIR) }
             }
         }
     }

@@ -16,11 +16,12 @@ import Testing
         #expect(error.message.contains("dataEndpoint"))
         #expect(error.code == .dataError)
         // A key as typed is shown escaped and cut short, once: not again raw in front of the message.
-        let hostile = Data(("{\"" + String(repeating: "k", count: 500) + "\\u001b[31m\": 1}").utf8)
+        let hostile = Data(("{\"" + "k\\u001b[31m" + String(repeating: "k", count: 500) + "\": 1}").utf8)
         let shown = try #require(throws: AggregatorError.self) {
             try JSONDecoder().decode(AggregatorConfiguration.self, from: hostile)
         }
         #expect(!shown.message.contains("\u{1B}") && shown.message.count < 1_000, "\(shown.message)")
+        #expect(shown.message.contains(#"unknown key 'k\u{1B}[31mkkk"#), "\(shown.message)")
     }
 
     @Test func knownKeysDecode() throws {

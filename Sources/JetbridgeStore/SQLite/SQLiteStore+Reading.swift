@@ -247,11 +247,17 @@ extension SQLiteStore {
 }
 
 /// A scan from a row of `flight, tag, owner, weight, point, scanned_at, id, device` (the flight decoded by the caller,
-/// once per flight). A value no ground writes, only a hand edit can (an id stored as text, a weight that is not a
-/// number), is a `corruptRow` naming its column, as an invalid owner is: reading it with a subscript stopped the
-/// process (`report`, and `serve` for the console's bags).
+/// once per flight). A value no ground writes, only a hand edit can, that does not convert (an id stored as text; in
+/// the console's rows, a weight that is not a number) is a `corruptRow` naming its column, as an invalid owner is:
+/// reading it with a subscript stopped the process (`report`, and `serve` for the console's bags).
+///
+/// Each column is read on GRDB's fast path (`StatementColumnConvertible`), as the subscripts did: the report's bag
+/// reader runs over every scan. On a statement's row that path converts a number column's text as SQLite does (to 0)
+/// instead of refusing it, as before.
 func storedScan(row: Row, flight: FlightID) throws -> Scan {
-    func column<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws -> Value {
+    func column<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ index: Int, _ name: String) throws
+        -> Value
+    {
         do { return try row.decode(Value.self, atIndex: index) } catch {
             throw StoreError(
                 .corruptRow, "a stored scan's \(name) is not a valid \(Value.self) (only a hand edit makes one)",
