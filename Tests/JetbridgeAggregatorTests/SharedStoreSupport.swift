@@ -270,8 +270,9 @@ struct OwnPostgresCluster {
         _ = try? Self.shell([script, directory])
     }
 
-    /// Runs a program to its end and returns its output. posix_spawn and waitpid rather than Foundation's Process:
-    /// `pg_ctl start` leaves a server behind, and Process did not see the script end (it stayed a zombie).
+    /// Runs a program to its end and returns its output, with none of this process's descriptors but its output.
+    /// posix_spawn and waitpid rather than Foundation's Process: `pg_ctl start` leaves a server behind, and Process did
+    /// not see the script end (it stayed a zombie).
     @discardableResult
     static func shell(_ arguments: [String]) throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("jb-pg-\(UUID().uuidString)")
@@ -282,6 +283,9 @@ struct OwnPostgresCluster {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // `pg_ctl start` leaves a server running: it must not hold this process's sockets open.
+        let closing = ChildProcess.closeInheritedDescriptors(&actions)
+        guard closing == 0 else { throw TestPostgresError("cannot close inherited descriptors: \(closing)") }
         let argv = (["/usr/bin/env"] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0

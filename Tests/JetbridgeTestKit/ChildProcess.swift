@@ -189,6 +189,15 @@ public final class ChildProcess: @unchecked Sendable {
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
+    /// Adds to `actions` the closing of every descriptor from 3 up in the child, for a caller that spawns with
+    /// actions of its own: a long-lived child (a PostgreSQL server) that inherits this process's sockets keeps their
+    /// other ends from seeing a close. (A metrics test saw five accepted connections that the server had closed stay
+    /// open past a minute while PostgreSQL suites started servers beside it: NIO accepts without `SOCK_CLOEXEC`.)
+    /// - Returns: 0, or the error number.
+    public static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) -> Int32 {
+        closeFrom(&actions, 3)
+    }
+
     // Glibc has both calls (2.34 and 2.29; Debian 12 has 2.36), but its Swift module does not export them (they are
     // declared for _GNU_SOURCE only): they are looked up by name once.
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
