@@ -372,13 +372,24 @@ struct PostgresFailoverTests {
         }
         #expect(before.status == .stored && before.new == 10)
         #expect(after.status == .stored && after.new == 10, "\(after)")
-        #expect(retries > 0, "the read-only server was never seen by a batch")
+        // Usually the batch meets the read-only server and is answered `retry`. Serve's other sessions may meet it
+        // first (the log's 25006, checked below) and serve has then left for the other host before the batch comes:
+        // stored there on the first send (seen once in a loaded clean-clone CI run: no retry, 25006 logged, the
+        // batch on the second server). Either way nothing is stored on the read-only server.
+        if retries == 0 { print("aServerTurningReadOnly: serve left the read-only server before the batch came") }
         let onSecond = try await onOwnThread {
             let store = try PostgresStore(url: second.url, logger: Self.logger)
             defer { try? store.close() }
             return try store.orders().count
         }
         #expect(onSecond == 10)
+        let onFirst = try await onOwnThread { () throws -> Int in
+            let connection = try TestPostgres.connect(first.url)
+            defer { try? connection.close().wait() }
+            let rows = try connection.query("SELECT count(*) FROM orders", logger: Self.logger).wait()
+            return try rows.first?.decode(Int.self) ?? -1
+        }
+        #expect(onFirst == 10, "the read-only server holds only the batch stored before it turned read-only")
         #expect(serve.logText.contains("SQLSTATE 25006"), "\(serve.logText)")
         #expect(serve.logText.contains("127.0.0.1:\(port(of: second.url)) (primary)"), "\(serve.logText)")
         try await serve.stop()
