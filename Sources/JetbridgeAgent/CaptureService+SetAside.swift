@@ -38,8 +38,9 @@ public struct ResentRecord: Codable, Sendable, Hashable {
 
 extension CaptureService {
     /// The records set aside in `<home>/rejected/`, by sequence. An unreadable file is listed with its problem.
-    public func setAsideRecords() -> [SetAsideRecord] {
-        SetAside.sequences(in: configuration.home).sorted().map { sequence in
+    /// - Throws: ``AgentError`` when `rejected/` cannot be read.
+    public func setAsideRecords() throws(AgentError) -> [SetAsideRecord] {
+        try SetAside.sequences(in: configuration.home).sorted().map { sequence in
             let file = SetAside.file(for: sequence, in: configuration.home)
             var listed = SetAsideRecord(sequence: sequence, file: file.path)
             do {
@@ -127,7 +128,7 @@ extension CaptureService {
 
     /// The files of `sequences`, in order, each checked to be set aside.
     private func setAsideFiles(_ sequences: [UInt64]) throws(AgentError) -> [(UInt64, URL)] {
-        let held = SetAside.sequences(in: configuration.home)
+        let held = try SetAside.sequences(in: configuration.home)
         var seen = Set<UInt64>()
         var files: [(UInt64, URL)] = []
         for sequence in sequences where seen.insert(sequence).inserted {

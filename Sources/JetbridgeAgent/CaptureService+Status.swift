@@ -85,11 +85,14 @@ extension CaptureService {
     public func status() throws(AgentError) -> AgentStatus {
         let queueURL = configuration.queueDirectory
         // Reading changes no data, but a home an earlier version left readable by others is tightened here too.
-        if FileManager.default.fileExists(atPath: configuration.home.url.path) {
+        // A home or a queue that cannot be examined is an error, not an empty device (before, a home this user may
+        // not read showed nothing held, and exit 0).
+        if try Files.isPresent(configuration.home.url) {
             try configuration.home.prepare(queueDirectory: queueURL, creatingQueue: false)
         }
         let queueStatus: FileQueueStatus
-        if FileManager.default.fileExists(atPath: queueURL.path) {
+        let hasQueue = try Files.isPresent(queueURL)
+        if hasQueue {
             do {
                 queueStatus = try FileQueue.check(directory: queueURL).status
             } catch {
@@ -101,12 +104,9 @@ extension CaptureService {
                 acknowledgedThrough: 0, quarantined: 0, segments: 0, unrepaired: 0)
         }
         let rejectedURL = configuration.home.rejectedDirectory
-        let rejected =
-            ((try? FileManager.default.contentsOfDirectory(atPath: rejectedURL.path)) ?? [])
-            .filter { !$0.hasPrefix(".") }.count
+        let rejected = try Files.entries(rejectedURL).filter { !$0.hasPrefix(".") }.count
         let syncState = try SyncState.load(from: configuration.home.syncStateFile)
-        let flights = deliveries(queue: FileManager.default.fileExists(atPath: queueURL.path) ? queueURL : nil,
-            acknowledgedThrough: queueStatus.acknowledgedThrough)
+        let flights = try deliveries(queue: hasQueue ? queueURL : nil, acknowledgedThrough: queueStatus.acknowledgedThrough)
         var status = AgentStatus(
             device: configuration.device, flight: configuration.flight.rawValue, home: configuration.home.url.path,
             configuration: configuration.file?.path, inventory: configuration.inventory.description,
@@ -147,8 +147,11 @@ extension CaptureService {
     }
 
     /// Per flight: captured (queue, archive, set aside), acknowledged and confirmed (``DeliveryArchive``), set aside.
-    func deliveries(queue: URL?, acknowledgedThrough: UInt64) -> [FlightDelivery] {
+    /// - Throws: ``AgentError`` when `delivered/` or `rejected/` exists and cannot be read: what they hold must not
+    ///   read as nothing.
+    func deliveries(queue: URL?, acknowledgedThrough: UInt64) throws(AgentError) -> [FlightDelivery] {
         let archive = DeliveryArchive(home: configuration.home)
+        _ = try Files.entries(archive.directory)
         let confirmations = archive.confirmations()
         let held = archive.heldRecords()
         let holdings = archive.holdings(held, confirmations: confirmations)
@@ -161,7 +164,7 @@ extension CaptureService {
                 ? (held.orders[record.id].map { $0.revision >= record.revision } ?? false)
                 : held.scans[record.id] != nil
         }
-        let setAsideSequences = SetAside.sequences(in: configuration.home)
+        let setAsideSequences = try SetAside.sequences(in: configuration.home)
         var pending: [String: Set<UUID>] = [:]
         if let queue {
             // Each record's identity (type, id, revision, flight) is all this needs, and it is read without decoding

@@ -21,7 +21,8 @@ import SystemSupport
 /// flight the ground no longer holds in full can be sent again after its queue segments are gone. A file is a run of
 /// frames: a 4-byte length and the CRC-32C of the payload (both little-endian, as in the queue), then the record's
 /// MessagePack bytes as the ground received them. A torn or damaged frame ends the file's reading (what followed it is
-/// sent again only if it is still in the queue); a sync cuts a torn end off before it appends (``append(_:checked:)``).
+/// sent again only if it is still in the queue); a sync cuts a torn end off before it appends or confirms (``append(_:tails:)``,
+/// ``sizeToConfirm(flight:wholeBytes:tails:)``).
 struct DeliveryArchive {
     let directory: URL
     /// The sync command as the device's operator types it (with `--home` when not the default one).
@@ -119,11 +120,11 @@ struct DeliveryArchive {
     /// before its `fsync`, can leave part of a frame at the end, and reading stops there, so every frame appended after
     /// it would be invisible and the flight could never be confirmed. The records of that torn write are still in the
     /// queue (it is acknowledged past them only once they are durable here) and come again.
-    /// - Returns: The torn tails cut, by flight (bytes), for the sync to log.
+    /// The torn tails cut are added to `tails.cut`, also when a later write of the same call fails, for the sync to
+    /// log.
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
-    @discardableResult
-    func append(_ payloads: [Data], checked: inout Set<String>) throws(AgentError) -> [(flight: String, bytes: Int64)] {
-        guard !payloads.isEmpty else { return [] }
+    func append(_ payloads: [Data], tails: inout TailChecks) throws(AgentError) {
+        guard !payloads.isEmpty else { return }
         // Each flight's frames, in arrival order. A batch's records mostly share one flight, so the frames of the
         // flight at hand grow in `frames` and go back into the table only when the flight changes: one lookup per
         // run of a flight, not one per record.
@@ -146,7 +147,6 @@ struct DeliveryArchive {
         }
         if let flight { byFlight[flight] = frames }
         try Files.makeDirectory(directory)
-        var cut: [(flight: String, bytes: Int64)] = []
         for (flight, bytes) in byFlight.sorted(by: { $0.key < $1.key }) {
             let path = file(for: flight).path
             let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
@@ -154,10 +154,10 @@ struct DeliveryArchive {
             defer { close(fd) }
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
-            if checked.insert(flight).inserted, info.st_size > 0,
+            if tails.checked.insert(flight).inserted, info.st_size > 0,
                 let end = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size))
             {
-                cut.append((flight, Int64(info.st_size) - end))
+                tails.cut.append((flight, Int64(info.st_size) - end))
                 info.st_size = off_t(end)
             }
             let failed = bytes.withUnsafeBytes { raw -> AgentError? in
@@ -180,14 +180,53 @@ struct DeliveryArchive {
             }
         }
         try Files.syncDirectory(directory)
-        return cut
     }
 
-    /// ``append(_:checked:)`` checking every flight's tail (tests, and a caller that appends once).
+    /// What a sync found at the ends of the flights' files: the flights it has checked for a torn end, and the torn
+    /// ends it cut and has not logged yet.
+    struct TailChecks {
+        var checked: Set<String> = []
+        var cut: [(flight: String, bytes: Int64)] = []
+
+        /// The cuts not logged yet, handed over once.
+        mutating func takeCuts() -> [(flight: String, bytes: Int64)] {
+            defer { cut = [] }
+            return cut
+        }
+    }
+
+    /// ``append(_:tails:)`` checking every flight's tail (tests, and a caller that appends once).
+    /// - Returns: The torn tails cut, by flight (bytes).
     @discardableResult
     func append(_ payloads: [Data]) throws(AgentError) -> [(flight: String, bytes: Int64)] {
-        var checked: Set<String> = []
-        return try append(payloads, checked: &checked)
+        var tails = TailChecks()
+        try append(payloads, tails: &tails)
+        return tails.cut
+    }
+
+    /// The size to record with a confirmation of `flight`: the file's, once a torn end is cut off.
+    ///
+    /// `wholeBytes` is where the last whole frame ended when the confirmed summary was read from the file
+    /// (``Holding/wholeBytes``). A file that is larger ends in part of a frame a crash interrupted, which reading
+    /// skips: left in place, it would become part of the confirmed size, which ``append(_:tails:)`` never cuts below,
+    /// so every frame appended after it would be invisible and the flight never confirmed again. It is cut here (kept
+    /// beside the file, as an append's cut is), unless it lies inside what the ground confirmed before (damage, not a
+    /// torn write: then nothing is cut and the file's size is recorded, as before).
+    func sizeToConfirm(flight: String, wholeBytes: Int64?, tails: inout TailChecks) throws(AgentError) -> Int64 {
+        let size = bytes(flight: flight)
+        guard let wholeBytes, wholeBytes < size else { return size }
+        let path = file(for: flight).path
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.failure("open", path) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
+        guard let end = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size)) else {
+            return Int64(info.st_size)
+        }
+        tails.checked.insert(flight)
+        tails.cut.append((flight, Int64(info.st_size) - end))
+        return end
     }
 
     /// Cuts what follows the last whole frame of a flight's file (open read-write as `fd`, `size` bytes), when that is
@@ -233,12 +272,16 @@ struct DeliveryArchive {
     }
 
     /// Every record payload of one flight's file, in the order appended.
-    func payloads(flight: String) -> [Data] {
-        guard let data = try? Data(contentsOf: file(for: flight)) else { return [] }
+    func payloads(flight: String) -> [Data] { framed(flight: flight).payloads }
+
+    /// ``payloads(flight:)``, and where the last whole frame ends in the file (0 when none is whole).
+    func framed(flight: String) -> (payloads: [Data], end: Int64) {
+        guard let data = try? Data(contentsOf: file(for: flight)) else { return ([], 0) }
         // The frames are found in the raw bytes, then each payload is a slice: the file's bytes are read once and
         // shared.
         let base = data.startIndex
-        return data.withUnsafeBytes(Self.payloadRanges).map { data[(base + $0.lowerBound)..<(base + $0.upperBound)] }
+        let ranges = data.withUnsafeBytes(Self.payloadRanges)
+        return (ranges.map { data[(base + $0.lowerBound)..<(base + $0.upperBound)] }, Int64(ranges.last?.upperBound ?? 0))
     }
 
     /// Where the payloads of `bytes` lie: each frame's length, checksum and payload, up to the first frame that is
@@ -281,7 +324,7 @@ struct DeliveryArchive {
     func holdings(_ held: Held, confirmations: [String: Confirmation]) -> [String: Holding] {
         let (orders, scans) = (held.orders, held.scans)
         var holdings: [String: Holding] = [:]
-        for flight in held.flights { holdings[flight] = Holding() }
+        for flight in held.flights { holdings[flight] = Holding(wholeBytes: held.wholeBytes[flight]) }
         // Records retention released are still the ground's: the flight's summary starts from theirs, less the
         // orders amended since (the ground holds those at their new revision, counted below or under another flight).
         let newest = newestRevisions(orders, confirmations)
@@ -313,6 +356,8 @@ struct DeliveryArchive {
         var orders: [UUID: Order] = [:]
         var scans: [UUID: (flight: String, payload: Data)] = [:]
         var flights: [String] = []
+        /// Where each file's last whole frame ends, by flight.
+        var wholeBytes: [String: Int64] = [:]
     }
 
     /// Reads every flight's file once (``Held``): each record's identity only (`RecordCoding.Stream.identity`), since
@@ -321,7 +366,9 @@ struct DeliveryArchive {
         var held = Held(flights: flights())
         for flight in held.flights {
             var stream = RecordCoding.Stream()
-            for payload in payloads(flight: flight) {
+            let (payloads, end) = framed(flight: flight)
+            held.wholeBytes[flight] = end
+            for payload in payloads {
                 // The ground decoded each record here whole before ``append(_:)`` wrote it; its frame's checksum holds.
                 guard let record = try? stream.identity(payload) else { continue }
                 // One lookup per record: the subscript with a default stores the record when its id is new, and
@@ -362,6 +409,8 @@ struct DeliveryArchive {
         var payloads: [Data] = []
         /// The ids of the records in `payloads`.
         var ids: Set<UUID> = []
+        /// Where the last whole frame of the flight's own file ends (nil: no file): ``sizeToConfirm(flight:wholeBytes:tails:)``.
+        var wholeBytes: Int64?
 
         mutating func add(id: UUID, payload: Data, summarise: (inout DeliverySummary) -> Void) {
             summarise(&summary)

@@ -47,6 +47,18 @@ enum Files {
         }
     }
 
+    /// Whether `url` exists; a path that cannot be examined (no permission on a directory of it, a file where one of
+    /// its directories belongs) throws rather than reading as absent.
+    static func isPresent(_ url: URL) throws(AgentError) -> Bool {
+        try io(FileSystem.isPresent(url.path))
+    }
+
+    /// The names in the directory `url` (none when it does not exist); one that cannot be read throws rather than
+    /// reading as empty.
+    static func entries(_ url: URL) throws(AgentError) -> [String] {
+        try io(FileSystem.listIfPresent(url.path))
+    }
+
     /// Replaces `url` with `data` (mode 0600 unless told) so that a reader or a crash sees the old or the new
     /// contents, never a mix.
     static func writeAtomically(_ data: Data, to url: URL, mode: mode_t = 0o600) throws(AgentError) {

@@ -60,8 +60,9 @@ enum SetAside {
     }
 
     /// Sequences already set aside, so a new sync does not send them again.
-    static func sequences(in home: AgentHome) -> Set<UInt64> {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: home.rejectedDirectory.path)) ?? []
+    /// - Throws: ``AgentError`` when `rejected/` exists and cannot be read (before, it read as holding nothing).
+    static func sequences(in home: AgentHome) throws(AgentError) -> Set<UInt64> {
+        let names = try Files.entries(home.rejectedDirectory)
         return Set(names.compactMap { name in name.hasSuffix(".json") ? UInt64(name.dropLast(5)) : nil })
     }
 }

@@ -103,8 +103,14 @@ final class SyncEngine: Sendable {
         /// Something was acknowledged since the flights' summaries were last computed.
         var holdingsStale = true
         var holdings: [String: DeliveryArchive.Holding] = [:]
-        /// Flights whose file in `delivered/` this sync has checked for a torn end (``DeliveryArchive/append(_:checked:)``).
-        var checkedTails: Set<String> = []
+        /// Flights whose file in `delivered/` this sync has checked for a torn end, and the ends cut
+        /// (``DeliveryArchive/append(_:tails:)``, ``DeliveryArchive/sizeToConfirm(flight:wholeBytes:tails:)``).
+        var tails = DeliveryArchive.TailChecks()
+        /// The records set aside in `rejected/` when the sync started (read before the loop, where a failure can end
+        /// the sync: an unreadable `rejected/` must not read as empty, or its records would be sent again).
+        var setAsideAtStart: Set<UInt64> = []
+        /// False when the home does not exist: the sync refuses it, and leaves no state file that would create it.
+        var writesState = true
         /// Round robin over the aggregators for summaries.
         var nextAsk = 0
         /// An aggregator was usable at some time in this run: from then on, while none is, the wait for the ground's
@@ -152,6 +158,15 @@ final class SyncEngine: Sendable {
             }
             let queue: FileQueue
             do {
+                // A home that does not exist was never captured into: most often a mistyped `--home`. Sync does not
+                // create it (capture does), or it would report a drained queue it had just made.
+                guard try Files.isPresent(configuration.home.url) else {
+                    writesState = false
+                    throw AgentError(
+                        .noInput,
+                        "no device home at \(configuration.home.url.path): nothing was captured there, so there is nothing to sync (check --home or JETBRIDGE_HOME)"
+                    )
+                }
                 try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
                 if let damaged = try archive.setAsideDamagedConfirmations() {
                     logger.warning(
@@ -161,9 +176,10 @@ final class SyncEngine: Sendable {
                 queue = try FileQueue(directory: configuration.queueDirectory)
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough
+                setAsideAtStart = try SetAside.sequences(in: configuration.home)
                 announcements = Self.announcements(
                     device: configuration.device,
-                    flights: CaptureService(configuration: configuration, logger: logger)
+                    flights: try CaptureService(configuration: configuration, logger: logger)
                         .deliveries(queue: configuration.queueDirectory, acknowledgedThrough: status.acknowledgedThrough)
                         .filter { $0.unacknowledged > 0 || ($0.acknowledged > 0 && !$0.confirmed) }.map(\.flight))
                 initialLast = status.lastSequence ?? status.acknowledgedThrough
@@ -329,7 +345,7 @@ final class SyncEngine: Sendable {
         mutating func loop(queue: FileQueue, context: ZeroMQContext, peers: inout [Peer]) -> SyncOutcome.Ending {
             var window = SyncWindow(
                 acknowledgedThrough: ackedInQueue, limits: SyncWindow.Limits(configuration.sync),
-                setAside: SetAside.sequences(in: configuration.home).filter { $0 > ackedInQueue })
+                setAside: setAsideAtStart.filter { $0 > ackedInQueue })
             let device = configuration.device
             var reachedEnd = false
             var stopping: (ending: SyncOutcome.Ending, deadline: Double)?
@@ -410,7 +426,7 @@ final class SyncEngine: Sendable {
                         try persist(window, queue: queue)
                         return .drained
                     }
-                    if let stopping, window.isIdle || t >= stopping.deadline {
+                    if let stopping, !window.awaitsAnAck || t >= stopping.deadline {
                         try persist(window, queue: queue)
                         return stopping.ending
                     }
@@ -687,6 +703,15 @@ final class SyncEngine: Sendable {
             if confirmer.isSettled { reachedEnd = true }
         }
 
+        /// Logs the torn ends ``tails`` cut since the last call.
+        mutating func logCutTails() {
+            for torn in tails.takeCuts() {
+                logger.warning(
+                    "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path) (kept beside it as .torn-<seconds>); the queue is acknowledged only past records written whole there, so that write's records are not lost"
+                )
+            }
+        }
+
         /// Applies the ground's answer to a summary: records a confirmation, or appends the flight's acknowledged
         /// records to the queue again after a `mismatch` (the ground's deduplication absorbs what it still has).
         mutating func handleSummaryAnswer(_ frame: Data, from index: Int, device: String, queue: FileQueue) throws {
@@ -704,9 +729,14 @@ final class SyncEngine: Sendable {
             switch confirmer.apply(answer, now: now()) {
             case .none: break
             case .confirmed(let flight, let summary):
-                // The file's size, when nothing was appended since the summary was computed from it.
-                try archive.confirm(
-                    flight: flight, summary: summary, bytes: holdingsStale ? nil : archive.bytes(flight: flight))
+                // The file's size, when nothing was appended since the summary was computed from it (a torn end
+                // cut off first: it must not become part of what the ground confirmed).
+                defer { logCutTails() }
+                let bytes =
+                    holdingsStale
+                    ? nil
+                    : try archive.sizeToConfirm(flight: flight, wholeBytes: holdings[flight]?.wholeBytes, tails: &tails)
+                try archive.confirm(flight: flight, summary: summary, bytes: bytes)
                 statistics.confirmedFlights += 1
                 logger.info("the ground confirmed \(flight)\(from): it holds all \(summary.count) records of this device")
             case .resend(let flight, let groundCount):
@@ -799,9 +829,11 @@ final class SyncEngine: Sendable {
             // refused record was in neither the queue nor `rejected/`).
             var next = window
             let outcome = next.apply(ack, now: now(), from: index)
-            var torn: [(flight: String, bytes: Int64)] = []
             switch outcome {
-            case .stored: torn = try archive.append(payloads ?? [], checked: &checkedTails)
+            case .stored:
+                // Logged also when a later write of the append fails.
+                defer { logCutTails() }
+                try archive.append(payloads ?? [], tails: &tails)
             case .setAside(let record, let reason):
                 try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
             default: break
@@ -825,11 +857,6 @@ final class SyncEngine: Sendable {
                 if ack.status == .stored { perAggregator[index].lateAcks += 1 }
                 logger.debug("ignoring a late \(ack.status.rawValue) ack for \(label)")
             case .stored(let records, let new, let duplicates):
-                for torn in torn {
-                    logger.warning(
-                        "cut \(torn.bytes) bytes of a write a crash interrupted off the end of \(archive.file(for: torn.flight).path) (kept beside it as .torn-<seconds>); its records are still in the queue and go again"
-                    )
-                }
                 holdingsStale = true
                 statistics.acknowledged += records
                 perAggregator[index].acknowledged += records
@@ -926,7 +953,9 @@ final class SyncEngine: Sendable {
             }
             outcome.unconfirmed = confirmer.unconfirmed
             outcome.confirmedFlights = confirmer.confirmedFlights
-            outcome.setAsideHeld = SetAside.sequences(in: configuration.home).count
+            // Read at the start, so readable; should it fail now, the start's count and this sync's are a floor.
+            outcome.setAsideHeld =
+                (try? SetAside.sequences(in: configuration.home).count) ?? setAsideAtStart.count + statistics.setAside
             writeState(SyncState(finished: outcome))
             return outcome
         }
@@ -941,6 +970,7 @@ final class SyncEngine: Sendable {
         }
 
         func writeState(_ state: SyncState) {
+            guard writesState else { return }
             try? Files.makeDirectory(configuration.home.url)
             do {
                 try Files.writeAtomically(SyncState.encoder.encode(state), to: configuration.home.syncStateFile)

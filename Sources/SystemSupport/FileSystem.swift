@@ -31,6 +31,23 @@ package enum FileSystem {
         return stat(path, &info) == 0
     }
 
+    /// Whether `path` exists: false only when it does not (`ENOENT`). Any other failure (no permission on a directory
+    /// of the path, a file where a directory of it belongs) throws, so a reader never takes what it may not see for
+    /// nothing (`FileManager.fileExists` answers false to both).
+    package static func isPresent(_ path: String) throws(SystemError) -> Bool {
+        var info = stat()
+        return try syscall("examine", path: path, tolerating: ENOENT) { stat(path, &info) } != nil
+    }
+
+    /// ``list(_:)``, with a directory that does not exist listed as empty; any other failure throws.
+    package static func listIfPresent(_ directory: String) throws(SystemError) -> [String] {
+        do {
+            return try list(directory)
+        } catch where error.errno == ENOENT {
+            return []
+        }
+    }
+
     package static func fileSize(_ path: String) throws(SystemError) -> Int64 {
         var info = stat()
         try syscall("stat", path: path) { stat(path, &info) }

@@ -89,8 +89,21 @@ package struct KeyPairFiles: Sendable {
     ///   secret (after the reads, so a link or a directory gets its own message first).
     package func read() throws(Problem) -> (secret: String, public: String) {
         var info = stat()
-        let hasSecret = lstat(secretPath, &info) == 0
-        let hasPublic = lstat(publicPath, &info) == 0
+        // Only a file that is not there is missing: one this user may not reach (`EACCES` on the directories) or a
+        // path through a file (`ENOTDIR`) is unreadable, not "no key pair" with advice to generate one.
+        var present: [Bool] = []
+        for path in [secretPath, publicPath] {
+            guard lstat(path, &info) != 0 else {
+                present.append(true)
+                continue
+            }
+            let code = errno
+            guard code == ENOENT else {
+                throw .unreadable(path, reason: String(cString: strerror(code)), owner: Self.ownerOfNearest(path))
+            }
+            present.append(false)
+        }
+        let (hasSecret, hasPublic) = (present[0], present[1])
         guard hasSecret || hasPublic else { throw .noKeyPair }
         let secret = try Self.readText(secretPath, other: publicPath, exists: hasSecret)
         let publicKey = try Self.readText(publicPath, other: secretPath, exists: hasPublic)
@@ -108,6 +121,17 @@ package struct KeyPairFiles: Sendable {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
         return info.st_mode & 0o777
+    }
+
+    /// The owner of the nearest directory above `path` that can be examined (for the advice of an unreadable file).
+    private static func ownerOfNearest(_ path: String) -> uid_t {
+        var directory = path
+        var info = stat()
+        while let slash = directory.lastIndex(of: "/") {
+            directory = slash == directory.startIndex ? "/" : String(directory[..<slash])
+            if stat(directory, &info) == 0 || directory == "/" { break }
+        }
+        return info.st_uid
     }
 
     /// One key file's text (at most 64 KiB read), or the problem with it.

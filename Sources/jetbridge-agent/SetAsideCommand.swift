@@ -35,7 +35,7 @@ struct ListSetAsideCommand: ParsableCommand {
 
     func run() throws {
         let service = try options.service()
-        let records = service.setAsideRecords()
+        let records = try service.setAsideRecords()
         if json {
             try Output.json(records)
             return
@@ -70,8 +70,8 @@ struct SetAsideSelection: ParsableArguments {
         }
     }
 
-    func resolve(_ service: CaptureService) -> [UInt64] {
-        all ? service.setAsideRecords().map(\.sequence) : sequences
+    func resolve(_ service: CaptureService) throws -> [UInt64] {
+        all ? try service.setAsideRecords().map(\.sequence) : sequences
     }
 }
 

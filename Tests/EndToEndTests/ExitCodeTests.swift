@@ -80,6 +80,44 @@ struct ExitCodeTests {
         #expect(timeout.status == 64 && timeout.stderr.contains("positive number of seconds, not -1"), "\(timeout)")
     }
 
+    /// What the agent reads must not read as nothing when it cannot be read: before, `status` and `set-aside list`
+    /// showed an empty device with exit 0 (`FileManager.fileExists` and a failed listing both answer "none"), and
+    /// `sync` said "no key pair" for keys it could not reach. The tests run as root, which no permission stops, so a
+    /// file where a directory belongs stands in for a directory this user may not read (both are errors other than
+    /// "does not exist"; docs/AGENT.md, "Exit codes and messages").
+    @Test func whatCannotBeReadIsAnErrorNotNothing() throws {
+        let sandbox = try AgentSandbox()
+        #expect(try sandbox.agent(["order", "--seat", "1A", "--item", "Chips"]).status == 0)
+        let rejected = sandbox.home.appendingPathComponent("rejected")
+        try Data("not a directory".utf8).write(to: rejected)
+        for words in [["status"], ["set-aside", "list"]] {
+            let run = try sandbox.agent(words)
+            #expect(run.status == 1 && run.stderr.contains("\(rejected.path): Not a directory"), "\(words): \(run)")
+        }
+        try FileManager.default.removeItem(at: rejected)
+        let delivered = sandbox.home.appendingPathComponent("delivered")
+        try Data("not a directory".utf8).write(to: delivered)
+        let status = try sandbox.agent(["status"])
+        #expect(status.status == 1 && status.stderr.contains("\(delivered.path): Not a directory"), "\(status)")
+        try FileManager.default.removeItem(at: delivered)
+        #expect(try sandbox.agent(["status"]).status == 0)
+
+        // Keys the agent cannot reach are unreadable, not missing (no "run keys generate").
+        let keys = sandbox.home.appendingPathComponent("keys")
+        try Data("not a directory".utf8).write(to: keys)
+        let sync = try sandbox.agent(["sync", "--timeout", "1"])
+        #expect(sync.status == 65 && sync.stderr.contains("keys/device.key: Not a directory"), "\(sync)")
+        #expect(!sync.stderr.contains("keys generate"), "\(sync)")
+
+        // A home that does not exist (a mistyped --home) is not synced as an empty one: 66, and nothing is created.
+        let mistyped = sandbox.directory.appendingPathComponent("hmoe")
+        let missing = try AgentSandbox.run(
+            AgentSandbox.executable("jetbridge-agent"),
+            ["--home", mistyped.path, "sync", "--insecure", "--timeout", "1"], in: sandbox.directory)
+        #expect(missing.status == 66 && missing.stderr.contains("no device home at \(mistyped.path)"), "\(missing)")
+        #expect(!FileManager.default.fileExists(atPath: mistyped.path))
+    }
+
     @Test func aggregatorHelpHasExamplesAndExitCodes() throws {
         let tools = Tools(sandbox: try AgentSandbox())
         for help in [try tools.aggregator(["--help"]), try tools.agent(["--help"])] {

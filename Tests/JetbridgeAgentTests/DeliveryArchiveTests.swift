@@ -89,9 +89,11 @@ struct DeliveryArchiveTests {
         let file = archive.file(for: flight)
         try Data(contentsOf: file).dropLast(3).write(to: file)
         let frame = Int64(8 + records[0].count)
-        var checked: Set<String> = []
+        var tails = DeliveryArchive.TailChecks()
         let later = try (0..<2).map { _ in try Self.scan(flight: flight) }
-        let cut = try archive.append(later, checked: &checked)
+        try archive.append(later, tails: &tails)
+        let cut = tails.takeCuts()
+        #expect(tails.cut.isEmpty && tails.checked == [flight])
         #expect(cut.map(\.flight) == [flight])
         #expect(cut.map(\.bytes) == [frame - 3])
         #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + later)
@@ -105,9 +107,67 @@ struct DeliveryArchiveTests {
         #expect(Int64(kept.count) == frame - 3)
         #expect(archive.flights() == [flight])
         // A file with nothing torn is left as it is.
-        var again: Set<String> = []
-        #expect(try archive.append([try Self.scan(flight: flight)], checked: &again).isEmpty)
+        var again = DeliveryArchive.TailChecks()
+        try archive.append([try Self.scan(flight: flight)], tails: &again)
+        #expect(again.cut.isEmpty)
         #expect(archive.payloads(flight: flight).count == 7)
+    }
+
+    /// A flight confirmed while its file ends in a torn write (no append to it in that sync: the ground set the
+    /// resent records aside) has the torn end cut before the size is recorded. Before, the file's size was recorded,
+    /// the torn end lay inside what the ground confirmed, no later append cut it, and every frame appended after it
+    /// was invisible: the flight could never be confirmed again.
+    @Test func aTornEndIsCutBeforeAConfirmationRecordsTheSize() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let records = try (0..<5).map { _ in try Self.scan(flight: flight) }
+        try archive.append(records)
+        let file = archive.file(for: flight)
+        let frame = Int64(8 + records[0].count)
+        try Data(contentsOf: file).dropLast(3).write(to: file)
+        let holding = try #require(archive.holdings()[flight])
+        #expect(holding.wholeBytes == 4 * frame)
+        #expect(holding.payloads.count == 4)
+
+        var tails = DeliveryArchive.TailChecks()
+        let size = try archive.sizeToConfirm(flight: flight, wholeBytes: holding.wholeBytes, tails: &tails)
+        #expect(size == 4 * frame)
+        #expect(archive.bytes(flight: flight) == 4 * frame)
+        #expect(tails.takeCuts().map(\.bytes) == [frame - 3])
+        try archive.confirm(flight: flight, summary: holding.summary, bytes: size)
+        // What a later sync appends is read back, and the file holds nothing past what was confirmed but that.
+        let later = try Self.scan(flight: flight)
+        #expect(try archive.append([later]).isEmpty)
+        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + [later])
+        #expect(archive.unconfirmedBytes() == frame)
+        // A whole file is confirmed at its size, with nothing cut.
+        let whole = try #require(archive.holdings()[flight]?.wholeBytes)
+        #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: whole, tails: &tails) == 5 * frame)
+        #expect(tails.cut.isEmpty)
+    }
+
+    /// A frame that fails inside what the ground confirmed before is not cut when the flight is confirmed again: the
+    /// file's size is recorded, as before.
+    @Test func aConfirmationLeavesDamageInsideWhatWasConfirmed() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let records = try (0..<5).map { _ in try Self.scan(flight: flight) }
+        try archive.append(records)
+        let file = archive.file(for: flight)
+        let size = archive.bytes(flight: flight)
+        try archive.confirm(flight: flight, summary: DeliverySummary(), bytes: size)
+        var damaged = try Data(contentsOf: file)
+        damaged[damaged.startIndex + 2 * (8 + records[0].count) + 8 + 5] ^= 0xFF
+        try damaged.write(to: file)
+        let holding = try #require(archive.holdings()[flight])
+        var tails = DeliveryArchive.TailChecks()
+        #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: holding.wholeBytes, tails: &tails) == size)
+        #expect(tails.cut.isEmpty)
+        #expect(archive.bytes(flight: flight) == size)
     }
 
     /// A frame that fails inside what the ground confirmed is damage to stored data, not a torn write: nothing is cut,

@@ -155,7 +155,7 @@ struct SyncSocketTests {
 
         fixed.store(true, ordering: .relaxed)
         #expect(try service.resendSetAside([14]) == [ResentRecord(from: 14, to: 31)])
-        #expect(service.setAsideRecords().isEmpty)
+        #expect(try service.setAsideRecords().isEmpty)
         let second = try await sandbox.sync(ground)
         #expect(second.exitCode == 0, "\(second.result)")
         #expect(Set(ground.delivered.withLock { $0.records.keys }) == Set(ids))
@@ -307,6 +307,31 @@ struct SyncSocketTests {
         #expect(ground.delivered.withLock { $0.deliveries.isEmpty })
         #expect(outcome.problem?.contains("refused this device's key") == true, "\(outcome.problem ?? "no problem")")
         #expect(outcome.problem?.contains(stranger.publicKeyZ85) == true)
+    }
+
+    /// A stop waits for acks only of what was sent: with no link up nothing was, and the sync ends at once (before,
+    /// the batches it had read kept it waiting the whole grace, 2 s by default, for acks that could not come).
+    @Test func aStopWithNothingSentDoesNotWaitForAcks() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(10)
+        let nowhere = "ipc://" + sandbox.directory.appendingPathComponent("nobody-listens").path
+        let options = SyncOptions(
+            dataEndpoint: nowhere + "-data", ackEndpoint: nowhere + "-acks", security: .insecure, timeout: 120,
+            stopGrace: 60)
+        let service = SyncService(
+            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+        let task = Task { try await service.run() }
+        try await Task.sleep(for: .milliseconds(500))
+        let stoppedAt = ContinuousClock.now
+        task.cancel()
+        try await task.value
+        let outcome = try #require(service.outcome)
+        #expect(outcome.exitCode == 75, "\(outcome.result)")
+        #expect(outcome.statistics.batchesSent == 0)
+        // Well inside the 60 s grace it would have waited out, however loaded the machine.
+        #expect(ContinuousClock.now - stoppedAt < .seconds(20))
+        #expect(try sandbox.queueStatus().unacknowledged == 10)
     }
 
     @Test("records appended while sync runs are picked up; a stop request ends it gracefully")
