@@ -121,7 +121,8 @@ extension CaptureService {
         status.flights = flights
         status.verdict = Self.verdict(
             flights, damaged: queueStatus.quarantined,
-            quarantine: queueURL.appendingPathComponent("quarantine").path)
+            quarantine: queueURL.appendingPathComponent("quarantine").path,
+            unreadableSetAside: try setAsideRecords().count { $0.problem != nil }, rejected: rejectedURL.path)
         return status
     }
 
@@ -131,12 +132,21 @@ extension CaptureService {
     /// back, so not delivered, and no flight's line counts them. Before, a device whose queue had quarantined damage
     /// read safe to hand back. (Damage found and not yet repaired is left out: most often the torn end of a capture a
     /// crash interrupted, which never returned, and the next capture or sync repairs it, quarantining what it must.)
-    static func verdict(_ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "") -> String {
+    /// So is a set-aside file that cannot be read (`unreadableSetAside`): a refused record of no known flight.
+    static func verdict(
+        _ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "", unreadableSetAside: Int = 0,
+        rejected: String = ""
+    ) -> String {
         var open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
             .map { "\($0.flight) \($0.verdict)" }
         if damaged > 0 {
             open.append(
                 "\(NumberText.grouped(damaged)) damaged entr\(damaged == 1 ? "y" : "ies") in the queue, not delivered (records that could not be read back; their bytes are kept in \(quarantine): look at them, see docs/FILEQUEUE.md, then move that file away)"
+            )
+        }
+        if unreadableSetAside > 0 {
+            open.append(
+                "\(NumberText.grouped(unreadableSetAside)) set-aside file\(unreadableSetAside == 1 ? "" : "s") in \(rejected) that cannot be read (records the ground refused, not delivered; `set-aside list` names them)"
             )
         }
         guard !open.isEmpty else {

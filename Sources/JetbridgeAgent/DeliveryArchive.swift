@@ -116,7 +116,7 @@ struct DeliveryArchive {
     /// whole by the ground before it said `stored` (a batch is stored only when every record of it passed).
     ///
     /// The first append to a flight's file in a sync (`checked` does not hold the flight yet) first cuts a torn tail
-    /// off the file (``cutTornTail(fd:flight:path:size:)``): a crash or power cut in the middle of an earlier append,
+    /// off the file (``cutTornTail(fd:flight:path:size:cutting:)``): a crash or power cut in the middle of an earlier append,
     /// before its `fsync`, can leave part of a frame at the end, and reading stops there, so every frame appended after
     /// it would be invisible and the flight could never be confirmed. The records of that torn write are still in the
     /// queue (it is acknowledged past them only once they are durable here) and come again.
@@ -154,11 +154,15 @@ struct DeliveryArchive {
             defer { close(fd) }
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
-            if tails.checked.insert(flight).inserted, info.st_size > 0,
-                let end = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size))
-            {
-                tails.cut.append((flight, Int64(info.st_size) - end))
-                info.st_size = off_t(end)
+            if tails.checked.insert(flight).inserted, info.st_size > 0 {
+                let floor = confirmations()[flight]?.bytes ?? 0
+                let found = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size)) {
+                    $0 >= floor
+                }
+                if found.cut {
+                    tails.cut.append((flight, Int64(info.st_size) - found.end))
+                    info.st_size = off_t(found.end)
+                }
             }
             let failed = bytes.withUnsafeBytes { raw -> AgentError? in
                 var done = 0
@@ -204,39 +208,48 @@ struct DeliveryArchive {
         return tails.cut
     }
 
-    /// The size to record with a confirmation of `flight`: the file's, once a torn end is cut off.
+    /// The size to record with a confirmation of `flight`: the file's, once a torn end is cut off; nil when it is not
+    /// known.
     ///
     /// `wholeBytes` is where the last whole frame ended when the confirmed summary was read from the file
     /// (``Holding/wholeBytes``). A file that is larger ends in part of a frame a crash interrupted, which reading
     /// skips: left in place, it would become part of the confirmed size, which ``append(_:tails:)`` never cuts below,
     /// so every frame appended after it would be invisible and the flight never confirmed again. It is cut here (kept
     /// beside the file, as an append's cut is), unless it lies inside what the ground confirmed before (damage, not a
-    /// torn write: then nothing is cut and the file's size is recorded, as before).
-    func sizeToConfirm(flight: String, wholeBytes: Int64?, tails: inout TailChecks) throws(AgentError) -> Int64 {
+    /// torn write: then nothing is cut and the file's size is recorded, as before). A file whose whole frames no
+    /// longer end at `wholeBytes` changed since the summary was read (another sync on this home): its size is not
+    /// known (nil), so nothing the ground did not confirm is counted as confirmed.
+    func sizeToConfirm(flight: String, wholeBytes: Int64?, tails: inout TailChecks) throws(AgentError) -> Int64? {
         let size = bytes(flight: flight)
-        guard let wholeBytes, wholeBytes < size else { return size }
+        guard let wholeBytes else { return size == 0 ? 0 : nil }
+        guard wholeBytes != size else { return size }
         let path = file(for: flight).path
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw Self.failure("open", path) }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Self.failure("stat", path) }
-        guard let end = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size)) else {
-            return Int64(info.st_size)
+        let floor = confirmations()[flight]?.bytes ?? 0
+        let found = try cutTornTail(fd: fd, flight: flight, path: path, size: Int64(info.st_size)) {
+            $0 == wholeBytes && $0 >= floor
         }
+        guard found.end == wholeBytes else { return nil }
+        guard found.cut else { return Int64(info.st_size) }
         tails.checked.insert(flight)
-        tails.cut.append((flight, Int64(info.st_size) - end))
-        return end
+        tails.cut.append((flight, Int64(info.st_size) - found.end))
+        return found.end
     }
 
-    /// Cuts what follows the last whole frame of a flight's file (open read-write as `fd`, `size` bytes), when that is
-    /// past what the ground confirmed: a write a crash interrupted before its `fsync`.
+    /// Finds where the last whole frame of a flight's file (open read-write as `fd`, `size` bytes) ends, and cuts what
+    /// follows when there is anything and `cutting` agrees to that end: a write a crash interrupted before its `fsync`.
     ///
-    /// Never below the size the ground confirmed: the frames up to it were whole when the ground confirmed their
-    /// summary, so a frame that fails there is damage to stored data, not a torn write, and the frames after it stay
-    /// for someone to look at.
-    /// - Returns: The size the file was cut to, or nil when nothing was cut.
-    private func cutTornTail(fd: Int32, flight: String, path: String, size: Int64) throws(AgentError) -> Int64? {
+    /// Callers never cut below the size the ground confirmed: the frames up to it were whole when the ground confirmed
+    /// their summary, so a frame that fails there is damage to stored data, not a torn write, and the frames after it
+    /// stay for someone to look at.
+    /// - Returns: Where the whole frames end, and whether what followed was cut.
+    private func cutTornTail(
+        fd: Int32, flight: String, path: String, size: Int64, cutting: (Int64) -> Bool
+    ) throws(AgentError) -> (end: Int64, cut: Bool) {
         var bytes = [UInt8](repeating: 0, count: Int(size))
         var done = 0
         while done < bytes.count {
@@ -250,15 +263,15 @@ struct DeliveryArchive {
         }
         let end = Int64(bytes.withUnsafeBytes { Self.payloadRanges(UnsafeRawBufferPointer(rebasing: $0[..<done])) }.last?
             .upperBound ?? 0)
-        guard end < size, end >= confirmations()[flight]?.bytes ?? 0 else { return nil }
+        guard end < size, cutting(end) else { return (end, false) }
         // The bytes cut are kept beside the file first (never read again, never counted): should they be damage
         // rather than a torn write, what followed the damage is still there for someone to look at.
         try Files.writeAtomically(Data(bytes[Int(end)..<done]), to: tornFile(for: flight, at: Date()))
         guard ftruncate(fd, off_t(end)) == 0, fsync(fd) == 0 else { throw Self.failure("cut the torn end of", path) }
-        return end
+        return (end, true)
     }
 
-    /// Where ``cutTornTail(fd:flight:path:size:)`` keeps the bytes it cuts: `<flight file>.torn-<unix seconds>`.
+    /// Where ``cutTornTail(fd:flight:path:size:cutting:)`` keeps the bytes it cuts: `<flight file>.torn-<unix seconds>`.
     func tornFile(for flight: String, at date: Date) -> URL {
         file(for: flight).appendingPathExtension("torn-\(Int(date.timeIntervalSince1970))")
     }
@@ -439,8 +452,19 @@ struct DeliveryArchive {
     /// every flight is asked again, and a flight whose records retention released stays not confirmed (the ground
     /// holds records the device no longer counts), which is the safe side.
     /// - Returns: The file it was moved to and why it did not decode, or nil when it decodes or is not there.
+    /// - Throws: ``AgentError`` when it is there and cannot be read (no permission, a directory in its place, an I/O
+    ///   error): read as empty, it would be saved over just the same.
     func setAsideDamagedConfirmations(now: Date = Date()) throws(AgentError) -> (file: URL, problem: String)? {
-        guard let data = try? Data(contentsOf: confirmationsFile) else { return nil }
+        guard try Files.isPresent(confirmationsFile) else { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: confirmationsFile)
+        } catch {
+            throw AgentError(
+                .failure,
+                "cannot read \(confirmationsFile.path): \(fileErrorText(error)); it holds what the ground confirmed, and is not written over while it cannot be read"
+            )
+        }
         do {
             _ = try SyncState.decoder.decode([String: Confirmation].self, from: data)
             return nil

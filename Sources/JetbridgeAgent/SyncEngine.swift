@@ -158,9 +158,11 @@ final class SyncEngine: Sendable {
             }
             let queue: FileQueue
             do {
-                // A home that does not exist was never captured into: most often a mistyped `--home`. Sync does not
-                // create it (capture does), or it would report a drained queue it had just made.
-                guard try Files.isPresent(configuration.home.url) else {
+                // A home that does not exist (nor a queue configured outside it) was never captured into: most often
+                // a mistyped `--home`. Sync does not create it (capture does), or it would report a drained queue it
+                // had just made.
+                guard try Files.isPresent(configuration.home.url) || Files.isPresent(configuration.queueDirectory)
+                else {
                     writesState = false
                     throw AgentError(
                         .noInput,

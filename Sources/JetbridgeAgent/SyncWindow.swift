@@ -154,9 +154,10 @@ public struct SyncWindow: Sendable {
     public var unfinishedCount: Int { batches.count { !$0.isDone } }
     /// Nothing in flight: every batch cut so far is finished.
     public var isIdle: Bool { batches.isEmpty }
-    /// An unfinished batch was handed to a socket, so an ack for it may still come. A stopping sync waits for acks only
-    /// then: batches read but never sent (no link was up) have none to wait for.
-    public var awaitsAnAck: Bool { batches.contains { !$0.isDone && $0.sends > 0 } }
+    /// A batch is waiting for the ack of its last send. A stopping sync waits for acks only then: batches read but
+    /// never sent (no link was up), or due to be sent again (answered `retry`, or past their ack's deadline), have
+    /// none coming.
+    public var awaitsAnAck: Bool { oldestWaitingSince != nil }
     /// Records in unfinished batches.
     public var recordsInFlight: Int { batches.reduce(0) { $0 + ($1.isDone ? 0 : $1.records.count) } }
     /// When the oldest batch still waiting for its ack was last sent.

@@ -31,7 +31,7 @@ struct JetbridgeAgentCommand: AsyncParsableCommand {
 
             Exit codes (sysexits; the same as jetbridge-aggregator's for the same situation, \
             docs/EXIT-CODES.md): 0 done, 64 usage, 65 bad input data, 66 missing input file (--config, \
-            --tag-file, inventory, no key pair for sync), 69 the ground is unavailable (another protocol \
+            --tag-file, inventory, no key pair or no home for sync), 69 the ground is unavailable (another protocol \
             version), 73 cannot create (a key pair exists without --force), 75 try again later (disk full, \
             queue size cap, lock busy, sync stopped with records unacknowledged), 1 other failures.
             """,

@@ -107,7 +107,17 @@ struct ExitCodeTests {
         try Data("not a directory".utf8).write(to: keys)
         let sync = try sandbox.agent(["sync", "--timeout", "1"])
         #expect(sync.status == 65 && sync.stderr.contains("keys/device.key: Not a directory"), "\(sync)")
-        #expect(!sync.stderr.contains("keys generate"), "\(sync)")
+        #expect(!sync.stderr.contains("no key pair"), "\(sync)")
+        // The ground reads its keys through the same code (KeyPairFiles).
+        let ground = sandbox.directory.appendingPathComponent("ground")
+        try FileManager.default.createDirectory(at: ground, withIntermediateDirectories: false)
+        try Data("not a directory".utf8).write(to: ground.appendingPathComponent("keys"))
+        let serve = try AgentSandbox.run(
+            AgentSandbox.executable("jetbridge-aggregator"),
+            ["--home", ground.path, "serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"],
+            in: sandbox.directory)
+        #expect(serve.status == 65 && serve.stderr.contains("keys/server.key: Not a directory"), "\(serve)")
+        #expect(!serve.stderr.contains("no server key pair"), "\(serve)")
 
         // A home that does not exist (a mistyped --home) is not synced as an empty one: 66, and nothing is created.
         let mistyped = sandbox.directory.appendingPathComponent("hmoe")
@@ -115,6 +125,15 @@ struct ExitCodeTests {
             AgentSandbox.executable("jetbridge-agent"),
             ["--home", mistyped.path, "sync", "--insecure", "--timeout", "1"], in: sandbox.directory)
         #expect(missing.status == 66 && missing.stderr.contains("no device home at \(mistyped.path)"), "\(missing)")
+        #expect(!FileManager.default.fileExists(atPath: mistyped.path))
+        // With CURVE the keys are looked for first: the message says the home does not exist, not only that the
+        // keys do not.
+        let curve = try AgentSandbox.run(
+            AgentSandbox.executable("jetbridge-agent"),
+            ["--home", mistyped.path, "sync", "--server-key", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"],
+            in: sandbox.directory)
+        #expect(curve.status == 66 && curve.stderr.contains("no device home at \(mistyped.path)"), "\(curve)")
+        #expect(curve.stderr.contains("check --home"), "\(curve)")
         #expect(!FileManager.default.fileExists(atPath: mistyped.path))
     }
 

@@ -97,6 +97,13 @@ struct SetAsideTests {
         #expect(unreadable.stderr.contains("cannot read the set-aside record 5"), "\(unreadable)")
         let list = try sandbox.agent(["set-aside", "list"])
         #expect(list.stdout.contains("5  UNREADABLE"), "\(list)")
+        // A refused record whose file cannot be read is of no known flight; the verdict still counts it as not
+        // delivered (before, no flight's line did).
+        let status = try sandbox.agent(["status", "--json"])
+        let verdict = try #require(
+            (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["verdict"] as? String)
+        #expect(verdict.hasPrefix("NOT SAFE TO HAND BACK"), "\(verdict)")
+        #expect(verdict.contains("1 set-aside file in \(sandbox.home.path)/rejected that cannot be read"), "\(verdict)")
         // Nothing was queued and both files are still there.
         #expect(try sandbox.records().count == 2)
         for name in ["2.json", "5.json"] {

@@ -146,6 +146,16 @@ struct DeliveryArchiveTests {
         let whole = try #require(archive.holdings()[flight]?.wholeBytes)
         #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: whole, tails: &tails) == 5 * frame)
         #expect(tails.cut.isEmpty)
+        // A file appended to since the summary was read (another sync on this home), then torn: its size is not
+        // known, and nothing is cut.
+        try archive.append([try Self.scan(flight: flight)])
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 7, count: 5))
+        try handle.close()
+        #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: whole, tails: &tails) == nil)
+        #expect(tails.cut.isEmpty)
+        #expect(archive.bytes(flight: flight) == 6 * frame + 5)
     }
 
     /// A frame that fails inside what the ground confirmed is damage to stored data, not a torn write: nothing is cut
@@ -193,6 +203,13 @@ struct DeliveryArchiveTests {
         try archive.confirm(flight: Self.flights[1], summary: DeliverySummary(), bytes: 0)
         #expect(Array(archive.confirmations().keys) == [Self.flights[1]])
         #expect(try Data(contentsOf: moved.file) == Data("{not json".utf8))
+
+        // One that is there and cannot be read (here a directory in its place; for another user, no permission)
+        // ends the sync with its name, rather than reading as empty and being saved over.
+        try FileManager.default.removeItem(at: archive.confirmationsFile)
+        try FileManager.default.createDirectory(at: archive.confirmationsFile, withIntermediateDirectories: false)
+        let error = #expect(throws: AgentError.self) { try archive.setAsideDamagedConfirmations() }
+        #expect(error?.message.contains("cannot read \(archive.confirmationsFile.path)") == true, "\(String(describing: error))")
     }
 
     @Test func heldRecordsKeepEachOrdersHighestRevisionAndEachScanOnce() throws {

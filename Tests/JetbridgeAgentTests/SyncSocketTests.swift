@@ -319,10 +319,15 @@ struct SyncSocketTests {
         let options = SyncOptions(
             dataEndpoint: nowhere + "-data", ackEndpoint: nowhere + "-acks", security: .insecure, timeout: 120,
             stopGrace: 60)
+        // Stopped once the sync has read the records into its window (a stop before that would end at once with the
+        // old code too).
+        let read = Mutex(false)
         let service = SyncService(
-            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"),
+            progress: { progress in if progress.inFlight == 10 { read.withLock { $0 = true } } })
         let task = Task { try await service.run() }
-        try await Task.sleep(for: .milliseconds(500))
+        for _ in 0..<400 where !read.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(read.withLock { $0 })
         let stoppedAt = ContinuousClock.now
         task.cancel()
         try await task.value
