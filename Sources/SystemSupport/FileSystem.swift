@@ -13,11 +13,18 @@
 /// The file-system calls every layer needs, each failure a ``SystemError`` naming the operation and the path.
 package enum FileSystem {
     /// Names of the entries of `directory`, without `.` and `..`.
+    /// - Throws: ``SystemError`` when it cannot be opened, or when reading it fails part-way (`readdir` tells the end
+    ///   from an error only by `errno`): a partial listing is never returned as the whole.
     package static func list(_ directory: String) throws(SystemError) -> [String] {
         guard let dir = opendir(directory) else { throw SystemError("opendir", path: directory, errno: errno) }
         defer { closedir(dir) }
         var names: [String] = []
-        while let entry = readdir(dir) {
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { throw SystemError("read the directory", path: directory, errno: errno) }
+                break
+            }
             let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
                 pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
