@@ -21,6 +21,7 @@ import SystemSupport
 /// <home>/orders/lock         flock(2) target serialising amendments
 /// <home>/rejected/           records the ground refused, set aside by sync
 /// <home>/sync-state.json     written by sync: when it last ran and how it ended
+/// <home>/sync.lock           flock(2) held by the one sync running on this home (its pid inside)
 /// ```
 public struct AgentHome: Sendable, Hashable {
     /// The home when neither `--home` nor `$JETBRIDGE_HOME` is given, relative to the current directory.
@@ -65,6 +66,8 @@ public struct AgentHome: Sendable, Hashable {
     /// Set-aside records an operator gave up on (`set-aside discard`), kept for the record.
     public var discardedDirectory: URL { url.appendingPathComponent("discarded", isDirectory: true) }
     public var syncStateFile: URL { url.appendingPathComponent("sync-state.json") }
+    /// The lock one sync holds on the home for its whole run (``SyncEngine``).
+    public var syncLockFile: URL { url.appendingPathComponent("sync.lock") }
     /// Records the ground acknowledged, kept until it confirms their flight (``DeliveryArchive``).
     public var deliveredDirectory: URL { url.appendingPathComponent("delivered", isDirectory: true) }
 }

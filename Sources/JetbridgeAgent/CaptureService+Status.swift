@@ -51,12 +51,14 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     @NullWhenAbsent public var lastSyncAcknowledged: Int?
     /// Acknowledged records per second over it.
     @NullWhenAbsent public var lastSyncRecordsPerSecond: Double?
+    /// The pid of the sync running on this home now (it holds `sync.lock`), `null` when none runs.
+    @NullWhenAbsent public var syncPID: Int32?
 
     enum CodingKeys: String, CodingKey {
         case device, flight, home, configuration, inventory, queue, records, unacknowledged, acknowledgedThrough
         case firstSequence, lastSequence, quarantined, unrepaired, segments, bytes, rejected, rejectedDirectory
         case lastSyncAt, lastSyncResult, lastSyncOutcome, lastSyncDurationSeconds, lastSyncAcknowledged
-        case lastSyncRecordsPerSecond, flights, verdict
+        case lastSyncRecordsPerSecond, syncPID, flights, verdict
     }
 }
 
@@ -119,6 +121,7 @@ extension CaptureService {
             lastSyncDurationSeconds: syncState?.lastDurationSeconds, lastSyncAcknowledged: syncState?.lastAcknowledged,
             lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
         status.flights = flights
+        status.syncPID = FileLock.holder(of: configuration.home.syncLockFile.path)
         status.verdict = Self.verdict(
             flights, damaged: queueStatus.quarantined,
             quarantine: queueURL.appendingPathComponent("quarantine").path,
@@ -132,7 +135,8 @@ extension CaptureService {
     /// back, so not delivered, and no flight's line counts them. Before, a device whose queue had quarantined damage
     /// read safe to hand back. (Damage found and not yet repaired is left out: most often the torn end of a capture a
     /// crash interrupted, which never returned, and the next capture or sync repairs it, quarantining what it must.)
-    /// So is a set-aside file that cannot be read (`unreadableSetAside`): a refused record of no known flight.
+    /// So is a set-aside file that cannot be read or decoded (`unreadableSetAside`): a refused record of no known
+    /// flight.
     static func verdict(
         _ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "", unreadableSetAside: Int = 0,
         rejected: String = ""
@@ -146,7 +150,7 @@ extension CaptureService {
         }
         if unreadableSetAside > 0 {
             open.append(
-                "\(NumberText.grouped(unreadableSetAside)) set-aside file\(unreadableSetAside == 1 ? "" : "s") in \(rejected) that cannot be read (records the ground refused, not delivered; `set-aside list` names them)"
+                "\(NumberText.grouped(unreadableSetAside)) set-aside file\(unreadableSetAside == 1 ? "" : "s") in \(rejected) that cannot be read or decoded (records the ground refused, of no known flight, not delivered; `set-aside list` names them)"
             )
         }
         guard !open.isEmpty else {

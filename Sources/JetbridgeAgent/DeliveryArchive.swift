@@ -225,6 +225,7 @@ struct DeliveryArchive {
         guard wholeBytes != size else { return size }
         let path = file(for: flight).path
         let fd = open(path, O_RDWR | O_CLOEXEC)
+        if fd < 0, errno == ENOENT { return nil }  // released since the summary was read
         guard fd >= 0 else { throw Self.failure("open", path) }
         defer { close(fd) }
         var info = stat()

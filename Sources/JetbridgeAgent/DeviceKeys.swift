@@ -77,7 +77,7 @@ public enum DeviceKeys {
                 // A home that does not exist is a new device, or a mistyped --home: say which home was looked in.
                 throw AgentError(
                     .noInput,
-                    "no device home at \(home.url.path) (nothing captured there, no key pair): for a new device run `\(home.command("keys generate"))` and allow the printed key on the ground; otherwise check --home or JETBRIDGE_HOME"
+                    "no device home at \(home.url.path), so no key pair: for a new device run `\(home.command("keys generate"))` and allow the printed key on the ground; otherwise check --home or JETBRIDGE_HOME"
                 )
             case .noKeyPair:
                 throw AgentError(

@@ -109,8 +109,12 @@ final class SyncEngine: Sendable {
         /// The records set aside in `rejected/` when the sync started (read before the loop, where a failure can end
         /// the sync: an unreadable `rejected/` must not read as empty, or its records would be sent again).
         var setAsideAtStart: Set<UInt64> = []
-        /// False when the home does not exist: the sync refuses it, and leaves no state file that would create it.
-        var writesState = true
+        /// The home's sync lock, held for the whole run: one sync per home. Two on one home would each acknowledge
+        /// the queue, append to `delivered/`, and read, change and save `confirmed.json` over the other's, which
+        /// can drop the summary of records retention released (the flight is then never confirmed again). Nil
+        /// until taken, and for a run that did not take it (another sync holds it, or the home does not exist):
+        /// such a run writes nothing in the home, neither its state nor retention's releases.
+        var homeLock: FileLock?
         /// Round robin over the aggregators for summaries.
         var nextAsk = 0
         /// An aggregator was usable at some time in this run: from then on, while none is, the wait for the ground's
@@ -163,13 +167,13 @@ final class SyncEngine: Sendable {
                 // had just made.
                 guard try Files.isPresent(configuration.home.url) || Files.isPresent(configuration.queueDirectory)
                 else {
-                    writesState = false
                     throw AgentError(
                         .noInput,
                         "no device home at \(configuration.home.url.path): nothing was captured there, so there is nothing to sync (check --home or JETBRIDGE_HOME)"
                     )
                 }
                 try configuration.home.prepare(queueDirectory: configuration.queueDirectory)
+                homeLock = try Self.lock(configuration.home)
                 if let damaged = try archive.setAsideDamagedConfirmations() {
                     logger.warning(
                         "\(archive.confirmationsFile.path) does not decode (\(damaged.problem)); kept as \(damaged.file.path), and every flight is asked again: a flight whose records retention released stays NOT confirmed"
@@ -932,7 +936,29 @@ final class SyncEngine: Sendable {
                 elapsed: t)
         }
 
+        /// Takes the home's sync lock at once (``homeLock``).
+        /// - Throws: ``AgentError``: `unavailable` (69) naming the running sync's pid when another holds it.
+        static func lock(_ home: AgentHome) throws(AgentError) -> FileLock {
+            do {
+                return try FileLock(path: home.syncLockFile.path, recordingPID: true)
+            } catch {
+                switch error {
+                case .busy(let holder):
+                    throw AgentError(
+                        .unavailable,
+                        "another sync\(holder.map { " (pid \($0))" } ?? "") is running on the home \(home.url.path) (it holds \(home.syncLockFile.path)); `\(home.command("status"))` shows its progress and the verdict; stop it first, or run this one once it has ended"
+                    )
+                case .system(let failure):
+                    throw AgentError(failure)
+                }
+            }
+        }
+
         mutating func finish(_ ending: SyncOutcome.Ending, queue: FileQueue?) -> SyncOutcome {
+            defer {
+                homeLock?.release()
+                homeLock = nil
+            }
             statistics.elapsed = now()
             let status = try? queue?.status()
             var outcome = SyncOutcome(
@@ -944,7 +970,8 @@ final class SyncEngine: Sendable {
             outcome.aggregators = perAggregator
             outcome.statusCommand = configuration.home.command("status")
             do {
-                let released = try archive.applyRetention(configuration.retention)
+                // Only the sync that holds the home changes what is kept there.
+                let released = homeLock == nil ? [] : try archive.applyRetention(configuration.retention)
                 if !released.isEmpty {
                     logger.info(
                         "retention released the confirmed records of \(released.joined(separator: ", ")) (retention.days \(configuration.retention.days), retention.maxBytes \(configuration.retention.maxBytes))"
@@ -972,7 +999,7 @@ final class SyncEngine: Sendable {
         }
 
         func writeState(_ state: SyncState) {
-            guard writesState else { return }
+            guard homeLock != nil else { return }
             try? Files.makeDirectory(configuration.home.url)
             do {
                 try Files.writeAtomically(SyncState.encoder.encode(state), to: configuration.home.syncStateFile)

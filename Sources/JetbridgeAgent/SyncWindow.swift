@@ -154,9 +154,9 @@ public struct SyncWindow: Sendable {
     public var unfinishedCount: Int { batches.count { !$0.isDone } }
     /// Nothing in flight: every batch cut so far is finished.
     public var isIdle: Bool { batches.isEmpty }
-    /// A batch is waiting for the ack of its last send. A stopping sync waits for acks only then: batches read but
-    /// never sent (no link was up), or due to be sent again (answered `retry`, or past their ack's deadline), have
-    /// none coming.
+    /// A batch is waiting for the ack of its last send (also past its deadline: a late ack may still come). A
+    /// stopping sync waits for acks only then: batches read but never sent (no link was up), or due to be sent again
+    /// after a `retry` answer, have none coming.
     public var awaitsAnAck: Bool { oldestWaitingSince != nil }
     /// Records in unfinished batches.
     public var recordsInFlight: Int { batches.reduce(0) { $0 + ($1.isDone ? 0 : $1.records.count) } }

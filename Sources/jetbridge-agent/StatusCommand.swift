@@ -33,11 +33,17 @@ struct StatusCommand: ParsableCommand {
             status.lastSyncAt.map {
                 $0.formatted(.iso8601) + (status.lastSyncResult.map { ", \($0)" } ?? "")
             } ?? "never"
-        // A running sync rewrites the state every 10 s; one not heard of for much longer ended without finishing.
+        // A running sync holds the home's sync lock for its whole run and rewrites the state every 10 s: a state that
+        // still says running with no holder, or not heard of for much longer, is a sync that ended without finishing.
         if let at = status.lastSyncAt, status.lastSyncResult?.hasPrefix("running") == true {
             let silent = Int(-at.timeIntervalSinceNow)
-            if silent > 60 { lastSync += " (not updated for \(silent) s: that sync stopped without finishing)" }
+            if status.syncPID == nil {
+                lastSync += " (no sync runs now: that one stopped without finishing)"
+            } else if silent > 60 {
+                lastSync += " (not updated for \(silent) s while it runs: that sync may be stuck)"
+            }
         }
+        if let pid = status.syncPID { lastSync += " (sync pid \(pid) running)" }
         let lastRun =
             status.lastSyncOutcome.map { outcome in
                 "\nlast finished   \(outcome), \(NumberText.oneDecimal(status.lastSyncDurationSeconds ?? 0)) s, "

@@ -1,4 +1,5 @@
 import Foundation
+import JetbridgeTestKit
 import Testing
 
 /// Issue 10: the two tools gave different exit codes for the same situation (a key pair that exists: 64 vs 69; a
@@ -173,5 +174,16 @@ struct StatusWhileSyncingTests {
         #expect(
             status.stdout.contains("last sync       20") && status.stdout.contains("running: 0 records"), "\(status)")
         #expect(!status.stdout.contains("never"), "\(status)")
+        // The running sync holds the home: status names it, and a second sync is refused (69) naming it.
+        let pid = sync.process.processIdentifier
+        #expect(status.stdout.contains("(sync pid \(pid) running)"), "\(status)")
+        let second = try sandbox.agent(["sync", "--insecure", "--timeout", "5"])
+        #expect(second.status == 69 && second.stderr.contains("another sync (pid \(pid)) is running"), "\(second)")
+        // Killed, it leaves a state that says running; no one holds the lock, so status says at once that it stopped
+        // without finishing (before, only once the state was 60 s old).
+        sync.kill9()
+        let after = try sandbox.agent(["status"])
+        #expect(after.stdout.contains("no sync runs now: that one stopped without finishing"), "\(after)")
+        #expect(!after.stdout.contains("sync pid"), "\(after)")
     }
 }

@@ -103,7 +103,7 @@ struct SetAsideTests {
         let verdict = try #require(
             (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["verdict"] as? String)
         #expect(verdict.hasPrefix("NOT SAFE TO HAND BACK"), "\(verdict)")
-        #expect(verdict.contains("1 set-aside file in \(sandbox.home.path)/rejected that cannot be read"), "\(verdict)")
+        #expect(verdict.contains("1 set-aside file in \(sandbox.home.path)/rejected that cannot be read or decoded"), "\(verdict)")
         // Nothing was queued and both files are still there.
         #expect(try sandbox.records().count == 2)
         for name in ["2.json", "5.json"] {

@@ -339,6 +339,48 @@ struct SyncSocketTests {
         #expect(try sandbox.queueStatus().unacknowledged == 10)
     }
 
+    /// One sync per home: a second one on the same home exits 69 at once naming the first, and writes nothing there;
+    /// once the first has ended, the next one runs.
+    @Test func aSecondSyncOnTheSameHomeIsRefused() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(10)
+        let nowhere = "ipc://" + sandbox.directory.appendingPathComponent("nobody-listens").path
+        func options(timeout: Double) -> SyncOptions {
+            SyncOptions(
+                dataEndpoint: nowhere + "-data", ackEndpoint: nowhere + "-acks", security: .insecure,
+                timeout: timeout, stopGrace: 0.2, stateInterval: 3_600)  // the running state is written once, at start
+        }
+        let first = SyncService(
+            configuration: try sandbox.configuration(), options: options(timeout: 120), logger: .init(label: "first"))
+        let task = Task { try await first.run() }
+        // Running once its state says so (written at its start, then not again within the hour).
+        func state() -> String { (try? String(contentsOf: sandbox.home.syncStateFile, encoding: .utf8)) ?? "" }
+        for _ in 0..<400 where !state().contains("running") { try await Task.sleep(for: .milliseconds(25)) }
+        let stateBefore = state()
+        #expect(stateBefore.contains("running"), "\(stateBefore)")
+
+        let second = SyncService(
+            configuration: try sandbox.configuration(), options: options(timeout: 5), logger: .init(label: "second"))
+        try await second.run()
+        let refused = try #require(second.outcome)
+        #expect(refused.exitCode == 69, "\(refused.result)")
+        guard case .failed(let error) = refused.ending else {
+            Issue.record("the second sync was not refused: \(refused.result)")
+            return
+        }
+        #expect(error.message.contains("another sync (pid \(getpid())) is running on the home"), "\(error.message)")
+        #expect(error.message.contains(sandbox.home.syncLockFile.path), "\(error.message)")
+        #expect(state() == stateBefore)
+
+        task.cancel()
+        try await task.value
+        let next = SyncService(
+            configuration: try sandbox.configuration(), options: options(timeout: 0.3), logger: .init(label: "next"))
+        try await next.run()
+        #expect(try #require(next.outcome).exitCode == 75)
+    }
+
     @Test("records appended while sync runs are picked up; a stop request ends it gracefully")
     func captureWhileSyncing() async throws {
         let sandbox = try SyncSandbox()
