@@ -51,7 +51,8 @@ public struct AgentStatus: Codable, Sendable, Hashable {
     @NullWhenAbsent public var lastSyncAcknowledged: Int?
     /// Acknowledged records per second over it.
     @NullWhenAbsent public var lastSyncRecordsPerSecond: Double?
-    /// The pid of the sync running on this home now (it holds `sync.lock`), `null` when none runs.
+    /// The pid of the sync running on this home now (it holds `sync.lock`), `null` when none runs; 0 for one that
+    /// has not written its pid yet.
     @NullWhenAbsent public var syncPID: Int32?
 
     enum CodingKeys: String, CodingKey {
@@ -107,8 +108,14 @@ extension CaptureService {
         }
         let rejectedURL = configuration.home.rejectedDirectory
         let rejected = try Files.entries(rejectedURL).filter { !$0.hasPrefix(".") }.count
-        let syncState = try SyncState.load(from: configuration.home.syncStateFile)
         let flights = try deliveries(queue: hasQueue ? queueURL : nil, acknowledgedThrough: queueStatus.acknowledgedThrough)
+        // The state and the lock's holder are read last, together. A state that says running with no holder is read
+        // again: a sync that finished meanwhile wrote its last state before it let the lock go.
+        var syncState = try SyncState.load(from: configuration.home.syncStateFile)
+        let syncPID = FileLock.holder(of: configuration.home.syncLockFile.path)
+        if syncPID == nil, syncState?.lastResult?.hasPrefix("running") == true {
+            syncState = try SyncState.load(from: configuration.home.syncStateFile)
+        }
         var status = AgentStatus(
             device: configuration.device, flight: configuration.flight.rawValue, home: configuration.home.url.path,
             configuration: configuration.file?.path, inventory: configuration.inventory.description,
@@ -121,7 +128,7 @@ extension CaptureService {
             lastSyncDurationSeconds: syncState?.lastDurationSeconds, lastSyncAcknowledged: syncState?.lastAcknowledged,
             lastSyncRecordsPerSecond: syncState?.lastRecordsPerSecond)
         status.flights = flights
-        status.syncPID = FileLock.holder(of: configuration.home.syncLockFile.path)
+        status.syncPID = syncPID
         status.verdict = Self.verdict(
             flights, damaged: queueStatus.quarantined,
             quarantine: queueURL.appendingPathComponent("quarantine").path,

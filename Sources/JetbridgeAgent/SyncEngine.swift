@@ -936,17 +936,20 @@ final class SyncEngine: Sendable {
                 elapsed: t)
         }
 
-        /// Takes the home's sync lock at once (``homeLock``).
-        /// - Throws: ``AgentError``: `unavailable` (69) naming the running sync's pid when another holds it.
+        /// Takes the home's sync lock (``homeLock``), waiting up to 2 s: `status` takes a shared lock on the file
+        /// for an instant to see who holds it, which must not make a sync starting at that instant give up.
+        /// - Throws: ``AgentError``: `tryAgain` (75, "a busy lock": the systemd unit restarts after it, so the
+        ///   device's service syncs again once a crew member's sync has ended) naming the running sync's pid when
+        ///   another holds it.
         static func lock(_ home: AgentHome) throws(AgentError) -> FileLock {
             do {
-                return try FileLock(path: home.syncLockFile.path, recordingPID: true)
+                return try FileLock(path: home.syncLockFile.path, waitingUpTo: .seconds(2), recordingPID: true)
             } catch {
                 switch error {
                 case .busy(let holder):
                     throw AgentError(
-                        .unavailable,
-                        "another sync\(holder.map { " (pid \($0))" } ?? "") is running on the home \(home.url.path) (it holds \(home.syncLockFile.path)); `\(home.command("status"))` shows its progress and the verdict; stop it first, or run this one once it has ended"
+                        .tryAgain,
+                        "another sync\(holder.flatMap { $0 > 0 ? " (pid \($0))" : nil } ?? "") is running on the home \(home.url.path) (it holds \(home.syncLockFile.path)); `\(home.command("status"))` shows its progress and the verdict; stop it first, or run this one once it has ended"
                     )
                 case .system(let failure):
                     throw AgentError(failure)

@@ -14,7 +14,7 @@ public final class HomeLock: Sendable {
     public var path: String { lock.path }
     private let lock: FileLock
 
-    /// Takes the lock at once or throws.
+    /// Takes the lock (waiting up to 2 s) or throws.
     ///
     /// First the home's rule (``AggregatorHome/secure()``), and no symbolic link where `serve` writes its own files
     /// (the lock and `status.json`), so that nothing is written before a planted link is found.
@@ -27,7 +27,9 @@ public final class HomeLock: Sendable {
         let path = home.directory.appendingPathComponent(Self.fileName).path
         do {
             try FileSystem.refuseSymbolicLink(ServeStatus.url(in: home).path)
-            lock = try FileLock(path: path, recordingPID: true)
+            // Up to 2 s: `status` takes a shared lock on the file for an instant to see who holds it, which must
+            // not make a serve starting at that instant give up.
+            lock = try FileLock(path: path, waitingUpTo: .seconds(2), recordingPID: true)
         } catch let error as SystemError {
             throw AggregatorError(.unavailable, error)
         } catch FileLock.Failure.system(let error) {

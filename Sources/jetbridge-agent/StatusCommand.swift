@@ -34,7 +34,8 @@ struct StatusCommand: ParsableCommand {
                 $0.formatted(.iso8601) + (status.lastSyncResult.map { ", \($0)" } ?? "")
             } ?? "never"
         // A running sync holds the home's sync lock for its whole run and rewrites the state every 10 s: a state that
-        // still says running with no holder, or not heard of for much longer, is a sync that ended without finishing.
+        // still says running with no holder is a sync that ended without finishing; one not heard of for much longer
+        // while the lock is held, a sync that may be stuck.
         if let at = status.lastSyncAt, status.lastSyncResult?.hasPrefix("running") == true {
             let silent = Int(-at.timeIntervalSinceNow)
             if status.syncPID == nil {
@@ -43,7 +44,7 @@ struct StatusCommand: ParsableCommand {
                 lastSync += " (not updated for \(silent) s while it runs: that sync may be stuck)"
             }
         }
-        if let pid = status.syncPID { lastSync += " (sync pid \(pid) running)" }
+        if let pid = status.syncPID { lastSync += pid > 0 ? " (sync pid \(pid) running)" : " (a sync is running)" }
         let lastRun =
             status.lastSyncOutcome.map { outcome in
                 "\nlast finished   \(outcome), \(NumberText.oneDecimal(status.lastSyncDurationSeconds ?? 0)) s, "

@@ -42,9 +42,9 @@ struct SyncCommand: AsyncParsableCommand {
             Exit codes: 0 done (drained and every flight confirmed, or stopped with nothing left), 64 usage, \
             65 the ground refused this device (forbidden), a batch kept coming back malformed, or the ground \
             refused records of this run (set aside in rejected/, not delivered), 66 no key pair (run `keys \
-            generate`) or no home at --home, 69 the ground speaks another protocol version or another \
-            sync runs on this home, 75 stopped or timed out with records \
-            unacknowledged, or drained with a flight the ground did not confirm.
+            generate`) or no home at --home, 69 the ground speaks another protocol version, 75 stopped or \
+            timed out with records unacknowledged, drained with a flight the ground did not confirm, or \
+            another sync runs on this home.
             """)
 
     @OptionGroup var options: AgentOptions

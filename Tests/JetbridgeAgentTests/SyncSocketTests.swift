@@ -339,7 +339,7 @@ struct SyncSocketTests {
         #expect(try sandbox.queueStatus().unacknowledged == 10)
     }
 
-    /// One sync per home: a second one on the same home exits 69 at once naming the first, and writes nothing there;
+    /// One sync per home: a second one on the same home exits 75 (after 2 s) naming the first, and writes nothing there;
     /// once the first has ended, the next one runs.
     @Test func aSecondSyncOnTheSameHomeIsRefused() async throws {
         let sandbox = try SyncSandbox()
@@ -364,7 +364,7 @@ struct SyncSocketTests {
             configuration: try sandbox.configuration(), options: options(timeout: 5), logger: .init(label: "second"))
         try await second.run()
         let refused = try #require(second.outcome)
-        #expect(refused.exitCode == 69, "\(refused.result)")
+        #expect(refused.exitCode == 75, "\(refused.result)")
         guard case .failed(let error) = refused.ending else {
             Issue.record("the second sync was not refused: \(refused.result)")
             return
@@ -379,6 +379,38 @@ struct SyncSocketTests {
             configuration: try sandbox.configuration(), options: options(timeout: 0.3), logger: .init(label: "next"))
         try await next.run()
         #expect(try #require(next.outcome).exitCode == 75)
+    }
+
+    /// `status` takes a shared lock on `sync.lock` for an instant to see who holds it: a sync starting then waits for
+    /// it rather than giving up (75) at once.
+    @Test func aSyncStartingWhileStatusLooksAtTheLockWaits() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(3)
+        let fd = open(sandbox.home.syncLockFile.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_SH) == 0)
+        let nowhere = "ipc://" + sandbox.directory.appendingPathComponent("nobody-listens").path
+        let service = SyncService(
+            configuration: try sandbox.configuration(),
+            options: SyncOptions(
+                dataEndpoint: nowhere + "-data", ackEndpoint: nowhere + "-acks", security: .insecure, timeout: 0.5,
+                stopGrace: 0.2),
+            logger: .init(label: "test"))
+        let task = Task { try await service.run() }
+        // Long enough for the sync to reach the lock while it is held (a sync gave up at once before), and well
+        // inside the 2 s it waits.
+        try await Task.sleep(for: .seconds(1))
+        #expect(flock(fd, LOCK_UN) == 0)
+        try await task.value
+        let outcome = try #require(service.outcome)
+        // It ran to its timeout (also 75), rather than being refused the home.
+        guard case .timedOut = outcome.ending else {
+            Issue.record("the sync did not run: \(outcome.ending)")
+            return
+        }
+        #expect(outcome.exitCode == 75, "\(outcome.result)")
     }
 
     @Test("records appended while sync runs are picked up; a stop request ends it gracefully")
