@@ -15,8 +15,9 @@
 ///
 /// The one lock-file type of the project: `serve`'s lock on its home and the agent's sync lock on its home (each
 /// waited for up to 2 s, as `status` takes a shared lock for an instant to read the holder; the file holds the
-/// holder's pid, which a refused taker and `status` read), and the agent's amend lock (waited for). The file is opened as every file
-/// is (SystemSupport's ``FileSystem/openFile(_:_:mode:operation:)``: a symbolic link there is refused, never followed).
+/// holder's pid, which a refused taker and `status` read), and the agent's amend lock (waited for). The file is
+/// opened as every file is (SystemSupport's ``FileSystem/openFile(_:_:mode:operation:)``: a symbolic link there is
+/// refused, never followed).
 package final class FileLock: Sendable {
     /// Why the lock was not taken.
     package enum Failure: Error, Sendable {

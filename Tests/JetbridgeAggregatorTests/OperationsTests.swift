@@ -34,7 +34,7 @@ struct OperationsTests {
         return log
     }
 
-    @Test func aSecondServeOnTheSameHomeRefusesAtOnceNamingTheHomeAndThePID() async throws {
+    @Test func aSecondServeOnTheSameHomeIsRefusedNamingTheHomeAndThePID() async throws {
         let fixture = try Fixture()
         defer { fixture.remove() }
         let home = try Self.home(fixture)
