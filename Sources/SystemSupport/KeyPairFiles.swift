@@ -88,22 +88,8 @@ package struct KeyPairFiles: Sendable {
     /// - Throws: ``Problem``, the first one found: no pair, then each file in turn (secret first), then an exposed
     ///   secret (after the reads, so a link or a directory gets its own message first).
     package func read() throws(Problem) -> (secret: String, public: String) {
-        var info = stat()
-        // Only a file that is not there is missing: one this user may not reach (`EACCES` on the directories) or a
-        // path through a file (`ENOTDIR`) is unreadable, not "no key pair" with advice to generate one.
-        var present: [Bool] = []
-        for path in [secretPath, publicPath] {
-            guard lstat(path, &info) != 0 else {
-                present.append(true)
-                continue
-            }
-            let code = errno
-            guard code == ENOENT else {
-                throw .unreadable(path, reason: String(cString: strerror(code)), owner: Self.ownerOfNearest(path))
-            }
-            present.append(false)
-        }
-        let (hasSecret, hasPublic) = (present[0], present[1])
+        let hasSecret = try Self.isPresent(secretPath)
+        let hasPublic = try Self.isPresent(publicPath)
         guard hasSecret || hasPublic else { throw .noKeyPair }
         let secret = try Self.readText(secretPath, other: publicPath, exists: hasSecret)
         let publicKey = try Self.readText(publicPath, other: secretPath, exists: hasPublic)
@@ -121,6 +107,19 @@ package struct KeyPairFiles: Sendable {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
         return info.st_mode & 0o777
+    }
+
+    /// Whether a key file is there (a link or a directory counts). Only a file that is not there is missing: one this
+    /// user may not reach (`EACCES` on the directories) or a path through a file (`ENOTDIR`) is unreadable, not "no
+    /// key pair" with advice to generate one.
+    private static func isPresent(_ path: String) throws(Problem) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) != 0 else { return true }
+        let code = errno
+        guard code == ENOENT else {
+            throw .unreadable(path, reason: String(cString: strerror(code)), owner: ownerOfNearest(path))
+        }
+        return false
     }
 
     /// The owner of the nearest directory above `path` that can be examined (for the advice of an unreadable file).
