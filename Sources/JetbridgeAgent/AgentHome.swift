@@ -105,8 +105,8 @@ extension AgentHome {
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
             try Files.io(syscall("restrict the permissions of", path: path) { chmod(path, 0o700) })
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-            for entry in entries { try tighten(path + "/" + entry) }
+            // A directory it cannot list is an error, not one left readable by others unseen.
+            for entry in try Files.entries(URL(fileURLWithPath: path)) { try tighten(path + "/" + entry) }
         case S_IFREG:
             guard info.st_mode & 0o077 != 0 else { return }
             try Files.io(syscall("restrict the permissions of", path: path) { chmod(path, info.st_mode & 0o600) })

@@ -90,11 +90,21 @@ extension CaptureService {
         // Reading changes no data, but a home an earlier version left readable by others is tightened here too.
         // A home or a queue that cannot be examined is an error, not an empty device (before, a home this user may
         // not read showed nothing held, and exit 0).
-        if try Files.isPresent(configuration.home.url) {
+        let hasHome = try Files.isPresent(configuration.home.url)
+        if hasHome {
             try configuration.home.prepare(queueDirectory: queueURL, creatingQueue: false)
         }
         let queueStatus: FileQueueStatus
         let hasQueue = try Files.isPresent(queueURL)
+        // A home that does not exist (nor a queue configured outside it) is most often a mistyped `--home`: shown as
+        // an empty device, it read `nothing captured` with exit 0 for a device that may hold records elsewhere.
+        // Capture and `keys generate` create the home; `sync` refuses it the same way.
+        guard hasHome || hasQueue else {
+            throw AgentError(
+                .noInput,
+                "no device home at \(configuration.home.url.path): nothing was captured there (check --home or JETBRIDGE_HOME; a new device's home is made by its first capture or `keys generate`)"
+            )
+        }
         if hasQueue {
             do {
                 queueStatus = try FileQueue.check(directory: queueURL).status

@@ -48,7 +48,9 @@ struct OrderLedger {
     /// The latest revision recorded for `id`, or `nil` when this device never took that order.
     func read(id: UUID) throws(AgentError) -> Order? {
         let url = file(for: id)
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        // Only a file that is not there means "never took it": one that cannot be examined is an error, not an
+        // unknown order.
+        guard try Files.isPresent(url) else { return nil }
         do {
             let order = try RecordCoding.decodeOrder(Data(contentsOf: url))
             guard order.id == id else {

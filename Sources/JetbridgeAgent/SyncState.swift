@@ -47,9 +47,10 @@ public struct SyncState: Codable, Sendable, Hashable {
 
     /// Reads the state file.
     /// - Returns: `nil` when there is no file (sync never ran).
-    /// - Throws: ``AgentError`` when the file exists but cannot be read or decoded.
+    /// - Throws: ``AgentError`` when the file exists but cannot be read or decoded, or cannot be examined (no
+    ///   permission on its directory: `FileManager.fileExists` answered that as "never synced").
     public static func load(from url: URL) throws(AgentError) -> SyncState? {
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        guard try Files.isPresent(url) else { return nil }
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601

@@ -136,6 +136,15 @@ struct ExitCodeTests {
         #expect(curve.status == 66 && curve.stderr.contains("no device home at \(mistyped.path)"), "\(curve)")
         #expect(curve.stderr.contains("check --home"), "\(curve)")
         #expect(!FileManager.default.fileExists(atPath: mistyped.path))
+        // `status` on it is the same refusal, not `nothing captured` with exit 0 (before, a crew member with a typo in
+        // --home read an empty device while the real one held records).
+        for format in [["status"], ["status", "--json"]] {
+            let status = try AgentSandbox.run(
+                AgentSandbox.executable("jetbridge-agent"), ["--home", mistyped.path] + format, in: sandbox.directory)
+            #expect(status.status == 66 && status.stderr.contains("no device home at \(mistyped.path)"), "\(status)")
+            #expect(!status.stdout.contains("nothing captured"), "\(status)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: mistyped.path))
     }
 
     @Test func aggregatorHelpHasExamplesAndExitCodes() throws {
