@@ -37,23 +37,30 @@ extension FileQueue {
         mutating func decode(_ file: FileDescriptor, at offset: Int64, bound: Int64) throws(FileQueueError)
             -> Frame.Decoded
         {
-            var refilled = false
+            // Bytes from `offset` the last refill read for (0: none yet). A frame larger than a chunk needs two: one
+            // for its header, one for all of it. Before, one refill was all a decode got, so such a frame (a record
+            // over 1 MiB, which `append` accepts up to `maxRecordSize`) read as damage and could never be read back.
+            var refilledFor = 0
             while true {
                 if bufferFile === file, offset >= bufferStart,
-                    offset + Int64(Frame.headerSize) <= bufferStart + Int64(bufferCount) || refilled
+                    offset + Int64(Frame.headerSize) <= bufferStart + Int64(bufferCount) || refilledFor > 0
                 {
                     let limit = Int(min(Int64(bufferCount), bound - bufferStart))
                     let decoded = buffer.withUnsafeBytes {
                         Frame.decode(UnsafeRawBufferPointer(rebasing: $0[0..<limit]), at: Int(offset - bufferStart))
                     }
-                    guard case .incomplete(let needed) = decoded, offset + Int64(needed) <= bound, !refilled else {
+                    // Read again only for more than the last refill had room for: `needed` grows each time, so
+                    // this ends, and a frame that stays incomplete after a read of all it needs is what it is.
+                    guard case .incomplete(let needed) = decoded, offset + Int64(needed) <= bound, needed > refilledFor
+                    else {
                         return decoded
                     }
                     try refill(file, at: offset, minimum: needed, bound: bound)
+                    refilledFor = needed
                 } else {
                     try refill(file, at: offset, minimum: Frame.headerSize, bound: bound)
+                    refilledFor = Frame.headerSize
                 }
-                refilled = true
             }
         }
 

@@ -400,7 +400,7 @@ final class SyncEngine: Sendable {
                             let read = try queue.read(
                                 from: window.nextSequence, maxRecords: configuration.sync.batchRecords,
                                 // Frame 2 adds the array's header to the records (`maxBatchRecordBytes`).
-                                maxBytes: min(configuration.sync.batchBytes, WireProtocol.maxBatchRecordBytes))
+                                maxBytes: WireProtocol.batchRecordBytes(upTo: configuration.sync.batchBytes))
                             guard !read.isEmpty else {
                                 reachedEnd = true
                                 foundEndAt = t

@@ -117,6 +117,23 @@ import Testing
         #expect(try queue.read(from: 1).first?.payload == Data())
     }
 
+    /// Records larger than the reader's 1 MiB `pread`, up to `maxRecordSize`, read back whole. Before, a frame that
+    /// did not fit the first read of its header was taken for damage, the segment "repaired" (nothing to cut) and the
+    /// read failed with `corruptQueue`: what `append` accepted could never be read.
+    @Test func recordsLargerThanOneReadComeBackWhole() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        let sizes = [(1 << 20) - 10, 1 << 20, (1 << 20) + 1, 3 << 20, 10, 16 << 20]
+        let payloads = sizes.enumerated().map { index, size in Data(repeating: UInt8(index + 1), count: size) }
+        for payload in payloads { try queue.append(payload) }
+        #expect(try readAll(queue).map(\.payload) == payloads)
+        // One at a time, each read starting where the last one stopped (the cursor) and from scratch.
+        for (index, payload) in payloads.enumerated() {
+            #expect(try queue.read(from: UInt64(index + 1), maxRecords: 1).map(\.payload) == [payload])
+        }
+        #expect(try FileQueue(directory: directory.queue).read(from: 6, maxRecords: 1).first?.payload == payloads[5])
+    }
+
     @Test func concurrentThreadsGetUniqueSequences() async throws {
         let directory = try TemporaryDirectory()
         let queue = try FileQueue(
