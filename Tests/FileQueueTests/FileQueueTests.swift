@@ -132,6 +132,12 @@ import Testing
             #expect(try queue.read(from: UInt64(index + 1), maxRecords: 1).map(\.payload) == [payload])
         }
         #expect(try FileQueue(directory: directory.queue).read(from: 6, maxRecords: 1).first?.payload == payloads[5])
+        // The read-only walk (`status`) and the check see them too, as whole records and no damage.
+        var walked: [Data] = []
+        try FileQueue.forEachRecord(directory: directory.queue) { _, payload in walked.append(Data(payload)) }
+        #expect(walked == payloads)
+        let check = try FileQueue.check(directory: directory.queue)
+        #expect(check.status.records == payloads.count && check.status.quarantined == 0 && check.problems.isEmpty)
     }
 
     @Test func concurrentThreadsGetUniqueSequences() async throws {
