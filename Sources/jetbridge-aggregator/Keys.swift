@@ -61,10 +61,17 @@ struct Devices: ParsableCommand {
             // The home first, as revoke and list check it: a missing one is exit 66 whatever the arguments.
             try Devices.requireHome(home)
             var list = try DeviceAllowlist.load(from: home.devicesFile)
+            let previous = list.devices[device]
             try list.allow(device: device, publicKey: publicKey)
             try home.create()
             try list.save(to: home.devicesFile)
-            print("allowed \(device)")
+            // Said, not silent: a second device set up under the same id (a packaged agent.json still naming
+            // cart-1) takes the first one's place on the ground.
+            if let previous, previous != list.devices[device] {
+                print("allowed \(device), replacing the key it had (\(previous.prefix(8))…): that key is refused from now on")
+            } else {
+                print("allowed \(device)")
+            }
         }
     }
 

@@ -76,7 +76,16 @@ struct AggregatorCLITests {
         let dashKey = try Self.dashKey()
         #expect(try Self.run(home + ["devices", "allow", "cart-0", "--", dashKey], in: fixture.directory).status == 0)
         #expect(try Self.run(home + ["devices", "revoke", "cart-0"], in: fixture.directory).status == 0)
+        let allowed = try Self.run(home + ["devices", "allow", "cart-1", "--", key], in: fixture.directory)
+        #expect(allowed.status == 0 && allowed.stdout == "allowed cart-1\n", "\(allowed)")
+        // Another key for an id already allowed replaces it, and says so; the same key again is no replacement.
+        let other = try CurveKeyPair.generate().publicKeyZ85
+        let replaced = try Self.run(home + ["devices", "allow", "cart-1", "--", other], in: fixture.directory)
+        #expect(replaced.status == 0 && replaced.stdout.contains("replacing the key it had"), "\(replaced)")
+        #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "cart-1\t\(other)\n")
         #expect(try Self.run(home + ["devices", "allow", "cart-1", "--", key], in: fixture.directory).status == 0)
+        let same = try Self.run(home + ["devices", "allow", "cart-1", "--", key], in: fixture.directory)
+        #expect(same.status == 0 && same.stdout == "allowed cart-1\n", "\(same)")
         #expect(try Self.run(home + ["devices", "list"], in: fixture.directory).stdout == "cart-1\t\(key)\n")
         let list = try DeviceAllowlist.load(from: AggregatorHome(directory: fixture.directory).devicesFile)
         #expect(list.byPublicKey == [key: "cart-1"])
