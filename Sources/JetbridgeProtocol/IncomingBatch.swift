@@ -148,8 +148,12 @@ public struct IncomingBatch: Sendable {
         do {
             ranges = try MessagePackStructure.arrayElements(in: body, nestingLimit: WireProtocol.recordNestingLimit + 1)
         } catch {
-            return .failure(
-                BatchRejection(status: .rejected, header: header, index: error.index ?? -1, reason: error.description))
+            // An element index past the header's count is no record of the batch: an array header that claims more
+            // elements than frame 2 holds fails at the first missing one. The batch itself is malformed then (−1):
+            // an index outside −1…count−1 is one a device ignores (docs/PROTOCOL.md, "Bounds of an ack"), so it
+            // would resend the batch unchanged on every timeout.
+            let index = error.index.flatMap { $0 < header.count ? $0 : nil } ?? -1
+            return .failure(BatchRejection(status: .rejected, header: header, index: index, reason: error.description))
         }
         guard ranges.count == header.count else {
             return .failure(

@@ -123,7 +123,7 @@ public protocol StoreWriter: StoreReader {
     func recordRejection(device: String, reason: String, at now: Date) throws
 
     /// Counts one batch answered `limited` by a limit decided outside the store (the records or bytes per second on
-    /// the network thread) against its device (docs/AGGREGATOR.md, Limits). ``apply(_:at:limits:)`` counts the
+    /// the network thread) against its device (docs/AGGREGATOR.md, "Keys and the allow list", limits). ``apply(_:at:limits:)`` counts the
     /// batches it limits itself.
     func recordLimited(device: String, reason: String, at now: Date) throws
 

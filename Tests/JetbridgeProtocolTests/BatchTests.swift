@@ -120,6 +120,24 @@ func rejection(_ result: Result<IncomingBatch, BatchRejection>) -> BatchRejectio
         #expect(found.status == .rejected && found.index == 1)
     }
 
+    /// An array header that claims more elements than frame 2 holds fails at the first missing one: that index is no
+    /// record of the batch, and a device ignores an index outside −1…count−1 (docs/PROTOCOL.md, "Bounds of an ack"),
+    /// so it would resend the batch unchanged on every timeout. The batch itself is malformed: −1, and the device
+    /// rebuilds it. Before, the answer named index 3 of a 3-record batch.
+    @Test func anArrayClaimingMoreRecordsThanItHoldsIsTheBatchsFaultNotARecords() throws {
+        let records = [encoded(.scan(scan())), encoded(.scan(scan())), encoded(.scan(scan()))]
+        let body = Data([0x94]) + records.reduce(Data(), +)  // an array of 4, holding 3
+        let header = BatchHeader(device: "cart-1", first: 1, last: 3, count: 3, crc32c: Checksum.crc32c(body))
+        let found = try #require(rejection(decode([try MessagePackEncoder().encode(header), body])))
+        #expect(found.status == .rejected && found.index == -1, "\(found)")
+        #expect(found.ack?.index == -1 && found.ack?.first == 1 && found.ack?.last == 3)
+        // A fault inside the records the header counts keeps its index.
+        let truncated = Data([0x93]) + records[0] + records[1] + records[2].dropLast()
+        let cut = BatchHeader(device: "cart-1", first: 1, last: 3, count: 3, crc32c: Checksum.crc32c(truncated))
+        let named = try #require(rejection(decode([try MessagePackEncoder().encode(cut), truncated])))
+        #expect(named.status == .rejected && named.index == 2, "\(named)")
+    }
+
     @Test func aRecordOfUnknownShapeIsNamedByIndex() throws {
         let outgoing = batch([try MessagePackEncoder().encode(["type": "refund", "id": "x"])])
         let found = try #require(rejection(decode(try outgoing.frames())))

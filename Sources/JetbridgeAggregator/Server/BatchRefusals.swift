@@ -45,7 +45,7 @@ struct BatchRefusals: Sendable {
         if log { logger.warning(warning, metadata: metadata) }
         // The answer goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
         // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
-        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, Answers).
+        // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, "Every batch gets an answer").
         let owner = (key ?? device).flatMap { $0.isEmpty ? nil : $0 }
         let answer = owner.map {
             Answer(

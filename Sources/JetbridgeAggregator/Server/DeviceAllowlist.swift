@@ -7,7 +7,7 @@ import SystemSupport
 /// The devices the aggregator admits: device id → CURVE public key (Z85), kept in `<home>/devices.json` as
 /// `{"devices":{"cart-1":"<40 characters>", …}}` and replaced atomically on every change; optionally with
 /// `"limits":{"cart-1":{"recordsPerFlight":…,"recordsPerSecond":…,"flightsPerDay":…,"bytesPerSecond":…}, "*":{…}}`
-/// (docs/AGGREGATOR.md, Limits).
+/// (docs/AGGREGATOR.md, "Keys and the allow list", limits).
 public struct DeviceAllowlist: Hashable, Sendable {
     /// Device id → public key (Z85).
     public private(set) var devices: [String: String]

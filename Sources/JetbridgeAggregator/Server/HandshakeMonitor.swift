@@ -141,7 +141,7 @@ final class HandshakeMonitor: Sendable {
             case .refusedMechanism: "refused a handshake: only CURVE clients with a key are admitted"
             case .malformed: "refused a malformed ZAP request"
             case .refusedBusy:
-                "refused a handshake: the key already holds as many connections as a key may (\(KeyConnections.perKey); see docs/AGGREGATOR.md, Limits)"
+                "refused a handshake: the key already holds as many connections as a key may (\(KeyConnections.perKey); see docs/AGGREGATOR.md, \"Keys and the allow list\", connections per key)"
             case .accepted: ""
             }
         logger.warning(

@@ -35,7 +35,7 @@ public struct ServerStatistics: Codable, Hashable, Sendable {
 
     public init() {}
 
-    /// The keys `status --json` shows under `totals` (docs/AGGREGATOR.md, "Status"); the others are for the log and
+    /// The keys `status --json` shows under `totals` (docs/AGGREGATOR.md, "status"); the others are for the log and
     /// the tests.
     enum CodingKeys: String, CodingKey {
         case storedBatches, storedRecords, newRecords, duplicateRecords, rejectedBatches, retriedBatches, transactions

@@ -379,7 +379,7 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, Limits).
+    /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, "Keys and the allow list", limits).
     ///
     /// - Throws: `DatabaseError`.
     public func recordLimited(device: String, reason: String, at now: Date = Date()) throws {
