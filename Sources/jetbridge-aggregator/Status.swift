@@ -14,7 +14,7 @@ struct Status: ParsableCommand {
         discussion: """
             Reads <home>/status.json, which serve rewrites every 2 seconds, and the home's lock, which tells whether \
             serve runs. Exit 0 when it runs, 69 when no serve runs on this home, 75 when it has just started and \
-            has not written its status yet.
+            has not written its status yet (its store is still opening).
             """)
 
     @OptionGroup var global: GroundOptions
@@ -30,7 +30,10 @@ struct Status: ParsableCommand {
                 "no jetbridge-aggregator serve is running on the home \(home.directory.path) (nothing holds \(home.directory.appendingPathComponent(HomeLock.fileName).path)); start one with `\(home.command("serve"))`"
             )
         }
-        guard let status = try ServeStatus.read(home: home) else {
+        // A status file another pid wrote is not this serve's: one killed with SIGKILL leaves its last status, and a
+        // serve started after it writes its own only once its store is open. Shown, it read as ready with the dead
+        // process's pid and counts.
+        guard let status = try ServeStatus.read(home: home), status.pid == pid else {
             throw AggregatorError(
                 .tryAgain,
                 "jetbridge-aggregator serve (pid \(pid)) is running on \(home.directory.path) but has not written its status yet; try again in a few seconds"

@@ -369,4 +369,34 @@ struct OperationsTests {
         #expect(stopped.stderr.contains("no jetbridge-aggregator serve is running"))
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent("status.json").path))
     }
+
+    /// A `serve` killed with SIGKILL leaves its last `status.json`; the next `serve` holds the lock at once but writes
+    /// its own status only once its store is open. Before, `status` showed the dead process's file in between: exit 0,
+    /// ready, its pid and counts. Now a file whose pid is not the lock holder's is not shown: 75, as before a first
+    /// status. The new holder here is this test process, which takes the home's lock as a starting `serve` does.
+    @Test func statusNeverShowsTheStatusOfAServeThatWasKilled() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let home = try Self.home(fixture)
+        let (process, _, log) = try CLI.start(home + ["serve"] + Self.anyPorts, in: fixture.directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        _ = try await Self.waitForLog(log, "aggregator serving", process: process)
+        try await waitUntil("serve writes its status") {
+            try CLI.run(home + ["status", "--json"], in: fixture.directory).status == 0
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let statusFile = fixture.directory.appendingPathComponent("status.json")
+        #expect(FileManager.default.fileExists(atPath: statusFile.path))
+        #expect(try CLI.run(home + ["status"], in: fixture.directory).status == 69)
+
+        let lock = try HomeLock(home: AggregatorHome(directory: fixture.directory))
+        defer { lock.release() }
+        for words in [["status"], ["status", "--json"]] {
+            let starting = try CLI.run(home + words, in: fixture.directory)
+            #expect(starting.status == 75, "\(words): \(starting)")
+            #expect(starting.stderr.contains("(pid \(getpid())) is running") && starting.stderr.contains("has not written its status yet"), "\(starting)")
+            #expect(!starting.stdout.contains("\(process.processIdentifier)"), "\(starting)")
+        }
+    }
 }
