@@ -25,7 +25,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
               jetbridge-aggregator --home ground serve
               jetbridge-aggregator --home ground report flights --format html
               jetbridge-aggregator --home ground receipts rebuild
-              jetbridge-aggregator store migrate --store postgres://db.example/jetbridge
+              jetbridge-aggregator store migrate --store postgres://jetbridge@db/jetbridge
 
             Exit codes (sysexits; the same as jetbridge-agent's for the same situation, docs/EXIT-CODES.md): \
             0 done, 64 usage, 65 bad input data (also a home another user owns that others may write), 66 missing \

@@ -37,7 +37,7 @@ struct StoreCommand: ParsableCommand {
 
                 Examples:
                   jetbridge-aggregator store migrate
-                  jetbridge-aggregator store migrate --store postgres://db.example/jetbridge
+                  jetbridge-aggregator store migrate --store postgres://jetbridge@db/jetbridge
 
                 In the URL, the user and the password are percent-encoded, decoded once as libpq does: write % as \
                 %25, @ as %40, : as %3A, / as %2F (better: PGPASSWORD, or ?password_file=PATH, a file only its \
