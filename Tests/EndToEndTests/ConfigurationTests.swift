@@ -130,6 +130,10 @@ struct ConfigurationTests {
     @Test("status shows queued records, set-aside records and the last sync")
     func status() throws {
         let sandbox = try AgentSandbox()
+        // No home yet (nothing captured, no keys): not an empty device, which a mistyped --home would look like.
+        let none = try sandbox.agent(["status"])
+        #expect(none.status == 66 && none.stderr.contains("no device home at \(sandbox.home.path)"), "\(none)")
+        try FileManager.default.createDirectory(at: sandbox.home, withIntermediateDirectories: false)
         let empty = try sandbox.agent(["status"])
         #expect(empty.status == 0, "\(empty)")
         #expect(empty.stdout.contains("queued          0 records"))
