@@ -71,6 +71,9 @@ extension FileQueue {
         ) throws(FileQueueError) {
             let size = max(Self.chunkSize, minimum)
             if buffer.count < size { buffer = [UInt8](repeating: 0, count: size) }
+            // Forgotten first: a read that fails part-way has overwritten some of the buffer, which must not then be
+            // decoded as the bytes it held before.
+            bufferFile = nil
             bufferCount = min(try file.read(into: &buffer, at: offset), Int(bound - offset))
             bufferFile = file
             bufferStart = offset
@@ -105,7 +108,9 @@ extension FileQueue {
     ) throws(FileQueueError) -> [Record] {
         let maxRecords = max(1, maxRecords)
         return try reader.withLock { (state) throws(FileQueueError) -> [Record] in
-            var repairs = 0
+            // Repairs per segment: damage in several segments of one read is repaired in each (a count over the
+            // whole read gave up after three segments, naming one it had never repaired).
+            var repairs: [UInt64: Int] = [:]
             while true {
                 switch try readOnce(&state, from: sequence, maxRecords: maxRecords, maxBytes: maxBytes) {
                 case .records(let records):
@@ -113,8 +118,8 @@ extension FileQueue {
                 case .damage(let segment):
                     state.cursor = nil
                     state.bufferFile = nil
-                    repairs += 1
-                    guard repairs <= 3 else {
+                    repairs[segment, default: 0] += 1
+                    guard repairs[segment, default: 0] <= 3 else {
                         throw FileQueueError(
                             .corruptQueue, "damage in this segment persists after repair; run fsck",
                             path: files.segmentPath(segment))

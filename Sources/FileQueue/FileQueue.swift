@@ -264,6 +264,17 @@ extension FileQueue {
             // Other processes may have deleted acknowledged segments since we counted.
             try reloadTail(&state)
         }
+        // The segment appends go to is never deleted, acknowledged or not: with a cap below about a segment's size it
+        // could hold the whole cap, all acknowledged, and refuse every append for good (sync had drained it, and
+        // nothing would ever rotate it away, since rotation comes after this check). Such a tail is sealed here, a
+        // new one started, and the acknowledged segments deleted, as `acknowledge` deletes them.
+        if state.sealedBytes + state.tail!.end + total > cap, state.tail!.end > 0,
+            state.tail!.lastSequence <= (try files.acknowledged())
+        {
+            try rotate(&state)
+            try files.deleteAcknowledgedSegments(through: state.tail!.lastSequence, sync: sync, hook: step)
+            try reloadTail(&state)
+        }
         let used = state.sealedBytes + state.tail!.end
         if used + total > cap {
             throw FileQueueError(

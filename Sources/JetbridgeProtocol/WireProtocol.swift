@@ -17,7 +17,8 @@ public enum WireProtocol: Sendable {
     /// The most record bytes one batch may carry: frame 2 less its array header (3 bytes for up to 10,000 records).
     public static let maxBatchRecordBytes = maxBatchBytes - 3
     /// The most record bytes a device reads from its queue for one batch, given its `sync.batchBytes` (at most
-    /// ``maxBatchBytes``): that, less frame 2's array header, so the frame it sends never exceeds ``maxBatchBytes``.
+    /// ``maxBatchBytes``): that, but never more than ``maxBatchRecordBytes``, so that frame 2 (the records behind their
+    /// array's header) never exceeds ``maxBatchBytes``. The sync loop reads with it.
     public static func batchRecordBytes(upTo batchBytes: Int) -> Int { min(batchBytes, maxBatchRecordBytes) }
     /// The largest message a device accepts from the ground (`ZMQ_MAXMSGSIZE` on its sockets): an ack is one small
     /// frame, far below this.

@@ -108,6 +108,40 @@ import Testing
         #expect(try queue.append(payload(stored, size: 100)) == UInt64(stored + 1))
     }
 
+    /// A cap below a segment's size: everything fits in the one segment appends go to, which is never deleted.
+    /// Before, once sync had acknowledged all of it, every append was still refused, for good (the tail counted
+    /// against the cap, and rotation, which would have let it go, comes after the cap's check).
+    @Test func aCapSmallerThanASegmentClearsOnceTheTailIsAcknowledged() throws {
+        let directory = try TemporaryDirectory()
+        let queue = try FileQueue(
+            directory: directory.queue, configuration: .init(segmentSize: 8192, maxTotalBytes: 3000, syncPolicy: .none))
+        var stored = 0
+        while (try? queue.append(payload(stored, size: 100))) != nil { stored += 1 }
+        #expect(stored == 3000 / 124)
+        // Partly acknowledged: still full (the unacknowledged records are kept), and nothing is lost.
+        try queue.acknowledge(through: UInt64(stored - 1))
+        #expect { try queue.append(payload(stored, size: 100)) } throws: {
+            ($0 as? FileQueueError)?.code == .sizeCapReached
+        }
+        #expect(try readAll(queue, from: UInt64(stored)).map(\.payload) == [payload(stored - 1, size: 100)])
+        // All acknowledged: the next append goes into a new segment and the old one is gone.
+        try queue.acknowledge(through: UInt64(stored))
+        #expect(try queue.append(payload(stored, size: 100)) == UInt64(stored + 1))
+        #expect(try readAll(queue, from: UInt64(stored + 1)).map(\.payload) == [payload(stored, size: 100)])
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory.queue.path).filter {
+            $0.hasSuffix(".seg")
+        }
+        #expect(segments.count == 1, "\(segments)")
+        // And it fills again up to the cap, no further.
+        var more = 1
+        while (try? queue.append(payload(stored + more, size: 100))) != nil { more += 1 }
+        #expect(more == 3000 / 124)
+        // Another process's queue sees the same (the tail, the ack position and the cap are read from disk).
+        try queue.acknowledge(through: UInt64(stored + more))
+        let other = try FileQueue(directory: directory.queue, configuration: .init(segmentSize: 8192, maxTotalBytes: 3000))
+        #expect(try other.append(payload(0, size: 100)) == UInt64(stored + more + 1))
+    }
+
     @Test func refusesBadInput() throws {
         let directory = try TemporaryDirectory()
         let queue = try FileQueue(directory: directory.queue, configuration: .init(maxRecordSize: 10))

@@ -129,6 +129,14 @@ public final class AggregatorServer: Service, Sendable {
         let allowlist = try DeviceAllowlist.load(from: home.devicesFile)
         // Before the store opens: two `serve`s on one home would share its store and receipts.
         homeLock = try HomeLock(home: home)
+        // A `status.json` left by a serve killed with SIGKILL goes now, not when this one writes its own (after its store
+        // opened): `status` also refuses a file whose pid is not the lock holder's, but not when a pid comes back (a
+        // container's serve is always pid 1).
+        do {
+            try FileSystem.unlinkIfExists(ServeStatus.url(in: home).path)
+        } catch {
+            logger.warning("cannot remove the last serve's status file: \(error); `status` reads it as not written yet")
+        }
         let storeLocation = try StoreLocation(configuration.store, home: home)
         self.storeLocation = storeLocation
         if case .postgres(_, let location) = storeLocation, !location.passedOver.isEmpty {
