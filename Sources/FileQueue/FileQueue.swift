@@ -253,6 +253,11 @@ extension FileQueue {
             try state.lock.lock(exclusive: true)
             defer { state.lock.unlock() }
             try refreshTail(&state)
+            // A sequence at or below the acknowledged position is never handed out again (``reloadTail(_:)``). The
+            // size check in ``refreshTail(_:)`` cannot see another process's repair that cut the tail back to where
+            // this writer last saw it, after records past that were read and acknowledged: this writer would number
+            // new records as already acknowledged, and they would never be sent.
+            if state.tail!.lastSequence < (try files.acknowledged()) { try reloadTail(&state) }
             try checkCap(&state, adding: Int64(total))
             return try write(&frames, sizes: sizes, &state)
         }

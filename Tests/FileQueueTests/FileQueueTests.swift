@@ -142,6 +142,25 @@ import Testing
         #expect(try other.append(payload(0, size: 100)) == UInt64(stored + more + 1))
     }
 
+    /// A long-lived writer whose tail another process cut back (a repair quarantining damaged frames) to exactly where
+    /// this writer last saw it, after the records past that point were read and acknowledged: the size matches, so the
+    /// writer's quick check saw nothing. Before, it numbered its next record 6, at or below the acknowledged position
+    /// (10): a consumer takes such a record as acknowledged and never sends it.
+    @Test func aWriterNeverNumbersARecordAtOrBelowTheAcknowledgedPosition() throws {
+        let directory = try TemporaryDirectory()
+        let writer = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        for index in 0..<5 { try writer.append(payload(index)) }
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: directory.queue.path).first { $0.hasSuffix(".seg") })
+        let path = directory.queue.appendingPathComponent(segment).path
+        let seen = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let other = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        for index in 5..<10 { try other.append(payload(index)) }
+        try other.acknowledge(through: 10)
+        #expect(truncate(path, off_t(seen)) == 0)
+        #expect(try writer.append(payload(10)) == 11)
+    }
+
     @Test func refusesBadInput() throws {
         let directory = try TemporaryDirectory()
         let queue = try FileQueue(directory: directory.queue, configuration: .init(maxRecordSize: 10))
