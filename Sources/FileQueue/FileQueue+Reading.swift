@@ -156,8 +156,11 @@ extension FileQueue {
         var offset: Int64 = 0
         var file: FileDescriptor?
         var previous: UInt64 = 0
+        // A cursor past its segment's end is stale: another process's repair cut the segment below it (and may have
+        // appended there since). Resumed, the reader would skip what lies between; it reads the segment again instead.
         if let cursor = state.cursor, cursor.nextSequence == sequence,
-            let found = firsts.firstIndex(of: cursor.segment)
+            let found = firsts.firstIndex(of: cursor.segment),
+            cursor.offset <= (found == firsts.count - 1 ? tailSize : try cursor.file.size())
         {
             index = found
             offset = cursor.offset

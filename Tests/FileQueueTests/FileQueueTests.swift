@@ -161,6 +161,33 @@ import Testing
         #expect(try writer.append(payload(10)) == 11)
     }
 
+    /// A reader's cursor left past the end of a segment that another process's repair cut back, and then appended
+    /// to: before, the reader resumed at its old offset, past the new records, and returned none of them.
+    @Test func aReaderWhoseSegmentWasCutBelowItsCursorReadsItAgain() throws {
+        let directory = try TemporaryDirectory()
+        let reader = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        for index in 0..<10 { try reader.append(payload(index, size: 100)) }
+        #expect(try reader.read(from: 1, maxRecords: 100).count == 10)
+        // Records 9 and 10, the tail's end, go bad on disk; another process's open cuts them off (quarantined) and
+        // appends one record, which ends before the reader's cursor.
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: directory.queue.path).first { $0.hasSuffix(".seg") })
+        let file = try FileHandle(forUpdating: directory.queue.appendingPathComponent(segment))
+        for record in [8, 9] {
+            try file.seek(toOffset: UInt64(record * (24 + 100) + 24 + 10))
+            try file.write(contentsOf: Data("X".utf8))
+        }
+        try file.close()
+        let repairer = try FileQueue(directory: directory.queue, configuration: .init(syncPolicy: .none))
+        let new = try repairer.append(payload(100, size: 100))
+        #expect(new > 10)
+        let size = try #require(
+            try FileManager.default.attributesOfItem(atPath: directory.queue.appendingPathComponent(segment).path)[.size]
+                as? Int)
+        #expect(size < 10 * (24 + 100), "the segment was not cut below the cursor: \(size) bytes")
+        #expect(try reader.read(from: 11, maxRecords: 100).map(\.payload) == [payload(100, size: 100)])
+    }
+
     @Test func refusesBadInput() throws {
         let directory = try TemporaryDirectory()
         let queue = try FileQueue(directory: directory.queue, configuration: .init(maxRecordSize: 10))
