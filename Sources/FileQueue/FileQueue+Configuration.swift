@@ -56,9 +56,15 @@ extension FileQueue {
             self._stepHook = nil
         }
 
+        /// The largest ``segmentSize``.
+        public static let maxSegmentSize = 256 << 20
+
         func validate() throws(FileQueueError) {
-            guard segmentSize > Frame.headerSize else {
-                throw FileQueueError(.invalidConfiguration, "segmentSize must be at least 25 bytes")
+            // A segment grows to twice this (or one larger record), and a repair covers damaged bytes with a skip frame
+            // whose length is a payload length (at most 1 GiB): segments stay well under that.
+            guard segmentSize > Frame.headerSize, segmentSize <= Self.maxSegmentSize else {
+                throw FileQueueError(
+                    .invalidConfiguration, "segmentSize must be 25 bytes to \(Self.maxSegmentSize) (256 MiB)")
             }
             guard maxRecordSize >= 0, maxRecordSize <= Frame.maxPayloadLength else {
                 throw FileQueueError(

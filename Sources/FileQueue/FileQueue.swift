@@ -189,7 +189,16 @@ extension FileQueue {
                 .corruptQueue, "a segment named after the next sequence already holds data; run fsck",
                 path: file.path, sequence: first)
         }
-        if sync { try state.directory.sync() }
+        if sync {
+            do {
+                try state.directory.sync()
+            } catch {
+                // The caller undoes what its call wrote, and this segment is not its tail yet: it goes here, or the
+                // failed call would leave an empty segment (a gap in the sequences, with nothing quarantined).
+                try? FileSystem.unlinkIfExists(file.path)
+                throw error
+            }
+        }
         step("rotate.created")
         state.sealedBytes += old.end
         state.tail = Tail(first: first, file: file, end: 0, lastSequence: first &- 1)

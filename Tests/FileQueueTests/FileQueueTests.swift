@@ -195,6 +195,11 @@ import Testing
         #expect { try queue.append(contentsOf: [Data]()) } throws: { ($0 as? FileQueueError)?.code == .emptyBatch }
         #expect(try queue.append(Data()) == 1)
         #expect(try queue.read(from: 1).first?.payload == Data())
+        for size in [24, FileQueue.Configuration.maxSegmentSize + 1] {
+            #expect {
+                try FileQueue(directory: directory.url.appendingPathComponent("other"), configuration: .init(segmentSize: size))
+            } throws: { ($0 as? FileQueueError)?.code == .invalidConfiguration }
+        }
     }
 
     /// Records larger than the reader's 1 MiB `pread`, up to `maxRecordSize`, read back whole. Before, a frame that
