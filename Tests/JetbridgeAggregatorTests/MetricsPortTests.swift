@@ -182,6 +182,35 @@ struct MetricsPortTests {
         #expect(large?.hasPrefix("HTTP/1.1 400") == true, "\(String(describing: large?.prefix(40)))")
     }
 
+    /// A request that asks to switch protocols (`Upgrade`, as curl's h2c does, or `CONNECT`) made NIO's decoder stop
+    /// parsing and keep every byte that followed, unread: a client that then streamed data grew the process's memory
+    /// without bound, before anyone signed in. Now the request is answered (the `Upgrade` one) and the connection
+    /// closes, reading nothing more meanwhile: the flood stops at the kernel's buffers.
+    @Test func aRequestToSwitchProtocolsIsAnsweredAndTheFloodAfterItIsNotRead() async throws {
+        let server = try Self.server(HTTPLimits())
+        defer { server.shutdown() }
+        let endpoint = server.endpoint
+        let flood = [UInt8](repeating: 0x61, count: 64 << 20)
+        for request in [
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n",
+            "CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n",
+        ] {
+            let (answer, sent) = try await onOwnThread { () throws -> (String?, Int) in
+                let connection = try RawTCP(endpoint)
+                defer { connection.close() }
+                try connection.send(request)
+                let answer = request.hasPrefix("GET") ? try connection.readResponse() : nil
+                return (answer, connection.sendAll(flood, stallAfter: .seconds(2)))
+            }
+            if request.hasPrefix("GET") {
+                #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(String(describing: answer?.prefix(60)))")
+                #expect(answer?.lowercased().contains("connection: close") == true, "\(String(describing: answer))")
+            }
+            // The kernel's buffers on both sides take a few MB; before, all 64 MB went into the server's memory.
+            #expect(sent < 24 << 20, "\(request.prefix(8)): \(sent) bytes taken after the request")
+        }
+    }
+
     /// `count` pipelined GETs of `path`, keep-alive.
     static func pipelined(_ path: String, count: Int) -> [UInt8] {
         Array(String(repeating: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: count).utf8)

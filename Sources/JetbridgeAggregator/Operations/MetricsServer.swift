@@ -214,7 +214,14 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         switch unwrapInboundIn(data) {
-        case .head(let request):
+        case .head(var request):
+            // A request that asks to switch protocols (an `Upgrade` header, such as curl's h2c, or `CONNECT`) makes
+            // NIO's decoder stop parsing and keep every byte that follows, unread and unbounded: it is answered as
+            // any request, then the connection closes, and nothing more is read from it meanwhile.
+            if request.method == .CONNECT || request.headers.contains(name: "Upgrade") {
+                request.headers.replaceOrAdd(name: "Connection", value: "close")
+                context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+            }
             head = request
             body = []
             // A body announced over the limit is refused before any of it is read.
