@@ -115,10 +115,27 @@ extension Validation {
     }
 
     /// `text` with every character ``isForbidden(_:)`` refuses written as `\u{202E}` (``InertText/escape(_:)``), so
-    /// that a message quoting refused text stays inert itself.
+    /// that a message quoting refused text stays inert itself; at most its first ``maxQuotedScalars`` Unicode scalars,
+    /// with `…` when cut. Callers cut what they quote to a number of characters, but one character (a grapheme) can
+    /// hold millions of scalars, such as a letter followed by zero-width joiners: quoted whole, a 16 MiB device id
+    /// became a 45 MB message.
     public static func visible(_ text: some StringProtocol) -> String {
-        InertText.escape(String(text))
+        var quoted = String.UnicodeScalarView()
+        var count = 0
+        var cut = false
+        for scalar in text.unicodeScalars {
+            guard count < maxQuotedScalars else {
+                cut = true
+                break
+            }
+            quoted.append(scalar)
+            count += 1
+        }
+        return InertText.escape(String(quoted)) + (cut ? "…" : "")
     }
+
+    /// The most Unicode scalars ``visible(_:)`` quotes.
+    public static let maxQuotedScalars = 200
 
     /// What kind of character `scalar` is, for messages.
     static func kind(of scalar: Unicode.Scalar) -> String {

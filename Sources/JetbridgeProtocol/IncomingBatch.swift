@@ -276,10 +276,24 @@ public struct BatchRejection: Error, Hashable, Sendable, CustomStringConvertible
 
     public init(status: Ack.Status, header: BatchHeader?, index: Int, reason: String) {
         self.status = status
-        self.header = header
+        // What the device sent comes back bounded (docs/PROTOCOL.md, "Every batch gets an answer"): a header's device
+        // id that is no device id is echoed as its first ``maxEchoedDeviceScalars`` Unicode scalars, and a reason is
+        // at most ``maxReasonScalars``, escaped. Before, a 16 MiB id of zero-width joiners (one grapheme, so a
+        // `prefix(64)` of it kept all of it) came back in an ack of 61 MB, a log line and `status.json`.
+        self.header = header.map { header in
+            var bounded = header
+            bounded.device = Ack.bounded(header.device, scalars: Self.maxEchoedDeviceScalars)
+            return bounded
+        }
         self.index = index
-        self.reason = InertText.escape(reason)
+        self.reason = Ack.bounded(
+            InertText.escape(Ack.bounded(reason, scalars: Self.maxReasonScalars)), scalars: Self.maxReasonScalars)
     }
+
+    /// The most Unicode scalars of a header's `device` an answer echoes.
+    public static let maxEchoedDeviceScalars = 256
+    /// The most Unicode scalars of a reason the ground sends.
+    public static let maxReasonScalars = 1_000
 
     static func malformed(_ header: BatchHeader?, _ reason: String) -> BatchRejection {
         BatchRejection(status: .rejected, header: header, index: -1, reason: reason)

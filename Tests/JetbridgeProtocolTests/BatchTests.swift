@@ -138,6 +138,27 @@ func rejection(_ result: Result<IncomingBatch, BatchRejection>) -> BatchRejectio
         #expect(named.status == .rejected && named.index == 2, "\(named)")
     }
 
+    /// What a device sent comes back bounded. A device id of one letter and 100,000 zero-width joiners is one
+    /// character, so the messages' `prefix(64)` kept all of it: escaped, it came back in an ack of about 1 MB (a
+    /// 16 MiB frame made 61 MB), which no device takes (acks are under 64 KiB), and in a log line and `status.json`.
+    @Test func deviceTextEchoedInAnAnswerIsBounded() throws {
+        let joined = "a" + String(repeating: "\u{200D}", count: 100_000)
+        let header = BatchHeader(device: joined, first: 1, last: 1, count: 1, crc32c: Checksum.crc32c(Data([0x90])))
+        let refused = try #require(rejection(decode([try MessagePackEncoder().encode(header), Data([0x90])], as: nil)))
+        let ack = try #require(refused.ack)
+        #expect(try WireCoding.encode(ack).count < 8 << 10)
+        #expect(ack.device.unicodeScalars.count <= BatchRejection.maxEchoedDeviceScalars + 1)
+        #expect(refused.reason.unicodeScalars.count <= BatchRejection.maxReasonScalars + 1)
+        #expect(ack.device.unicodeScalars.starts(with: "a\u{200D}\u{200D}".unicodeScalars))
+        // A key of 60,000 NULs present twice in a record: the reason quotes a bounded piece of it.
+        let key = String(repeating: "\u{0}", count: 60_000)
+        var record = Data([0x82])
+        for _ in 0..<2 { record += Data([0xda, 0xea, 0x60]) + Data(key.utf8) + Data([0xc0]) }
+        let named = try #require(rejection(decode(try batch([record]).frames())))
+        #expect(named.index == 0 && named.reason.unicodeScalars.count <= BatchRejection.maxReasonScalars + 1)
+        #expect(try WireCoding.encode(try #require(named.ack)).count < 8 << 10, "\(named.reason.prefix(200))")
+    }
+
     @Test func aRecordOfUnknownShapeIsNamedByIndex() throws {
         let outgoing = batch([try MessagePackEncoder().encode(["type": "refund", "id": "x"])])
         let found = try #require(rejection(decode(try outgoing.frames())))

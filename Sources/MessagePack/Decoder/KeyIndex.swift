@@ -103,7 +103,14 @@ extension KeyIndex {
     ) throws(ReadFailure) {
         let count = entries.count
         func duplicate(_ entry: Entry) -> ReadFailure {
-            let name = entry.length < 0 ? String(entry.key) : "\"\(text(of: entry, in: reader))\""
+            // A key is quoted up to 64 Unicode scalars: the message goes into acks and logs, and a key may be MBs.
+            let name: String
+            if entry.length < 0 {
+                name = String(entry.key)
+            } else {
+                let key = text(of: entry, in: reader).unicodeScalars
+                name = "\"\(String(String.UnicodeScalarView(key.prefix(64))))\(key.count > 64 ? "…" : "")\""
+            }
             return .duplicateKey(name, mapOffset: mapOffset)
         }
         if count <= 16 {
