@@ -190,9 +190,12 @@ extension CaptureService {
         // A record past the queue's acknowledged position may have been acknowledged already (acks come in any
         // order): it has when `delivered/` holds it, a scan by its id, an order at its revision or a later one. An
         // amendment queued after its order was acknowledged is not delivered until its own revision is.
+        // An order retention released is delivered too, at the revision released: before, a set-aside older revision
+        // of an order released since read as not delivered, and the verdict went back to NOT SAFE.
+        let released = archive.releasedRevisions(confirmations)
         func delivered(_ record: RecordIdentity) -> Bool {
             record.isOrder
-                ? (held.orders[record.id].map { $0.revision >= record.revision } ?? false)
+                ? max(held.orders[record.id]?.revision ?? 0, released[record.id] ?? 0) >= record.revision
                 : held.scans[record.id] != nil
         }
         let setAsideSequences = try SetAside.sequences(in: configuration.home)

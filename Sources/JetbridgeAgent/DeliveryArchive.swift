@@ -350,7 +350,13 @@ struct DeliveryArchive {
             }
             holdings[flight]?.summary.merge(released)
         }
-        for (id, order) in orders {
+        // An order in a file at a revision retention already released (or older than one it released) is counted
+        // by that release's summary: the ground holds it once, at that revision. It is in a file again when it was
+        // acknowledged again after the release: a set-aside older revision resent (`set-aside resend`), a record
+        // both queued and set aside by a crash. Counted twice, its flight was asked with one record more than the
+        // ground holds, answered `mismatch` every time, and never confirmed again.
+        let released = releasedRevisions(confirmations)
+        for (id, order) in orders where (released[id] ?? 0) < order.revision {
             holdings[order.flight, default: Holding()].add(id: id, payload: order.payload) {
                 $0.add(order: id, revision: order.revision)
             }
@@ -404,6 +410,18 @@ struct DeliveryArchive {
 
     /// Keeps what is stored: passed the subscript with a default, it stores the default only when the key is new.
     private static func keepFirst<Value>(_ stored: inout Value) {}
+
+    /// Each order's newest revision in a released summary (``Confirmation/releasedOrders``), whichever flight.
+    func releasedRevisions(_ confirmations: [String: Confirmation]) -> [UUID: Int] {
+        var released: [UUID: Int] = [:]
+        for confirmation in confirmations.values {
+            for (id, revision) in confirmation.releasedOrders ?? [:] {
+                guard let uuid = UUID(uuidString: id) else { continue }
+                released[uuid] = max(released[uuid] ?? 0, revision)
+            }
+        }
+        return released
+    }
 
     /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
     private func newestRevisions(_ orders: [UUID: Held.Order], _ confirmations: [String: Confirmation]) -> [UUID: Int] {

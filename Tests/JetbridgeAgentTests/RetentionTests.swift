@@ -242,6 +242,33 @@ struct RetentionTests {
         #expect(archive.holdings()[flight]?.summary == (try Self.groundSummary(sent, flight: flight)))
     }
 
+    /// An order released by retention at revision 2, then its revision 1 acknowledged again (a set-aside older
+    /// revision resent with `set-aside resend`: the ground answers it `stored` as a duplicate, and sync appends it to
+    /// the flight's file). The ground holds the order once, at revision 2; so must the summary. Before, it counted
+    /// the order twice, every ask was answered `mismatch`, and the flight was never confirmed again.
+    @Test func anOlderRevisionAcknowledgedAgainAfterItsOrderWasReleasedIsNotCountedTwice() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = "ZA101/2026-11-21"
+        let id = UUID()
+        var sent = [try Self.order(id, revision: 2, flight: flight)] + (try Self.scans(2, flight: flight))
+        try archive.append(sent)
+        let held = try #require(archive.holdings()[flight]?.summary)
+        try archive.confirm(flight: flight, summary: held, bytes: archive.bytes(flight: flight))
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 0, maxBytes: 1 << 30)) == [flight])
+
+        let older = try Self.order(id, revision: 1, flight: flight)
+        try archive.append([older])
+        sent.append(older)
+        let summary = try #require(archive.holdings()[flight]?.summary)
+        #expect(summary == (try Self.groundSummary(sent, flight: flight)))
+        #expect(summary.count == 3 && summary == held)
+        // The same revision acknowledged again is not a second record either.
+        try archive.append([try Self.order(id, revision: 2, flight: flight)])
+        #expect(archive.holdings()[flight]?.summary == held)
+    }
+
     /// A crash inside a release: the marks saved as pending, then (or not yet) the flight's file renamed aside. Each
     /// state reads whole: not released while the file is in place, released once it was renamed; records acknowledged
     /// after the crash build on the confirmed summary either way, and the next retention pass tidies up.
