@@ -29,6 +29,8 @@ internal import MessagePack
 package struct RecordDecoder: Sendable {
     /// The deepest nesting of arrays and maps accepted, counting the record's own map as the first level.
     package var nestingLimit = WireProtocol.recordNestingLimit
+    /// The most entries a map may hold (`MessagePackDecoder.maxMapEntries`, as the ground sets it).
+    package var maxMapEntries = WireProtocol.maxMapEntries
     /// Also check strings and timestamps under keys a record does not read, as `MessagePackStructure.arrayElements`
     /// checks every element of frame 2. Off by default, to match `MessagePackDecoder`, which checks only their
     /// structure.
@@ -74,6 +76,7 @@ package struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader()
         try checkDepth(0, at: mapOffset, [])
+        try checkEntries(count, at: mapOffset, [])
         let kind = try recordKind(reader, count: count, mapOffset: mapOffset)
         switch kind {
         case .order: return .order(try readOrder(&reader, count: count, mapOffset: mapOffset, cache: &cache))
@@ -93,6 +96,7 @@ package struct RecordDecoder: Sendable {
             let mapOffset = reader.offset
             let count = try reader.readMapHeader()
             try checkDepth(0, at: mapOffset, [])
+            try checkEntries(count, at: mapOffset, [])
             let kind = try recordKind(reader, count: count, mapOffset: mapOffset)
             let wanted = Field.id.bit | Field.flight.bit | (kind == .order ? Field.revision.bit : 0)
             var seen: UInt32 = 0
@@ -380,6 +384,7 @@ package struct RecordDecoder: Sendable {
         let mapOffset = reader.offset
         let count = try reader.readMapHeader(codingPath: path())
         try checkDepth(depth, at: mapOffset, path())
+        try checkEntries(count, at: mapOffset, path())
         try readEntries(&reader, count: count, fields: fields, mapOffset: mapOffset, depth: depth, path(), readField)
     }
 
@@ -429,6 +434,12 @@ package struct RecordDecoder: Sendable {
         if seen != required {
             let absent = required & ~seen
             throw missing(Field(bit: absent & (~absent &+ 1)), path())
+        }
+    }
+
+    func checkEntries(_ count: Int, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws {
+        guard count <= maxMapEntries else {
+            throw MessagePackReader.tooManyEntriesError(count, at: offset, limit: maxMapEntries, codingPath: path())
         }
     }
 

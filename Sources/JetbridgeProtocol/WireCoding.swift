@@ -15,8 +15,15 @@ public enum WireCoding: Sendable {
 
     /// Decodes an ack or a hello from one frame, with a small nesting limit (these are flat maps).
     public static func decode<T: Decodable>(_ type: T.Type, from frame: Data) throws -> T {
+        try decoder.decode(type, from: frame)
+    }
+
+    /// The decoder of frame 1 and of every message on the ack channel: flat maps, so four levels and
+    /// ``WireProtocol/maxMapEntries`` entries a map.
+    static var decoder: MessagePackDecoder {
         var decoder = MessagePackDecoder()
         decoder.nestingLimit = 4
-        return try decoder.decode(type, from: frame)
+        decoder.maxMapEntries = WireProtocol.maxMapEntries
+        return decoder
     }
 }

@@ -23,6 +23,10 @@ public enum WireProtocol: Sendable {
     /// The largest message a device accepts from the ground (`ZMQ_MAXMSGSIZE` on its sockets): an ack is one small
     /// frame, far below this.
     public static let maxAckMessageBytes = 64 << 10
+    /// The most entries of one map the ground reads, in a record, a batch header or a message on the ack channel (a
+    /// record's map has 9, a header's 6): past it the map is refused whole, unread. Unknown keys are skipped, but
+    /// millions of them cost the reader far more memory than their bytes (docs/PROTOCOL.md).
+    public static let maxMapEntries = 64
     /// The nesting limit for decoding records from the wire: a record nests four levels deep, so 32 is generous.
     public static let recordNestingLimit = 32
     /// Where an aggregator's data (`PULL`) socket binds and a device sends, when neither is configured.

@@ -44,6 +44,10 @@ public struct MessagePackDecoder: Sendable {
 
     /// The deepest nesting of arrays and maps accepted, in typed and in `MessagePackValue` decoding; 512 by default.
     public var nestingLimit: Int = 512
+    /// The most entries a map read by a keyed container may hold; no limit by default. A keyed container indexes a
+    /// map's keys (24 bytes each, and a sorted copy to find one present twice): a map of millions of tiny entries
+    /// costs many times its bytes. Readers of small messages from peers they do not trust set it.
+    public var maxMapEntries: Int = .max
     /// How dates are decoded; the timestamp extension by default.
     public var dateDecodingStrategy: DateDecodingStrategy = .timestamp
     /// How keys are matched; exactly by default.

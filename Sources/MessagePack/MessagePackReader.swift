@@ -184,6 +184,14 @@ public struct MessagePackReader {
         ReadFailure.duplicateKey("\"\(key)\"", mapOffset: mapOffset).decodingError(codingPath)
     }
 
+    /// The error `MessagePackDecoder` throws for a map at `offset` of `count` entries, over its `maxMapEntries`
+    /// (`limit`), for a decoder in this package that reads maps itself.
+    package static func tooManyEntriesError(_ count: Int, at offset: Int, limit: Int, codingPath: [any CodingKey])
+        -> DecodingError
+    {
+        ReadFailure.tooManyEntries(count, at: offset, limit: limit).decodingError(codingPath)
+    }
+
     /// The error `MessagePackDecoder` throws for an array or map at `offset` nested deeper than `limit` levels, for
     /// a decoder in this package that counts its depth itself.
     package static func nestingError(at offset: Int, limit: Int, codingPath: [any CodingKey]) -> DecodingError {

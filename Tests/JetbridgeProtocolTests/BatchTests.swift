@@ -159,6 +159,44 @@ func rejection(_ result: Result<IncomingBatch, BatchRejection>) -> BatchRejectio
         #expect(try WireCoding.encode(try #require(named.ack)).count < 8 << 10, "\(named.reason.prefix(200))")
     }
 
+    /// A map of more than `WireProtocol.maxMapEntries` (64) entries is refused unread, in a record, a header and a
+    /// message on the ack channel: unknown keys are skipped, but indexing millions of them (24 bytes each, and a sorted
+    /// copy to find a key present twice) cost about 400 MB for one 16 MiB frame. 64 entries still pass.
+    @Test func aMapOfTooManyEntriesIsRefusedUnread() throws {
+        func map(_ base: [String: Any], extra: Int) -> Data {
+            var bytes = Data([0xde, UInt8((base.count + extra) >> 8), UInt8((base.count + extra) & 0xff)])
+            for (key, value) in base {
+                bytes += try! MessagePackEncoder().encode(key)
+                if let text = value as? String { bytes += try! MessagePackEncoder().encode(text) }
+                if let number = value as? Int { bytes += try! MessagePackEncoder().encode(number) }
+                if let data = value as? Data { bytes += data }
+            }
+            for index in 0..<extra { bytes += try! MessagePackEncoder().encode("x\(index)") + Data([0xc0]) }
+            return bytes
+        }
+        // A record: a scan with unknown keys added.
+        let scanBytes = encoded(.scan(scan()))
+        let fields = try MessagePackDecoder().decode([String: MessagePackValue].self, from: scanBytes)
+        var record = Data([0xde, 0x00, UInt8(fields.count + 64 - fields.count + 1)])
+        for (key, value) in fields {
+            record += try MessagePackEncoder().encode(key) + (try MessagePackEncoder().encode(value))
+        }
+        for index in 0..<(64 - fields.count + 1) { record += try MessagePackEncoder().encode("x\(index)") + Data([0xc0]) }
+        let refused = try #require(rejection(decode(try batch([record]).frames())))
+        #expect(refused.index == 0 && refused.reason.contains("65 entries; at most 64"), "\(refused)")
+        // At the limit it is read (the unknown keys skipped).
+        record.removeLast(Data("x\(64 - fields.count)".utf8).count + 2)
+        record[2] = UInt8(64)
+        #expect(throws: Never.self) { try decode(try batch([record]).frames()).get() }
+        // A header, and a hello.
+        let header = map(["v": 1, "device": "cart-1", "first": 1, "last": 1, "count": 1], extra: 60)
+        let frames = [header + Data(), Data([0x90])]
+        let unread = try #require(rejection(decode(frames)))
+        #expect(unread.status == .rejected && unread.reason.contains("entries"), "\(unread)")
+        let hello = map(["v": 1, "type": "hello", "device": "cart-1"], extra: 62)
+        #expect(throws: DecodingError.self) { try WireCoding.decode(Hello.self, from: hello) }
+    }
+
     @Test func aRecordOfUnknownShapeIsNamedByIndex() throws {
         let outgoing = batch([try MessagePackEncoder().encode(["type": "refund", "id": "x"])])
         let found = try #require(rejection(decode(try outgoing.frames())))

@@ -30,6 +30,10 @@ extension DecoderImpl {
             throw error.decodingError(path(depth: depth, parentKey: parent?.key))
         }
         try checkNesting(depth: depth, at: start)
+        guard count <= options.maxMapEntries else {
+            throw ReadFailure.tooManyEntries(count, at: start, limit: options.maxMapEntries).decodingError(
+                path(depth: depth, parentKey: parent?.key))
+        }
         return (count, first, Swift.min(count, (reader.count - first) / 2))
     }
 

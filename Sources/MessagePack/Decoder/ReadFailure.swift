@@ -29,6 +29,11 @@ extension ReadFailure {
         .corrupted("Duplicate key \(name) in the map at offset \(mapOffset)")
     }
 
+    /// A map at `offset` with more entries than the decoder's `maxMapEntries`.
+    static func tooManyEntries(_ count: Int, at offset: Int, limit: Int) -> ReadFailure {
+        .corrupted("The map at offset \(offset) has \(count) entries; at most \(limit) are read")
+    }
+
     /// A container at `offset` past the nesting limit.
     static func tooDeep(at offset: Int, limit: Int) -> ReadFailure {
         .corrupted("Nesting too deep at offset \(offset): more than \(limit) levels of arrays and maps")
