@@ -346,7 +346,7 @@ public final class AggregatorServer: Service, Sendable {
     var services: [any Service] {
         var services: [any Service] = []
         if let metricsServer {
-            services.append(MetricsService(server: metricsServer) { [self] method, path in answer(method, path) })
+            services.append(MetricsService(server: metricsServer))
         }
         if let consoleServer { services.append(ConsoleService(server: consoleServer)) }
         if let flightBags { services.append(FlightBagsService(reader: flightBags)) }
@@ -372,6 +372,11 @@ public final class AggregatorServer: Service, Sendable {
         }
         var failure: (any Error)?
         if start {
+            // The HTTP endpoints answer from here, before the line that says `serve` is serving: they answered 503
+            // `starting` until their services had started in the group, a moment after it, and a client that went by
+            // the line (a script, a test) met that.
+            metricsServer?.start { [self] method, path in answer(method, path) }
+            consoleServer?.start()
             logger.info(
                 "aggregator serving",
                 metadata: [

@@ -112,10 +112,9 @@ struct FlightBagsService: Service, CustomStringConvertible {
 struct MetricsService: Service, CustomStringConvertible {
     var description: String { "metrics (the HTTP endpoint)" }
     let server: MetricsServer
-    let responder: MetricsServer.Responder
 
     func run() async throws {
-        server.start(responder)
+        // Answering since ``AggregatorServer/run()`` started it, before it logged `aggregator serving`.
         // Until graceful shutdown or cancellation; then the listening socket closes.
         try? await gracefulShutdown()
         let server = server
@@ -123,14 +122,14 @@ struct MetricsService: Service, CustomStringConvertible {
     }
 }
 
-/// The operator's console (``ConsoleServer``, bound by the builder): answers from its start in the group until its
-/// shutdown, just before the metrics endpoint's.
+/// The operator's console (``ConsoleServer``, bound by the builder, started by ``AggregatorServer/run()``): answers
+/// until its shutdown, just before the metrics endpoint's.
 struct ConsoleService: Service, CustomStringConvertible {
     var description: String { "console (the console's HTTP endpoint)" }
     let server: ConsoleServer
 
     func run() async throws {
-        server.start()
+        // Answering since ``AggregatorServer/run()`` started it, before it logged `aggregator serving`.
         try? await gracefulShutdown()
         let server = server
         await runOnOwnThread("jb-console-stop") { server.shutdown() }
