@@ -254,6 +254,11 @@ struct ConsoleSignInTests {
         #expect(out.status == 303 && out.headers["location"] == "/sign-in?signed-out=1")
         #expect(out.headers["set-cookie"] == "jetbridge_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
         Self.expectSecured(out, "a sign-out")
+        // The endpoint's own answers carry them too: a body over the limit (413) is answered by the HTTP layer, not
+        // the console's pages (before, without them).
+        let tooLarge = try await Self.get(console, "/devices", ["Content-Length: 100000"])
+        #expect(tooLarge.status == 413, "\(tooLarge.status)")
+        Self.expectSecured(tooLarge, "a 413")
         let form = try await Self.get(console, "/sign-in?signed-out=1")
         #expect(form.status == 200 && form.body.contains("You are signed out."))
         // The signed-out cookie is refused like none: the form for a page, 401 for the API.

@@ -61,12 +61,13 @@ final class ConsoleServer: Sendable {
     ///   - token: The operators' token (``ConsoleToken/load(in:made:)``).
     ///   - limits: The bounds on clients (the metrics endpoint's, and a sign-in form's body of at most 4 KiB).
     ///   - logger: Where the connection cap biting and wrong tokens are logged.
-    /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:)``.
+    /// - Throws: ``AggregatorError`` as ``MetricsServer/init(endpoint:limits:name:logger:finishing:)``.
     init(
         endpoint: String, store: any ConsoleReading, warmStore: (any ConsoleReading)? = nil, home: AggregatorHome,
         insecure: Bool, token: ConsoleToken, limits: HTTPLimits = ConsoleServer.limits, logger: Logger
     ) throws {
-        http = try MetricsServer(endpoint: endpoint, limits: limits, name: "console", logger: logger)
+        http = try MetricsServer(
+            endpoint: endpoint, limits: limits, name: "console", logger: logger, finishing: ConsolePage.secured)
         signIn = ConsoleSignIn(token: token, logger: logger)
         self.endpoint = http.endpoint
         pool = NIOThreadPool(numberOfThreads: Self.readThreads)

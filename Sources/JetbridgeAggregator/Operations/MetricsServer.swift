@@ -87,11 +87,14 @@ final class MetricsServer: Sendable {
     ///   - limits: The bounds on clients (`serve` takes the defaults; tests make them small).
     ///   - name: The endpoint in errors and logs (`metrics endpoint`, `console`).
     ///   - logger: Where the connection cap biting is logged.
+    ///   - finishing: Applied to every answer this endpoint writes, its own too (503 `starting`, 413, 500): the
+    ///     console's security headers.
     /// - Throws: ``AggregatorError`` `.dataError` for a malformed endpoint, `.unavailable` when it cannot be
     ///   bound (in use, no such address).
     init(
         endpoint: String, limits: HTTPLimits = HTTPLimits(), name: String = "metrics endpoint",
-        logger: Logger = Logger(label: "jetbridge-aggregator")
+        logger: Logger = Logger(label: "jetbridge-aggregator"),
+        finishing: @escaping @Sendable (Response) -> Response = { $0 }
     ) throws {
         let (host, port) = try Self.parse(endpoint, what: "the \(name)")
         let answering = Locked<Answering?>(nil)
@@ -129,7 +132,7 @@ final class MetricsServer: Sendable {
                     try pipeline.addHandler(HTTPInputWatch(connection), position: .first)
                     let pipelining = try pipeline.handler(type: HTTPServerPipelineHandler.self)
                     try pipeline.addHandler(HTTPRequestWatch(connection), position: .before(pipelining))
-                    try pipeline.addHandler(HTTPHandler(answering: answering, maxBodyBytes: limits.maxRequestBodyBytes))
+                    try pipeline.addHandler(HTTPHandler(answering: answering, maxBodyBytes: limits.maxRequestBodyBytes, finishing: finishing))
                 }
             }
         do {
@@ -206,9 +209,16 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// A whole request that waits for the output to drain.
     private var waiting: (head: HTTPRequestHead, body: [UInt8])?
 
-    init(answering: Locked<MetricsServer.Answering?>, maxBodyBytes: Int?) {
+    /// Applied to every answer written (``MetricsServer/init(endpoint:limits:name:logger:finishing:)``).
+    private let finishing: @Sendable (MetricsServer.Response) -> MetricsServer.Response
+
+    init(
+        answering: Locked<MetricsServer.Answering?>, maxBodyBytes: Int?,
+        finishing: @escaping @Sendable (MetricsServer.Response) -> MetricsServer.Response
+    ) {
         self.answering = answering
         self.maxBodyBytes = maxBodyBytes
+        self.finishing = finishing
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -298,6 +308,7 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private func write(_ response: MetricsServer.Response, to request: HTTPRequestHead, context: ChannelHandlerContext) {
         guard context.channel.isActive else { return }
+        let response = finishing(response)
         let body = context.channel.allocator.buffer(string: response.body)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
