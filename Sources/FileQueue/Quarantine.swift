@@ -27,35 +27,52 @@ struct QuarantineEntry: Equatable {
     var nextSequence: UInt64
     var rawLength: Int
     var rawCRC: UInt32
+    /// Whether the raw bytes still match `rawCRC`.
+    var intact = true
 }
 
 struct QuarantineFile {
     static let name = "quarantine"
 
-    /// The valid entries and the offset after the last one (a torn entry at the end is ignored).
+    /// The entries and the offset after the last one (a torn entry at the end is ignored).
+    ///
+    /// An entry whose header checks out counts, its raw bytes damaged or not: the header alone says where it was
+    /// and which sequences it bounds. Bytes that are no entry header (damage inside the file) are stepped over to the
+    /// next header that checks out. Before, the first bad entry read as the file's end, and the next append cut every
+    /// entry after it: the only copies of those damaged records, and the sequence bounds a tail's reload needs.
     static func read(_ path: String) throws(FileQueueError) -> (entries: [QuarantineEntry], validEnd: Int64) {
         guard let file = try FileDescriptor.openIfExists(path, O_RDONLY) else { return ([], 0) }
         let bytes = try file.readAll(to: try file.size())
         return bytes.withUnsafeBytes { buffer in
             var entries: [QuarantineEntry] = []
             var offset = 0
-            while isEntryHeader(buffer, offset) {
+            var end = 0
+            while offset + QuarantineEntry.headerSize <= buffer.count {
+                guard isEntryHeader(buffer, offset) else {
+                    offset += 1
+                    continue
+                }
                 let header = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + QuarantineEntry.headerSize])
                 let rawLength = Int(Frame.load32(header, 4))
-                guard offset + QuarantineEntry.headerSize + rawLength <= buffer.count else { break }
-                let raw = UnsafeRawBufferPointer(
-                    rebasing: buffer[
-                        (offset + QuarantineEntry.headerSize)..<(offset + QuarantineEntry.headerSize + rawLength)])
+                // Cut short: an entry a crash tore at the end.
+                let entryEnd = offset + QuarantineEntry.headerSize + rawLength
+                guard entryEnd <= buffer.count else { break }
                 let rawCRC = Frame.load32(header, 40)
-                guard crc32c(raw) == rawCRC else { break }
+                let intact =
+                    crc32c(UnsafeRawBufferPointer(rebasing: buffer[(offset + QuarantineEntry.headerSize)..<entryEnd]))
+                    == rawCRC
+                // The last entry with bad raw bytes is torn too (a crash before its sync: the repair it was for has
+                // not happened), so the next append writes it again; one inside the file is kept as it is.
+                if !intact && entryEnd == buffer.count { break }
                 entries.append(
                     QuarantineEntry(
                         segment: Frame.load64(header, 8), offset: Int64(Frame.load64(header, 16)),
                         previousSequence: Frame.load64(header, 24), nextSequence: Frame.load64(header, 32),
-                        rawLength: rawLength, rawCRC: rawCRC))
-                offset += QuarantineEntry.headerSize + rawLength
+                        rawLength: rawLength, rawCRC: rawCRC, intact: intact))
+                offset = entryEnd
+                end = offset
             }
-            return (entries, Int64(offset))
+            return (entries, Int64(end))
         }
     }
 
@@ -77,7 +94,8 @@ struct QuarantineFile {
         let rawCRC = raw.withUnsafeBytes { crc32c($0) }
         let (entries, validEnd) = try read(path)
         if entries.contains(where: {
-            $0.segment == segment && $0.offset == offset && $0.rawLength == raw.count && $0.rawCRC == rawCRC
+            $0.intact && $0.segment == segment && $0.offset == offset && $0.rawLength == raw.count
+                && $0.rawCRC == rawCRC
         }) {
             return
         }

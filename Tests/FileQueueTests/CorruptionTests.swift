@@ -58,6 +58,40 @@ import Testing
         }
     }
 
+    /// Damage inside the quarantine file itself: one entry's header goes bad. Before, the file read as ending there,
+    /// and the next repair's entry was written in its place, cutting every entry after it: the only copies of those
+    /// damaged records. Now the entries after it are kept and counted, and the new one goes after them.
+    @Test func damageInOneQuarantineEntryKeepsTheEntriesAfterIt() throws {
+        let directory = try TemporaryDirectory()
+        let pristine = try Self.pristine(directory)
+        let segments = try segmentFiles(pristine)
+        // Damage in three sealed segments, found one read at a time.
+        func damage(_ segment: URL, at offset: Int) throws {
+            var bytes = try Data(contentsOf: segment)
+            bytes[offset] ^= 0xFF
+            try bytes.write(to: segment)
+        }
+        let queue = try FileQueue(directory: pristine, configuration: Self.configuration)
+        try damage(segments[0], at: 100)
+        try damage(segments[1], at: 100)
+        _ = try readAll(queue)
+        #expect(try queue.status().quarantined == 2)
+        let quarantine = pristine.appendingPathComponent("quarantine")
+        let sizeBefore = try Data(contentsOf: quarantine).count
+        // The first entry's header goes bad (its segment field).
+        var entries = try Data(contentsOf: quarantine)
+        entries[9] ^= 0xFF
+        try entries.write(to: quarantine)
+        #expect(try FileQueue.check(directory: pristine).status.quarantined == 1)
+        // The next repair appends after the entry that is still whole.
+        try damage(segments[2], at: 100)
+        let records = try readAll(FileQueue(directory: pristine, configuration: Self.configuration))
+        Self.expectOriginals(records)
+        #expect(records.count == Self.count - 3)
+        #expect(try FileQueue.check(directory: pristine).status.quarantined == 2)
+        #expect(try Data(contentsOf: quarantine).count > sizeBefore, "entries were cut")
+    }
+
     @Test func readerRepairsDamageInSealedSegmentsItMeets() throws {
         let directory = try TemporaryDirectory()
         let pristine = try Self.pristine(directory)
