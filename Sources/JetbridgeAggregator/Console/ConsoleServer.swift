@@ -124,7 +124,15 @@ final class ConsoleServer: Sendable {
             return eventLoop.makeSucceededFuture(
                 .init(status: .notFound, body: "not found; the console's pages are /, /devices, /bag and /receipt\n"))
         }
-        return pool.runIfActive(eventLoop: eventLoop) { api.answer(request) }
+        // Queued for the two read threads without a bound on how many: a client that asks and goes away (a script
+        // with a short timeout, in a loop) left reads of up to a second each that ran for nobody, and the console
+        // answered no one else meanwhile. A read starts only while its client still waits.
+        return pool.runIfActive(eventLoop: eventLoop) {
+            guard request.isWanted() else {
+                return MetricsServer.Response(status: .serviceUnavailable, body: "the client has gone\n")
+            }
+            return api.answer(request)
+        }
     }
 
     /// Stops answering, closes the socket, the pool and the console's store readers; blocks until done.

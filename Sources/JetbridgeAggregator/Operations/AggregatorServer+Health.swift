@@ -11,18 +11,28 @@ extension AggregatorServer {
     /// Why the server is not ready to take batches, or nil when it is: both sockets bound (from start until a stop
     /// begins), no store call overdue (one waiting more than 10 s: a frozen PostgreSQL server, a file system that
     /// stopped answering), the last store transaction committed (a failed one makes it unready until the next
-    /// commit), and the store file and its directory writable.
+    /// commit), and the store file and its directory writable (as the status thread last found them: see
+    /// ``checkWritable()``).
     public func readiness() -> String? {
         if stoppingOrFinished { return "stopping: the sockets are closing" }
         if let overdue = store.overdue() { return overdue }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
-        guard case .sqlite(let url) = storeLocation else { return nil }
+        return notWritable.withLock { $0 }
+    }
+
+    /// Finds whether the SQLite store and its directory are writable, for ``readiness()``. `access(2)` on a file
+    /// system that stopped answering blocks: run on the status thread (every 2 s, and once before the endpoints
+    /// answer), never on the metrics endpoint's one thread, where `/readyz` and every scrape asked it before.
+    func checkWritable() {
+        guard case .sqlite(let url) = storeLocation else { return }
         let path = url.path
+        var problem: String?
         for (what, file) in [("store", path), ("store's directory", (path as NSString).deletingLastPathComponent)]
         where access(file, W_OK) != 0 {
-            return "the \(what) \(file) is not writable: \(String(cString: strerror(errno)))"
+            problem = "the \(what) \(file) is not writable: \(String(cString: strerror(errno)))"
+            break
         }
-        return nil
+        notWritable.withLock { $0 = problem }
     }
 
     /// The Prometheus text exposition of this server's metrics, sampled now; never calls the store (it runs on the

@@ -31,6 +31,7 @@ extension AggregatorServer {
         let url = ServeStatus.url(in: home)
         var failedBefore = false
         while !stopped() {
+            checkWritable()
             // The one store reading `status` and `/metrics` show, taken here on a thread of its own.
             if let pending = try? store.dirtyReceiptCount() { receiptsPending.withLock { $0 = pending } }
             let now = Date()

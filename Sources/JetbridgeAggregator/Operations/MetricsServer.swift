@@ -34,6 +34,9 @@ final class MetricsServer: Sendable {
         var body: [UInt8]
         /// The client's `IP:PORT`, for logs.
         var client: String
+        /// Whether the client's connection is still open: a slow answer (the console's store reads, queued for its
+        /// read threads) asks before it starts, so that one nobody waits for any more costs nothing.
+        var isWanted: @Sendable () -> Bool = { true }
 
         init(method: HTTPMethod, uri: String, headers: HTTPHeaders = [:], body: [UInt8] = [], client: String = "-") {
             self.method = method
@@ -288,10 +291,11 @@ private final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             return
         }
         let client = context.channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "-"
-        let future = answering.respond(
-            MetricsServer.Request(
-                method: request.method, uri: request.uri, headers: request.headers, body: body, client: client),
-            context.eventLoop)
+        var incoming = MetricsServer.Request(
+            method: request.method, uri: request.uri, headers: request.headers, body: body, client: client)
+        let channel = context.channel
+        incoming.isWanted = { channel.isActive }
+        let future = answering.respond(incoming, context.eventLoop)
         // Mostly completed already (the metrics); the console's complete on a pool thread and hop back here.
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         future.hop(to: context.eventLoop).whenComplete { result in

@@ -79,6 +79,8 @@ public final class AggregatorServer: Service, Sendable {
     /// `/metrics` and `status` show this value. Nothing on the metrics server's event loop may call the store:
     /// PostgreSQL's calls wait on a future, which SwiftNIO forbids on an event loop (a scrape crashed `serve`).
     let receiptsPending = Locked<Int?>(nil)
+    /// Why the SQLite store or its directory is not writable, as the status thread last found (``checkWritable()``).
+    let notWritable = Locked<String?>(nil)
     /// The fleet of each flight announced in the last ``FleetFlightCounts/window`` (devices by state), as the status
     /// thread last read it: `status` and `/metrics` show it (nil until it could).
     let fleet = Locked<[FleetFlightCounts]?>(nil)
@@ -375,6 +377,7 @@ public final class AggregatorServer: Service, Sendable {
             // The HTTP endpoints answer from here, before the line that says `serve` is serving: they answered 503
             // `starting` until their services had started in the group, a moment after it, and a client that went by
             // the line (a script, a test) met that.
+            checkWritable()
             metricsServer?.start { [self] method, path in answer(method, path) }
             consoleServer?.start()
             logger.info(
