@@ -17,6 +17,14 @@ extension AggregatorServer {
         if stoppingOrFinished { return "stopping: the sockets are closing" }
         if let overdue = store.overdue() { return overdue }
         if let problem = storeProblem.withLock({ $0 }) { return problem }
+        // A check that has not come back: `access(2)` blocked on a file system that stopped answering (the status
+        // thread waits in it, and its last finding would say writable for ever).
+        if let started = writableCheckStarted.withLock({ $0 }) {
+            let waited = ContinuousClock.now - started
+            if waited > .seconds(10) {
+                return "checking that the store is writable has waited \(waited.components.seconds) s (more than 10 s): its file system is not answering"
+            }
+        }
         return notWritable.withLock { $0 }
     }
 
@@ -25,6 +33,8 @@ extension AggregatorServer {
     /// answer), never on the metrics endpoint's one thread, where `/readyz` and every scrape asked it before.
     func checkWritable() {
         guard case .sqlite(let url) = storeLocation else { return }
+        writableCheckStarted.withLock { $0 = ContinuousClock.now }
+        defer { writableCheckStarted.withLock { $0 = nil } }
         let path = url.path
         var problem: String?
         for (what, file) in [("store", path), ("store's directory", (path as NSString).deletingLastPathComponent)]

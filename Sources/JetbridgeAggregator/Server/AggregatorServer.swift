@@ -81,6 +81,8 @@ public final class AggregatorServer: Service, Sendable {
     let receiptsPending = Locked<Int?>(nil)
     /// Why the SQLite store or its directory is not writable, as the status thread last found (``checkWritable()``).
     let notWritable = Locked<String?>(nil)
+    /// When the status thread's writability check began, while it runs (``checkWritable()``).
+    let writableCheckStarted = Locked<ContinuousClock.Instant?>(nil)
     /// The fleet of each flight announced in the last ``FleetFlightCounts/window`` (devices by state), as the status
     /// thread last read it: `status` and `/metrics` show it (nil until it could).
     let fleet = Locked<[FleetFlightCounts]?>(nil)
