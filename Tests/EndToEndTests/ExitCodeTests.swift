@@ -176,7 +176,9 @@ struct StatusWhileSyncingTests {
         // Less than the 10 s between the running sync's later state writes: only a write at start shows in time.
         let deadline = Date().addingTimeInterval(8)
         var status = try sandbox.agent(["status"])
-        while !status.stdout.contains("running"), Date() < deadline {
+        // The state's own words: "(sync pid N running)" shows once the sync holds the home, a moment before it wrote
+        // its first state (a loaded full run stopped waiting there and read "never").
+        while !status.stdout.contains("running: "), Date() < deadline {
             usleep(50_000)
             status = try sandbox.agent(["status"])
         }
