@@ -341,7 +341,8 @@ struct DeliveryArchive {
         for flight in held.flights { holdings[flight] = Holding(wholeBytes: held.wholeBytes[flight]) }
         // Records retention released are still the ground's: the flight's summary starts from theirs, less the
         // orders amended since (the ground holds those at their new revision, counted below or under another flight).
-        let newest = newestRevisions(orders, confirmations)
+        let releasedOrders = releasedRevisions(confirmations)
+        let newest = newestRevisions(orders, released: releasedOrders)
         for (flight, confirmation) in confirmations {
             guard var released = confirmation.released, holdings[flight] != nil else { continue }
             for (id, revision) in confirmation.releasedOrders ?? [:] {
@@ -355,8 +356,7 @@ struct DeliveryArchive {
         // acknowledged again after the release: a set-aside older revision resent (`set-aside resend`), a record
         // both queued and set aside by a crash. Counted twice, its flight was asked with one record more than the
         // ground holds, answered `mismatch` every time, and never confirmed again.
-        let released = releasedRevisions(confirmations)
-        for (id, order) in orders where (released[id] ?? 0) < order.revision {
+        for (id, order) in orders where (releasedOrders[id] ?? 0) < order.revision {
             holdings[order.flight, default: Holding()].add(id: id, payload: order.payload) {
                 $0.add(order: id, revision: order.revision)
             }
@@ -424,15 +424,8 @@ struct DeliveryArchive {
     }
 
     /// Each order's newest revision the ground acknowledged: held in a file or in a released summary.
-    private func newestRevisions(_ orders: [UUID: Held.Order], _ confirmations: [String: Confirmation]) -> [UUID: Int] {
-        var newest = orders.mapValues(\.revision)
-        for confirmation in confirmations.values {
-            for (id, revision) in confirmation.releasedOrders ?? [:] {
-                guard let uuid = UUID(uuidString: id) else { continue }
-                newest[uuid] = max(newest[uuid] ?? 0, revision)
-            }
-        }
-        return newest
+    private func newestRevisions(_ orders: [UUID: Held.Order], released: [UUID: Int]) -> [UUID: Int] {
+        orders.mapValues(\.revision).merging(released, uniquingKeysWith: max)
     }
 
     /// One flight's acknowledged records: their summary and their bytes (each order's highest revision, each scan).
@@ -599,7 +592,7 @@ struct DeliveryArchive {
         }.sorted { $0.1 < $1.1 }
         var released: [String] = []
         let orders = held.orders
-        let newest = newestRevisions(orders, all)
+        let newest = newestRevisions(orders, released: releasedRevisions(all))
         for (flight, confirmedAt, size) in candidates {
             guard expired(confirmedAt) || total > retention.maxBytes else { continue }
             guard var confirmation = all[flight] else { continue }
