@@ -232,7 +232,12 @@ extension CaptureService {
             let confirmation = confirmations[flight]
             let held = holdings[flight]?.summary ?? DeliverySummary()
             let released = confirmation?.releasedAt != nil && holdings[flight] == nil
-            let confirmed = released || (confirmation?.summary == held && held.count > 0)
+            // A flight whose file holds only orders amended into other flights since holds nothing the ground counts
+            // under it (those orders are delivered or not under their new flights): nothing of it waits for a
+            // confirmation. Before, it read `NOT SAFE TO HAND BACK: <flight> delivered and confirmed` until retention
+            // released its file.
+            let emptied = holdings[flight] != nil && held.count == 0
+            let confirmed = released || emptied || (confirmation?.summary == held && held.count > 0)
             let acknowledgedCount = released ? confirmation!.count : held.count
             var missing: [String] = []
             if !unacknowledged.isEmpty { missing.append("\(unacknowledged.count) not acknowledged yet: run sync") }
@@ -250,7 +255,11 @@ extension CaptureService {
                 acknowledged: acknowledgedCount, unacknowledged: unacknowledged.count,
                 setAside: refused.count, confirmed: confirmed && unacknowledged.isEmpty,
                 confirmedAt: confirmed ? confirmation?.confirmedAt : nil,
-                verdict: missing.isEmpty ? "delivered and confirmed" : missing.joined(separator: ", "))
+                verdict: !missing.isEmpty
+                    ? missing.joined(separator: ", ")
+                    : emptied
+                        ? "nothing left to deliver: its orders were amended into other flights"
+                        : "delivered and confirmed")
         }
     }
 }

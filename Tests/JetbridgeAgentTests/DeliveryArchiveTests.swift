@@ -266,4 +266,39 @@ struct DeliveryArchiveTests {
         #expect(status.flights.first?.unacknowledged == 2)
         #expect(status.verdict.contains("2 not acknowledged yet"), "\(status.verdict)")
     }
+
+    /// An order amended into another flight leaves its first flight's file holding nothing the ground counts under
+    /// that flight. Before, `status` read `NOT SAFE TO HAND BACK: <flight> delivered and confirmed` for it until
+    /// retention released the file: a verdict that contradicted itself and kept a delivered device from being handed
+    /// back.
+    @Test func aFlightWhoseOrdersAllMovedToAnotherFlightWaitsForNothing() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let home = AgentHome(url: fixture.url.appendingPathComponent("home"))
+        let menu = fixture.url.appendingPathComponent("menu.plist")
+        try PropertyListEncoder().encode(Inventory.example).write(to: menu)
+        let configuration = AgentConfiguration(
+            home: home, file: nil, device: "cart-1", flight: .example, queueDirectory: home.defaultQueueDirectory,
+            queueMaxBytes: nil, inventory: .file(menu),
+            ground: .init(data: "tcp://127.0.0.1:1", acks: "tcp://127.0.0.1:2", serverPublicKey: nil),
+            sync: .init(batchRecords: 10, batchBytes: 1 << 20, window: 1, ackTimeoutSeconds: 1))
+        let archive = DeliveryArchive(home: home)
+        let id = UUID()
+        try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0])])
+        try archive.append([try Self.order(id, revision: 2, flight: Self.flights[1])])
+        let service = CaptureService(configuration: configuration, logger: Logger(label: "test"))
+
+        // The order's new flight is not confirmed yet: that flight, and only it, is open.
+        let waiting = try service.status()
+        #expect(waiting.verdict.hasPrefix("NOT SAFE TO HAND BACK: \(Self.flights[1]) "), "\(waiting.verdict)")
+        #expect(!waiting.verdict.contains(Self.flights[0]), "\(waiting.verdict)")
+        let emptied = try #require(waiting.flights.first { $0.flight == Self.flights[0] })
+        #expect(emptied.confirmed && emptied.captured == 0)
+        #expect(emptied.verdict == "nothing left to deliver: its orders were amended into other flights")
+
+        let held = try #require(archive.holdings()[Self.flights[1]])
+        try archive.confirm(flight: Self.flights[1], summary: held.summary, bytes: archive.bytes(flight: Self.flights[1]))
+        let status = try service.status()
+        #expect(status.verdict == "all delivered and confirmed: safe to hand back", "\(status.verdict)")
+    }
 }
