@@ -122,9 +122,11 @@ struct DeliveryArchive {
     /// queue (it is acknowledged past them only once they are durable here) and come again.
     /// The torn tails cut are added to `tails.cut`, also when a later write of the same call fails, for the sync to
     /// log.
+    /// - Returns: The flights whose files it appended to.
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
-    func append(_ payloads: [Data], tails: inout TailChecks) throws(AgentError) {
-        guard !payloads.isEmpty else { return }
+    @discardableResult
+    func append(_ payloads: [Data], tails: inout TailChecks) throws(AgentError) -> Set<String> {
+        guard !payloads.isEmpty else { return [] }
         // Each flight's frames, in arrival order. A batch's records mostly share one flight, so the frames of the
         // flight at hand grow in `frames` and go back into the table only when the flight changes: one lookup per
         // run of a flight, not one per record.
@@ -184,6 +186,7 @@ struct DeliveryArchive {
             }
         }
         try Files.syncDirectory(directory)
+        return Set(byFlight.keys)
     }
 
     /// What a sync found at the ends of the flights' files: the flights it has checked for a torn end, and the torn

@@ -46,6 +46,9 @@ struct DeliveryConfirmer: Sendable {
         var resends = 0
         /// The ground's count in its last `mismatch`.
         var groundCount: Int?
+        /// When asked again because records of the flight were acknowledged after the summary was computed: when
+        /// the asking began (the ``waited`` clock), so the give-up wait goes on from there.
+        var reaskedSince: Double?
     }
 
     /// What the loop does after an answer.
@@ -55,6 +58,9 @@ struct DeliveryConfirmer: Sendable {
         case confirmed(flight: String, summary: DeliverySummary)
         /// Append the flight's acknowledged records to the queue again.
         case resend(flight: String, groundCount: Int)
+        /// The answer counts records acknowledged after the summary was computed: the flight is asked again with
+        /// the new summary, and nothing is sent again.
+        case askAgain(flight: String, groundCount: Int)
         case gaveUp(flight: String, reason: String)
     }
 
@@ -87,7 +93,7 @@ struct DeliveryConfirmer: Sendable {
     mutating func refresh(held: [String: DeliverySummary]) {
         for (flight, summary) in held {
             guard var entry = flights[flight], entry.summary == summary || entry.state == .resending else {
-                flights[flight] = Flight(summary: summary, state: .unasked)
+                flights[flight] = Flight(summary: summary, state: .unasked, reaskedSince: flights[flight]?.reaskedSince)
                 continue
             }
             if entry.state == .resending || entry.state == .confirmed { entry.state = .unasked }
@@ -116,11 +122,12 @@ struct DeliveryConfirmer: Sendable {
             guard var entry = flights[flight] else { continue }
             switch entry.state {
             case .unasked where !canSend:
-                entry.state = .asking(since: waited, at: -.infinity, asks: 0)
+                entry.state = .asking(since: entry.reaskedSince ?? waited, at: -.infinity, asks: 0)
             case .unasked:
-                entry.state = .asking(since: waited, at: t, asks: 1)
+                entry.state = .asking(since: entry.reaskedSince ?? waited, at: t, asks: 1)
                 due.append((flight, entry.summary, 1))
             case .asking(let since, _, _) where waited - since >= limits.giveUp:
+                entry.reaskedSince = nil
                 entry.state = .gaveUp(
                     reached
                         ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
@@ -136,7 +143,12 @@ struct DeliveryConfirmer: Sendable {
     }
 
     /// Applies the ground's answer.
-    mutating func apply(_ answer: SummaryAnswer, now t: Double) -> Action {
+    /// - Parameter changedSinceAsked: Records of the flight were acknowledged after the summary asked was computed.
+    ///   The ground may count them already, so an answer that differs asks again with the new summary (until the
+    ///   give-up wait ends) instead of sending the whole flight again: before, a capture acknowledged while its
+    ///   flight's summary was out (scans at arrival while sync runs) made the device send every record of the flight
+    ///   again, up to ``Limits/maxResends`` times.
+    mutating func apply(_ answer: SummaryAnswer, now t: Double, changedSinceAsked: Bool = false) -> Action {
         guard var entry = flights[answer.flight], case .asking(let since, _, let asks) = entry.state else {
             return .none
         }
@@ -144,10 +156,17 @@ struct DeliveryConfirmer: Sendable {
         switch answer.status {
         case .confirmed where answer.held == entry.summary:
             entry.state = .confirmed
+            entry.reaskedSince = nil
             return .confirmed(flight: answer.flight, summary: entry.summary)
+        case .confirmed where changedSinceAsked, .mismatch where changedSinceAsked:
+            entry.groundCount = answer.held?.count ?? 0
+            entry.state = .unasked
+            entry.reaskedSince = since
+            return .askAgain(flight: answer.flight, groundCount: entry.groundCount ?? 0)
         case .confirmed, .mismatch:
             let count = answer.held?.count ?? 0
             entry.groundCount = count
+            entry.reaskedSince = nil
             guard entry.resends < limits.maxResends else {
                 let reason =
                     "the ground holds \(count) of this device's \(entry.summary.count) records of the flight (or other revisions) after \(entry.resends) resends"

@@ -103,6 +103,9 @@ final class SyncEngine: Sendable {
         /// Something was acknowledged since the flights' summaries were last computed.
         var holdingsStale = true
         var holdings: [String: DeliveryArchive.Holding] = [:]
+        /// The flights with records acknowledged since `holdings` was computed: a summary asked from it may be
+        /// answered with records the device had not counted yet (``handleSummaryAnswer(_:from:device:queue:)``).
+        var appendedSinceHoldings: Set<String> = []
         /// Flights whose file in `delivered/` this sync has checked for a torn end, and the ends cut
         /// (``DeliveryArchive/append(_:tails:)``, ``DeliveryArchive/sizeToConfirm(flight:wholeBytes:tails:)``).
         var tails = DeliveryArchive.TailChecks()
@@ -693,6 +696,7 @@ final class SyncEngine: Sendable {
                 holdings = archive.holdings()
                 confirmer.refresh(held: holdings.mapValues(\.summary))
                 holdingsStale = false
+                appendedSinceHoldings = []
             }
             let usable = peers.indices.filter { ground.isUsable($0) }
             let state: DeliveryConfirmer.Ground = !usable.isEmpty ? .usable : groundReached ? .lost : .unreached
@@ -732,7 +736,7 @@ final class SyncEngine: Sendable {
                 return
             }
             ground.answered(by: index)
-            switch confirmer.apply(answer, now: now()) {
+            switch confirmer.apply(answer, now: now(), changedSinceAsked: appendedSinceHoldings.contains(answer.flight)) {
             case .none: break
             case .confirmed(let flight, let summary):
                 // The file's size, when nothing was appended since the summary was computed from it (a torn end
@@ -761,6 +765,10 @@ final class SyncEngine: Sendable {
                     }
                 }
                 statistics.resentForProof += payloads.count
+            case .askAgain(let flight, let groundCount):
+                logger.info(
+                    "the ground holds \(groundCount) records of \(flight)\(from), counting some acknowledged since it was asked; asking again"
+                )
             case .gaveUp(let flight, let reason):
                 logger.warning("\(flight) is not confirmed: \(reason)")
             }
@@ -839,7 +847,7 @@ final class SyncEngine: Sendable {
             case .stored:
                 // Logged also when a later write of the append fails.
                 defer { logCutTails() }
-                try archive.append(payloads ?? [], tails: &tails)
+                appendedSinceHoldings.formUnion(try archive.append(payloads ?? [], tails: &tails))
             case .setAside(let record, let reason):
                 try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
             default: break

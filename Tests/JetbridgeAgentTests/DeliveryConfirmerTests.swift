@@ -164,4 +164,46 @@ struct DeliveryConfirmerTests {
         #expect(reason.contains("forbidden") && reason.contains("by the test"))
         #expect(confirmer.isSettled)
     }
+
+    /// A record of the flight acknowledged while its summary was out (a scan at arrival while sync runs): the ground
+    /// may count it, so its answer differs from the summary asked. The flight is asked again with the new summary,
+    /// nothing is sent again, and the give-up wait goes on from the first ask (asking again cannot go on for ever).
+    /// Before, every such answer sent the whole flight again.
+    @Test func anAnswerCountingRecordsAcknowledgedSinceTheAskAsksAgainInsteadOfResending() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(10)])
+        #expect(confirmer.due(now: 0).map(\.asks) == [1])
+        #expect(
+            confirmer.apply(Self.answer(.mismatch, held: Self.summary(11)), now: 1, changedSinceAsked: true)
+                == .askAgain(flight: Self.flight, groundCount: 11))
+        #expect(!confirmer.isResending && !confirmer.isSettled)
+        // The summary computed again counts the record: asked at once, and confirmed.
+        confirmer.refresh(held: [Self.flight: Self.summary(11)])
+        #expect(confirmer.due(now: 2).map(\.summary) == [Self.summary(11)])
+        #expect(
+            confirmer.apply(Self.answer(.confirmed, held: Self.summary(11)), now: 2.1)
+                == .confirmed(flight: Self.flight, summary: Self.summary(11)))
+
+        // Records acknowledged on and on: asked again each time, and given up once the wait from the first ask ends.
+        confirmer.refresh(held: [Self.flight: Self.summary(12)])
+        _ = confirmer.due(now: 10)
+        for (step, count) in (13...15).enumerated() {
+            let t = 10 + 20 * Double(step + 1)
+            #expect(
+                confirmer.apply(Self.answer(.mismatch, held: Self.summary(count)), now: t, changedSinceAsked: true)
+                    == .askAgain(flight: Self.flight, groundCount: count))
+            confirmer.refresh(held: [Self.flight: Self.summary(count)])
+            _ = confirmer.due(now: t)
+        }
+        #expect(!confirmer.isSettled)
+        _ = confirmer.due(now: 71)
+        #expect(confirmer.isSettled && confirmer.confirmedFlights.isEmpty)
+        #expect(confirmer.unconfirmed[Self.flight]?.contains("did not answer") == true)
+        // Unchanged since the ask, the same answer sends the flight again, as before.
+        confirmer.refresh(held: [Self.flight: Self.summary(16)])
+        _ = confirmer.due(now: 100)
+        #expect(
+            confirmer.apply(Self.answer(.mismatch, held: Self.summary(15)), now: 101, changedSinceAsked: false)
+                == .resend(flight: Self.flight, groundCount: 15))
+    }
 }
