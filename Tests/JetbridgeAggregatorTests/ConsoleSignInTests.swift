@@ -246,6 +246,14 @@ struct ConsoleSignInTests {
             #expect(page.body.contains(#"<form method="post" action="/sign-out">"#), "\(path) has no sign-out form")
         }
         #expect(try await Self.get(console, "/api/devices", ["Cookie: jetbridge_console=\(first)"]).status == 200)
+        // Behind a proxy that asks for its own password (`auth_basic`) and passes its `Authorization: Basic …` on,
+        // the cookie still decides; a Bearer token, when sent, decides instead.
+        let basic = "Authorization: Basic \(Data("ops:secret".utf8).base64EncodedString())"
+        #expect(try await Self.get(console, "/devices", [basic, "Cookie: jetbridge_console=\(first)"]).status == 200)
+        #expect(try await Self.get(console, "/devices", [basic]).status == 303)
+        #expect(
+            try await Self.get(console, "/api/devices", ["Authorization: Bearer wrong", "Cookie: jetbridge_console=\(first)"])
+                .status == 401)
 
         // Signing out: the cookie cleared, the browser sent to the form; GET changes nothing.
         #expect(try await Self.get(console, "/sign-out", ["Cookie: jetbridge_console=\(first)"]).status == 405)

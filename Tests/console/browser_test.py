@@ -278,6 +278,11 @@ def main():
         wait_until("the bag", lambda: browser.find_element(By.CSS_SELECTOR, "td.missing").text == "missing")
         browser.get(base + "/bag?tag=" + tags[0])
         wait_until("an arrived bag", lambda: browser.find_element(By.CSS_SELECTOR, "td.arrived").text == "arrived")
+        # Weights are pounds (docs/PROTOCOL.md), as `report luggage` labels them; the page said kg.
+        headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "main th")]
+        assert "Weight (lb)" in headers and not any("kg" in h for h in headers), headers
+        cells = browser.find_elements(By.CSS_SELECTOR, "main tbody tr td")
+        assert cells[headers.index("Weight (lb)")].text in ("20.5", "20.50"), [c.text for c in cells]
         no_csp_violation("the bag lookup")
 
         # 5. A receipt from the database.

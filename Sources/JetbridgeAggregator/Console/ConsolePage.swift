@@ -270,7 +270,7 @@ struct ConsolePage {
               sel.value = d.status;
               f.append(el("input", { type: "hidden", name: "flight", value: s.flight }), sel, el("button", { type: "submit", text: "Show" }));
               out.push(f);
-              out.push(table(["Tag id", "Owner", "Weight (kg)", "Status", "Last scan", "Where", "By"],
+              out.push(table(["Tag id", "Owner", "Weight (lb)", "Status", "Last scan", "Where", "By"],
                 d.bags.map((x) => el("tr", { cls: x.status === "missing" ? "problem" : null },
                   el("td", { cls: "mono" }, el("a", { href: "/bag?tag=" + x.tag, text: x.tag })), el("td", { cls: "nw", text: x.owner + (x.ownerConflict ? " (owners differ)" : "") }),
                   el("td", { cls: "n", text: x.weight.toFixed(1) }), statusCell(x.status), el("td", { cls: "time", text: time(x.lastScanAt) }),
@@ -314,7 +314,7 @@ struct ConsolePage {
             return ["/api/bag?" + params.toString(), (d) => {
               const out = [el("h1", { text: "Bag lookup" }), f];
               if (!d.bags.length) { out.push(el("p", { cls: "muted", text: "No bag with tag id " + d.tag + "." })); return out; }
-              out.push(table(["Flight", "Tag id", "Owner", "Weight (kg)", "Status", "Departed", "Arrived", "Last scan", "Where", "By"],
+              out.push(table(["Flight", "Tag id", "Owner", "Weight (lb)", "Status", "Departed", "Arrived", "Last scan", "Where", "By"],
                 d.bags.map((x) => el("tr", { cls: x.status === "missing" ? "problem" : null },
                   el("td", { cls: "id" }, el("a", { href: "/flight?flight=" + encodeURIComponent(x.flight), text: x.flight })),
                   el("td", { cls: "mono", text: x.tag }), el("td", { cls: "nw", text: x.owner }), el("td", { cls: "n", text: x.weight.toFixed(1) }),

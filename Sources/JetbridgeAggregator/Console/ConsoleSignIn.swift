@@ -42,7 +42,11 @@ struct ConsoleSignIn: Sendable {
             } else {
                 offered = ("authorization", "")
             }
-        } else if let cookie = Self.cookie(in: request.headers) {
+        }
+        // Another scheme (`Basic`, from a proxy in front that asks for its own password and passes the header on)
+        // is not ours: the session cookie decides. Before, any such header hid the cookie, so behind nginx's
+        // `auth_basic` every page after signing in went back to the sign-in page.
+        if offered?.way != "bearer", let cookie = Self.cookie(in: request.headers) {
             offered = ("cookie", cookie)
         }
         if let offered {
