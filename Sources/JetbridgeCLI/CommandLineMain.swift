@@ -74,13 +74,16 @@ public enum CommandLineMain {
 
     /// Ends the command with its last line on standard error and `status`: `prefix` and the message in text, one
     /// JSON object (level `error`, `metadata.exitCode`) with `--log-format json`. A status line still on screen (a
-    /// progress bar) is cleared for good first.
+    /// progress bar) is cleared for good first. The text is inert (``InertText``, line by line): a message can
+    /// quote what a store or a file holds, and a terminal must not act on an escape sequence in it.
     static func finish(
         _ message: String, prefix: String, status: ExitStatus, label: String, format: LogFormat? = nil
     ) -> Never {
         StandardError.clearStatus()
+        let inert = message.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { InertText.escape(String($0)) }.joined(separator: "\n")
         LogOutput.write(
-            message, text: prefix + message, level: .error, label: label,
+            message, text: prefix + inert, level: .error, label: label,
             metadata: ["exitCode": .stringConvertible(Int(status.exitCode))], format: format)
         exit(status)
     }

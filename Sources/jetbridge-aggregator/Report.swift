@@ -33,7 +33,8 @@ struct Report: ParsableCommand {
             database several aggregators share (from any host). Exit codes: 0 done, 64 usage, 69 no store yet or \
             PostgreSQL unreachable, \
             73 --output into a directory that does not exist or onto a symbolic link (or a link at the SQLite \
-            store), 75 the store is busy, 1 other failures.
+            store), 65 a stored row this version cannot read (a value no record could hold: the store was \
+            written by hand or damaged), 75 the store is busy, 1 other failures.
             """)
 
     @OptionGroup var global: GroundOptions

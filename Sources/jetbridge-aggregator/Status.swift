@@ -115,7 +115,7 @@ struct Status: ParsableCommand {
             lines += table(
                 [["TIME", "DEVICE", "STATUS", "REASON"]]
                     + status.recentRejections.reversed().map {
-                        [$0.time.formatted(.iso8601), clean($0.device), $0.status, clean(String($0.reason.prefix(120)))]
+                        [$0.time.formatted(.iso8601), clean($0.device), $0.status, clean($0.reason.count > 120 ? String($0.reason.prefix(119)) + "…" : $0.reason)]
                     })
         }
         lines.append("")

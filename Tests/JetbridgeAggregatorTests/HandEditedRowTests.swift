@@ -51,4 +51,23 @@ import Testing
         }
         #expect(console.code == .corruptRow && console.path == "scans.weight", "\(console)")
     }
+
+    /// Stored text a report cannot read is quoted in its error inert: a terminal must not act on an escape sequence a
+    /// hand edit (or an older store) left in a row. Before, `report luggage` printed the row's bytes raw.
+    @Test func aStoredValueQuotedInAnErrorReachesTheTerminalInert() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        _ = try store.apply([batch("ramp-1", 1, [scan(1, tag: 1)])])
+        try store.close()
+        let byHand = try DatabaseQueue(path: fixture.storePath)
+        try byHand.write { try $0.execute(sql: "UPDATE scans SET owner = 'D' || char(27) || 'c' || char(7)") }
+        try byHand.close()
+
+        let result = try AggregatorCLITests.run(
+            ["--home", fixture.directory.path, "report", "luggage"], in: fixture.directory)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("stored owner 'D\\u{1B}c\\u{7}' is invalid"), "\(result.stderr)")
+        #expect(!result.stderr.unicodeScalars.contains { $0.value == 27 || $0.value == 7 }, "\(result.stderr)")
+    }
 }

@@ -275,19 +275,19 @@ func storedScan(row: Row, flight: FlightID) throws -> Scan {
 
 func flightID(_ text: String) throws -> FlightID {
     do { return try FlightID(text) } catch {
-        throw StoreError(.corruptRow, "stored flight '\(text)' is invalid: \(error)", path: "flight")
+        throw StoreError(.corruptRow, "stored flight '\(Validation.visible(text))' is invalid: \(error)", path: "flight")
     }
 }
 
 /// A stored scan's owner (`initial` + `family`, as `scans.owner` keeps it).
 func ownerValue(_ text: String) throws -> Owner {
     do { return try Owner(initial: String(text.prefix(1)), family: String(text.dropFirst())) } catch {
-        throw StoreError(.corruptRow, "stored owner '\(text)' is invalid: \(error)", path: "scans.owner")
+        throw StoreError(.corruptRow, "stored owner '\(Validation.visible(text))' is invalid: \(error)", path: "scans.owner")
     }
 }
 
 func seatValue(_ text: String) throws -> Seat {
     do { return try Seat(text) } catch {
-        throw StoreError(.corruptRow, "stored seat '\(text)' is invalid: \(error)", path: "seat")
+        throw StoreError(.corruptRow, "stored seat '\(Validation.visible(text))' is invalid: \(error)", path: "seat")
     }
 }
