@@ -171,24 +171,40 @@ public struct SyncWindow: Sendable {
     public func batch(id: Int) -> Batch? { batches.first { $0.id == id } }
 
     /// Cuts a batch from records read from the queue at ``nextSequence`` (at most the limits' records and bytes).
+    ///
+    /// Records already set aside are left out, and the records on either side of one go in separate batches, as
+    /// when a record is set aside in the run (``split(at:removing:now:)``): a batch's name (first…last) then never
+    /// spans a record it does not carry. The ground holds late answers for a device up to a minute, so the next run
+    /// can get the answers to the last run's batches; had it named `#1…10` a batch of nine records (4 set aside), a
+    /// late `rejected, index 3` to the last run's ten-record `#1…10` set aside record 5 with record 4's reason.
     /// - Parameters:
     ///   - read: What the queue returned, in sequence order; at least one record.
     ///   - now: The current time.
-    /// - Returns: The new batch's id, or `nil` when every record read was already set aside.
+    /// - Returns: The first new batch's id, or `nil` when every record read was already set aside.
     @discardableResult
     public mutating func add(read: [Record], now: Double) -> Int? {
         guard let through = read.last?.sequence else { return nil }
         precondition(read[0].sequence >= nextSequence, "records must be read from nextSequence on")
         nextSequence = through + 1
-        let records = read.filter { !setAside.contains($0.sequence) }
-        let id = nextID
-        nextID += 1
-        batches.append(
-            Batch(
-                id: id, records: records, through: through, state: records.isEmpty ? .done : .due(at: now),
-                retryDelay: limits.retryDelay))
+        // Runs of records not set aside; each batch also covers the set-aside records after it (its `through`).
+        var runs: [[Record]] = [[]]
+        for record in read {
+            if setAside.contains(record.sequence) {
+                if !runs[runs.count - 1].isEmpty { runs.append([]) }
+            } else {
+                runs[runs.count - 1].append(record)
+            }
+        }
+        if runs.count > 1, runs[runs.count - 1].isEmpty { runs.removeLast() }
+        var first: Int?
+        for (index, records) in runs.enumerated() {
+            let covers = index + 1 < runs.count ? runs[index + 1][0].sequence - 1 : through
+            let batch = newBatch(records: records, through: covers, now: now)
+            if first == nil, !records.isEmpty { first = batch.id }
+            batches.append(batch)
+        }
         advance()
-        return records.isEmpty ? nil : id
+        return first
     }
 
     /// The ack timeout the measured round trip gives (RFC 6298: SRTT + 4 × RTTVAR), before backoff, within
@@ -334,6 +350,11 @@ public struct SyncWindow: Sendable {
             var sentAt: Double?
             if case .waiting(let at, _) = batches[index].state { sentAt = at }
             batches[index].state = .done
+            // Its records are the caller's now (it read them before applying the ack). A finished batch behind an
+            // unfinished one stays in `batches` until that one finishes, and only unfinished batches count against
+            // the window: kept with their records, batches stored behind one held back for minutes (`limited`)
+            // held the whole unacknowledged queue in memory.
+            batches[index].records = []
             progress(storedBatchSentAt: sentAt, sends: batches[index].sends, route: batches[index].route, now: now)
             advance()
             let stored = ack.storedCounts(records: count)
