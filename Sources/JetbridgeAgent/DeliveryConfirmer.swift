@@ -49,6 +49,9 @@ struct DeliveryConfirmer: Sendable {
         /// When asked again because records of the flight were acknowledged after the summary was computed: when
         /// the asking began (the ``waited`` clock), so the give-up wait goes on from there.
         var reaskedSince: Double?
+        /// The ground answered `retry` (busy) since the flight was first asked: the wait that runs out was not
+        /// silence.
+        var retried = false
     }
 
     /// What the loop does after an answer.
@@ -129,9 +132,11 @@ struct DeliveryConfirmer: Sendable {
             case .asking(let since, _, _) where waited - since >= limits.giveUp:
                 entry.reaskedSince = nil
                 entry.state = .gaveUp(
-                    reached
-                        ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
-                        : "no aggregator was reachable in \(Int(limits.giveUp)) s")
+                    entry.retried
+                        ? "the ground answered retry (busy) to its summary for \(Int(limits.giveUp)) s of usable link"
+                        : reached
+                            ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
+                            : "no aggregator was reachable in \(Int(limits.giveUp)) s")
             case .asking(let since, let at, let asks) where canSend && t - at >= limits.askAgain:
                 entry.state = .asking(since: since, at: t, asks: asks + 1)
                 due.append((flight, entry.summary, asks + 1))
@@ -177,6 +182,7 @@ struct DeliveryConfirmer: Sendable {
             entry.state = .resending
             return .resend(flight: answer.flight, groundCount: count)
         case .retry:
+            entry.retried = true
             entry.state = .asking(since: since, at: t - limits.askAgain + limits.retryDelay, asks: asks)
             return .none
         case .rejected, .forbidden, .unsupportedVersion:

@@ -980,6 +980,7 @@ final class SyncEngine: Sendable {
             outcome.problem = Self.problem(allLinks, options: options, retrying: false)
             outcome.aggregators = perAggregator
             outcome.statusCommand = configuration.home.command("status")
+            outcome.untilDrained = options.untilDrained
             do {
                 // Only the sync that holds the home changes what is kept there.
                 let released = homeLock == nil ? [] : try archive.applyRetention(configuration.retention)

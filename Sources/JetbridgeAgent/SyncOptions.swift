@@ -189,6 +189,9 @@ public struct SyncOutcome: Sendable {
     public var confirmedFlights: [String] = []
     /// Records set aside in `rejected/` (this run's and earlier ones'): not delivered.
     public var setAsideHeld = 0
+    /// The run was `--until-drained`: a flight not confirmed is exit 75 also when it was stopped or timed out with
+    /// everything acknowledged.
+    public var untilDrained = false
     /// The status command the summary points to, with the device's `--home` when it is not the default one.
     public var statusCommand = "jetbridge-agent status"
 
@@ -203,7 +206,9 @@ public struct SyncOutcome: Sendable {
     /// code on failure.
     ///
     /// After those: 65 when this run set records aside (the ground refused them: not delivered), else 75 when a drained
-    /// run leaves a flight the ground did not confirm (docs/EXIT-CODES.md).
+    /// run, or an `--until-drained` run stopped or timed out, leaves a flight the ground did not confirm
+    /// (docs/EXIT-CODES.md). Before, `sync --until-drained --timeout 20` that timed out in the wait for confirmations
+    /// exited 0, and a script's `sync … && hand back` went on.
     public var exitCode: Int32 {
         switch ending {
         case .failed(let error): return error.code.exitCode
@@ -212,8 +217,13 @@ public struct SyncOutcome: Sendable {
         case .drained: break
         }
         if statistics.setAside > 0 { return AgentError.Code.dataError.exitCode }
-        if case .drained = ending, !unconfirmed.isEmpty { return AgentError.Code.tryAgain.exitCode }
+        if !unconfirmed.isEmpty, untilDrained || isDrained { return AgentError.Code.tryAgain.exitCode }
         return 0
+    }
+
+    public var isDrained: Bool {
+        if case .drained = ending { return true }
+        return false
     }
 
     /// What the delivery proof adds to the summary line: confirmed flights, those not confirmed and why, records set

@@ -181,13 +181,15 @@ struct SyncCommand: AsyncParsableCommand {
                     "the ground refused \(outcome.statistics.setAside) record\(outcome.statistics.setAside == 1 ? "" : "s") in this sync: set aside in \(configuration.home.rejectedDirectory.path), not delivered; `\(configuration.home.command("set-aside list"))` lists them with the ground's reason, `set-aside resend` queues them again once the cause is fixed"
                 )
             }
-            if case .drained = outcome.ending {
-                guard outcome.exitCode != 0 else { return }
+            if outcome.isDrained || outcome.remaining == 0, !outcome.unconfirmed.isEmpty,
+                outcome.exitCode == AgentError.Code.tryAgain.exitCode
+            {
                 throw AgentError(
                     .tryAgain,
-                    "sync drained, but the ground has not confirmed \(outcome.unconfirmed.keys.sorted().joined(separator: ", ")): run `\(configuration.home.command("sync"))` again (`\(configuration.home.command("status"))` shows what is missing)"
+                    "sync \(outcome.result), but the ground has not confirmed \(outcome.unconfirmed.keys.sorted().joined(separator: ", ")): run `\(configuration.home.command("sync"))` again (`\(configuration.home.command("status"))` shows what is missing)"
                 )
             }
+            if outcome.isDrained { return }
             if outcome.exitCode != 0 {
                 throw AgentError(
                     .tryAgain,

@@ -157,6 +157,14 @@ struct DeliveryConfirmerTests {
         _ = confirmer.due(now: 0)
         #expect(confirmer.apply(Self.answer(.retry), now: 0.5) == .none)
         #expect(confirmer.due(now: 1.4).isEmpty && confirmer.due(now: 1.6).count == 1)
+        // `retry` answers do not stop the wait: a ground busy for all of it gives the flight up, saying so.
+        var busy = confirmer
+        for t in stride(from: 2.0, through: 62, by: 1) {
+            _ = busy.apply(Self.answer(.retry), now: t)
+            _ = busy.due(now: t)
+        }
+        #expect(busy.isSettled)
+        #expect(busy.unconfirmed[Self.flight]?.contains("answered retry (busy)") == true, "\(busy.unconfirmed)")
         guard case .gaveUp(_, let reason) = confirmer.apply(Self.answer(.forbidden), now: 2) else {
             Issue.record("forbidden did not give up")
             return

@@ -168,6 +168,25 @@ struct LinkTests {
             "\(outcome.unconfirmed)")
     }
 
+    /// `sync --until-drained --timeout S` that ends in the wait for a confirmation, everything acknowledged, is 75
+    /// like a drained run that gave the flight up: a script's `sync … && hand back` must not go on. Before, it was 0.
+    @Test func anUntilDrainedRunThatTimesOutWaitingForAConfirmationIsNotSuccess() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        try sandbox.capture(5)
+        let ground = try TestGround(answersSummaries: false)
+        defer { ground.stop() }
+        let outcome = try await sandbox.sync(ground, timeout: 2)
+        #expect(outcome.remaining == 0, "\(outcome.result)")
+        #expect(outcome.result == "timed out, all acknowledged")
+        #expect(outcome.unconfirmed[FlightID.example.rawValue] != nil, "\(outcome.unconfirmed)")
+        #expect(outcome.exitCode == 75)
+        // Without --until-drained (a service's run, stopped), the same ending is not a failure.
+        var service = outcome
+        service.untilDrained = false
+        #expect(service.exitCode == 0)
+    }
+
     private func run(
         _ sandbox: SyncSandbox, _ options: SyncOptions, progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws -> SyncOutcome {
