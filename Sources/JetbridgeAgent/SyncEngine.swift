@@ -24,6 +24,8 @@ import ZeroMQ
 final class SyncEngine: Sendable {
     private let configuration: AgentConfiguration
     private let options: SyncOptions
+    /// Messages taken from one aggregator's ack channel per turn of the loop.
+    static let maxMessagesPerTurn = 1_000
     private let logger: Logger
     private let progress: (@Sendable (SyncProgress) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
@@ -449,7 +451,14 @@ final class SyncEngine: Sendable {
                     if !ready[peers.count].isEmpty { engine.wakeup!.drain() }
                     sendBlocked = false
                     for index in peers.indices where !ready[index].isEmpty {
-                        while let frames = try peers[index].sockets.dealer.receiveMultipart(options: .dontWait) {
+                        // At most `maxMessagesPerTurn` per turn: what is left wakes the next poll at once, and the
+                        // loop's stop, timeout and deadline checks run between (a ground flooding the ack channel
+                        // kept the loop here, and SIGTERM unanswered, for as long as it sent).
+                        var taken = 0
+                        while taken < SyncEngine.maxMessagesPerTurn,
+                            let frames = try peers[index].sockets.dealer.receiveMultipart(options: .dontWait)
+                        {
+                            taken += 1
                             if let failure = try handle(
                                 frames, from: index, device: device, window: &window, queue: queue)
                             {
