@@ -4,13 +4,15 @@ import JetbridgeAggregator
 import JetbridgeStore
 import JetbridgeModel
 import JetbridgeTestKit
+import SystemSupport
 import Testing
 
 @Suite("Receipts: atomic files, dirty marks, rebuilds")
 struct ReceiptTests {
+    /// The receipts directory's files but its lock (``ReceiptWriter/lockFile``).
     func contents(_ directory: URL) throws -> [String: Data] {
         var result: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name != ".receipts.lock" {
             result[name] = try Data(contentsOf: directory.appendingPathComponent(name))
         }
         return result
@@ -50,11 +52,14 @@ struct ReceiptTests {
         euros.currency = "EUR"
         let records = [order(1, seat: "10A"), order(2, seat: "17B"), order(4, seat: "20C")]
         _ = try store.apply([batch("cart-1", 1, records)])
+        // 17B's receipt as it was before its second currency came: removed, not left to show a stale total.
+        #expect(try fixture.writer().refreshDirty(store) == 3)
+        #expect(try contents(fixture.receipts).keys.contains("ZA101_2026-11-21_17B.txt"))
         // The ground now refuses a flight's second currency; a store from an earlier version may hold one.
         try DatabaseQueue(path: fixture.storePath).write { try $0.execute(sql: "DELETE FROM flights") }
         #expect(try store.apply([batch("cart-1", 4, [.order(euros)])])[0].rejection == nil)
-        #expect(try store.dirtyReceiptCount() == 3)
-        #expect(try fixture.writer().refreshDirty(store) == 2)
+        #expect(try store.dirtyReceiptCount() == 1)
+        #expect(try fixture.writer().refreshDirty(store) == 0)
         #expect(try store.dirtyReceiptCount() == 1)
         let files = try contents(fixture.receipts)
         #expect(
@@ -151,7 +156,7 @@ struct ReceiptTests {
         #expect(try store.dirtyReceiptCount() == 2)
         try writer.refreshDirty(store)
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: fixture.receipts.path))
-        #expect(names == ["ZA101_2026-11-21_18C.txt", "ZA101_2026-11-21_18C.json"])
+        #expect(names == ["ZA101_2026-11-21_18C.txt", "ZA101_2026-11-21_18C.json", ".receipts.lock"])
     }
 
     @Test func writingReplacesAtomicallyAndLeavesNoTemporaryFiles() throws {
@@ -194,7 +199,7 @@ struct ReceiptTests {
 
     @Test func receiptOrdersSortAsByTimeThenIDText() throws {
         // Few distinct times, so many orders tie on time and the id decides; ids random in every byte.
-        var generator = SplitMix(state: 3)
+        var generator = JetbridgeTestKit.SplitMix(state: 3)
         let seat = try Seat("4D")
         let orders = (0..<2_000).map { n in
             var bytes = [UInt8](repeating: 0, count: 16)
@@ -243,5 +248,47 @@ struct ReceiptTests {
                 #expect(after[index] == inodes[index], "\(names[index]) was rewritten with the same bytes")
             }
         }
+    }
+
+    /// Whoever writes the receipts holds the directory's lock: a refresh for each group of seats, a rebuild for its
+    /// whole run. A refresh that finds it held (a `receipts rebuild` running) writes nothing and clears no mark, so
+    /// it writes what the rebuild read too early once the lock is free; a rebuild waits for a refresh's group.
+    @Test func aRefreshWaitsForTheLockARebuildHoldsAndLosesNoMark() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let writer = fixture.writer()
+        _ = try store.apply([batch("cart-1", 1, [order(1, seat: "17B"), order(2, seat: "3A")])])
+        try FileManager.default.createDirectory(at: fixture.receipts, withIntermediateDirectories: true)
+        // Another holder (a separate open file description: flock(2) conflicts within one process too).
+        let rebuild = try FileLock(path: writer.lockFile.path, recordingPID: true)
+        let started = ContinuousClock.now
+        let busy = #expect(throws: ReceiptWriter.Busy.self) { try writer.refreshDirty(store) }
+        #expect(ContinuousClock.now - started >= .seconds(1.9))
+        #expect(busy?.holder == getpid() && busy?.description.contains(".receipts.lock") == true)
+        #expect(try store.dirtyReceiptCount() == 2)
+        #expect(try contents(fixture.receipts).isEmpty)
+        rebuild.release()
+        #expect(try writer.refreshDirty(store) == 2)
+        #expect(try store.dirtyReceiptCount() == 0)
+        #expect(try contents(fixture.receipts).count == 4)
+        // The lock is let go after each group and each rebuild: another holder takes it at once.
+        try writer.rebuildAll(store)
+        _ = try FileLock(path: writer.lockFile.path)
+    }
+
+    /// A FIFO at a receipt's name: a plain open for reading waits for a writer, which never comes (the receipts
+    /// thread hung, and the shutdown that waits for it). It reads as not holding the receipt, and is replaced.
+    @Test func aFIFOAtAReceiptsNameIsReplacedWithoutWaiting() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        _ = try store.apply([batch("cart-1", 1, [order(1, seat: "17B")])])
+        try FileManager.default.createDirectory(at: fixture.receipts, withIntermediateDirectories: true)
+        let fifo = fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.txt")
+        #expect(mkfifo(fifo.path, 0o644) == 0)
+        #expect(try fixture.writer().refreshDirty(store) == 1)
+        let text = try String(contentsOf: fifo, encoding: .utf8)
+        #expect(text.contains("17B"))
     }
 }

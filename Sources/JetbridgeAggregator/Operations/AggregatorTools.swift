@@ -87,7 +87,10 @@ public enum AggregatorTools: Sendable {
         home: AggregatorHome, configuration: AggregatorConfiguration, store: any StoreReader, logger: Logger
     ) throws -> ReceiptWriter.RebuildSummary {
         let writer = ReceiptWriter(directory: home.resolve(configuration.receipts), logger: logger)
-        do { return try writer.rebuildAll(store) } catch {
+        do { return try writer.rebuildAll(store) } catch let busy as ReceiptWriter.Busy {
+            throw AggregatorError(
+                .tryAgain, "cannot rebuild the receipts now: \(busy), for longer than a minute; try again")
+        } catch {
             throw readError(error, path: writer.directory.path)
         }
     }

@@ -90,6 +90,8 @@ final class ReceiptWorker: @unchecked Sendable {
         var schedule = RefreshSchedule(interval: interval)
         // A full disk fails every refresh: logged once, then a count every 30 s.
         var failures = RepeatedFailure()
+        // Logged once per wait for the receipts lock (a rebuild), not at every retry.
+        var waitingForLock = false
         while true {
             condition.lock()
             while !stopping {
@@ -123,9 +125,21 @@ final class ReceiptWorker: @unchecked Sendable {
                             return firstGroup || !isStopping
                         })
                     if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": .stringConvertible(written)]) }
+                    waitingForLock = false
                     if let failed = failures.succeeded() {
                         logger.notice("receipts refreshed again", metadata: ["failedRefreshes": .stringConvertible(failed)])
                     }
+                } catch let busy as ReceiptWriter.Busy {
+                    // A `receipts rebuild` runs: the marks stay, and the next refresh writes what it read too early.
+                    failed = true
+                    condition.lock()
+                    pending = true
+                    condition.unlock()
+                    if !waitingForLock {
+                        logger.notice("receipts wait: \(busy)")
+                    }
+                    waitingForLock = true
+                    continue
                 } catch {
                     // The marks stay in the store; retried after the interval without waiting for another commit.
                     failed = true

@@ -28,6 +28,45 @@ public struct ReceiptWriter: Sendable {
     /// Receipts read per snapshot while refreshing, so a large backlog never sits in memory at once.
     static let refreshChunk = 500
 
+    /// `<directory>/.receipts.lock`: an exclusive `flock(2)` held by whoever writes the receipts, `serve`'s refresh
+    /// for each group of seats (read, written, marks cleared) and ``rebuildAll(_:)`` for its whole run. Without it, a
+    /// rebuild run while `serve` runs (docs/AGGREGATOR.md allows it) removed a receipt `serve` had just written for a
+    /// seat the rebuild had not read, or renamed its older copy of a seat over `serve`'s newer one; either way the
+    /// seat's mark was cleared, so nothing put it right. With it, a refresh waits for the rebuild, and the marks that
+    /// commits set meanwhile make it write what the rebuild read too early. In a directory several aggregators share,
+    /// their refreshes take turns.
+    public var lockFile: URL { directory.appendingPathComponent(".receipts.lock") }
+
+    /// How long a refresh waits for the lock before it gives up for now (the seats stay marked, tried again at the
+    /// next refresh): a rebuild holds it for its whole run.
+    static let refreshLockWait: Duration = .seconds(2)
+    /// How long a rebuild waits for the lock: a refresh holds it for one group of seats.
+    static let rebuildLockWait: Duration = .seconds(60)
+
+    /// Another process holds ``lockFile``.
+    public struct Busy: Error, CustomStringConvertible, Sendable {
+        /// The pid in the lock file, when it names one.
+        public var holder: Int32?
+        public var path: String
+        public var description: String {
+            "another process\(holder.map { " (pid \($0))" } ?? "") is writing the receipts (it holds \(path))"
+        }
+    }
+
+    /// Takes ``lockFile``, waiting up to `wait`.
+    /// - Throws: ``Busy``, or ``StoreError`` (`fileSystem`) when the lock file cannot be opened.
+    func lock(waitingUpTo wait: Duration) throws -> FileLock {
+        do {
+            return try FileLock(path: lockFile.path, waitingUpTo: wait, recordingPID: true)
+        } catch {
+            switch error {
+            case .busy(let holder): throw Busy(holder: holder, path: lockFile.path)
+            case .system(let failure):
+                throw StoreError(.fileSystem, "\(failure)", path: lockFile.path, errno: failure.errno)
+            }
+        }
+    }
+
     /// - Parameters:
     ///   - directory: The receipts directory, such as `<home>/receipts`; created when first written.
     ///   - logger: Where the writer logs.
@@ -56,7 +95,8 @@ public struct ReceiptWriter: Sendable {
     ///   - shouldContinue: Asked before each group of seats; `false` stops early, leaving the remaining marks for the
     ///     next call (a shutdown need not wait for a large backlog of receipts).
     /// - Returns: How many seats were refreshed.
-    /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow.
+    /// - Throws: ``StoreError``, `DatabaseError`, or ``ValidationError`` when a receipt's amounts overflow; ``Busy``
+    ///   when a rebuild holds ``lockFile`` past ``refreshLockWait`` (the groups written before stay written).
     @discardableResult
     public func refreshDirty(_ store: any StoreWriter, while shouldContinue: () -> Bool = { true }) throws -> Int {
         var refreshed = 0
@@ -65,14 +105,20 @@ public struct ReceiptWriter: Sendable {
         var after: ReceiptMark?
         while shouldContinue() {
             try prepareDirectory()
+            let lock = try lock(waitingUpTo: Self.refreshLockWait)
+            defer { lock.release() }
             let group = try storeIO(AtomicFileGroup(directory: directory.path))
             var failed = 0
+            // The files of seats whose receipt cannot be made are removed, as a rebuild removes them: left, they
+            // showed a total that is no longer the seat's.
+            var unmade: [String] = []
             let chunk = try store.refreshReceipts(
                 after: after, limit: Self.refreshChunk,
                 failed: { flight, seat, error in
                     failed += 1
+                    unmade.append(Self.stem(flight: flight, seat: seat))
                     logger.error(
-                        "a receipt could not be made; the seat stays marked and is tried again at the next refresh",
+                        "a receipt could not be made; its files are removed, and the seat stays marked and is tried again at the next refresh",
                         metadata: [
                             "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
                         ])
@@ -85,6 +131,7 @@ public struct ReceiptWriter: Sendable {
                     }
                 },
                 durable: { try storeIO(group.commit()) })
+            for stem in unmade { try removeFiles(stem: stem) }
             guard let last = chunk.last else { break }
             refreshed += chunk.count - failed
             after = last
@@ -164,10 +211,13 @@ public struct ReceiptWriter: Sendable {
     /// left stale.
     /// - Parameter store: The store to read.
     /// - Returns: Receipts made, rewritten and already current; files removed; seats that failed.
-    /// - Throws: ``StoreError``, `DatabaseError`.
+    /// - Throws: ``StoreError``, `DatabaseError`; ``Busy`` when another rebuild (or a refresh that does not end)
+    ///   holds ``lockFile`` past ``rebuildLockWait``.
     @discardableResult
     public func rebuildAll(_ store: any StoreReader) throws -> RebuildSummary {
         try prepareDirectory()
+        let lock = try lock(waitingUpTo: Self.rebuildLockWait)
+        defer { lock.release() }
         let group = try storeIO(AtomicFileGroup(directory: directory.path))
         var produced: Set<String> = []
         var written = 0
@@ -262,7 +312,9 @@ public struct ReceiptWriter: Sendable {
     /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no, and so is a link
     /// (the rename that follows replaces it).
     static func holds(_ bytes: [UInt8], path: String) -> Bool {
-        guard let fd = try? FileSystem.openFile(path, O_RDONLY) else { return false }
+        // O_NONBLOCK: a FIFO put at a receipt's name would block a plain open until a writer came (the receipts
+        // thread, and the shutdown waiting for it, hung); it is then not a regular file, so a no.
+        guard let fd = try? FileSystem.openFile(path, O_RDONLY | O_NONBLOCK) else { return false }
         defer { _ = close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) == bytes.count
