@@ -71,6 +71,26 @@ struct PostgresTimeoutTests {
         for timer in timers { #expect(timer.contains("timer:(keepalive"), "\(timer)") }
     }
 
+    /// An ack follows a commit whose batch is in the write-ahead log on disk: a database (or role) tuned to
+    /// `synchronous_commit = off` is overridden for the aggregator's sessions; a stronger value is kept.
+    @Test func aDatabaseThatTurnsSynchronousCommitOffDoesNotWeakenAnAck() async throws {
+        let (off, remote) = try await onOwnThread { () throws -> (String, String) in
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            try TestPostgres.admin(database.adminURL, "ALTER DATABASE \"\(database.name)\" SET synchronous_commit = off")
+            let store = try PostgresStore(url: database.url, logger: Self.logger)
+            let off = try store.setting("synchronous_commit")
+            try? store.close()
+            try TestPostgres.admin(
+                database.adminURL, "ALTER DATABASE \"\(database.name)\" SET synchronous_commit = remote_apply")
+            let again = try PostgresStore(url: database.url, logger: Self.logger)
+            defer { try? again.close() }
+            return (off, try again.setting("synchronous_commit"))
+        }
+        #expect(off == "on")
+        #expect(remote == "remote_apply")
+    }
+
     @Test func aCallToAFrozenServerEndsAtItsTimeoutAndIsOverdueMeanwhile() async throws {
         try await onOwnThread {
             let database = try TestPostgres.freshDatabase()

@@ -308,17 +308,25 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     }
 
     /// Asks a new connection's server whether it is a standby and whether its sessions may write, within
-    /// ``Timeouts/probe``.
+    /// ``Timeouts/probe``; in the same statement, turns `synchronous_commit` back on for the session when the server,
+    /// the database or the role turned it `off` (a common tuning): `COMMIT` would then return before the batch is in
+    /// the write-ahead log on disk, and the ack that follows it could be lost with the server (docs/AGGREGATOR.md,
+    /// "What an ack means"). Any other value (`local`, `remote_write`, `on`, `remote_apply`) is kept.
     static func describeServer(
         _ connection: PostgresConnection, endpoint: PostgresLocation.Endpoint?, timeouts: Timeouts, logger: Logger
     ) throws -> Server {
         let rows = try waitAtMost(
             timeouts.probe,
-            connection.query("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')", logger: logger))
+            connection.query(
+                """
+                SELECT pg_is_in_recovery(), current_setting('transaction_read_only'),
+                  CASE WHEN current_setting('synchronous_commit') = 'off'
+                    THEN set_config('synchronous_commit', 'on', false) END
+                """, logger: logger))
         guard let rows, let row = rows.first else {
             throw PostgresStoreError("it did not say within \(timeouts.probe) whether it accepts writes", unreachable: true)
         }
-        let (standby, readOnly) = try row.decode((Bool, String).self)
+        let (standby, readOnly, _) = try row.decode((Bool, String, String?).self)
         return Server(endpoint: endpoint, standby: standby, readOnly: readOnly == "on")
     }
 
