@@ -143,6 +143,11 @@ public protocol StoreWriter: StoreReader {
         write: (FlightID, Seat, Receipt?) throws -> Void, durable: () throws -> Void
     ) throws -> [ReceiptMark]
 
+    /// Seconds until the first claim another writer holds on a marked seat ends (0 when one has ended already), or
+    /// nil when no other writer claims one. A refresh skips such seats; this tells when to look again, since no commit
+    /// may come to start another refresh (the writer was killed after the last sync). SQLite: always nil.
+    func receiptClaimsHeldElsewhere() throws -> Double?
+
     /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
     func idleMaintenance() throws
 
@@ -216,6 +221,9 @@ extension StoreReader {
 }
 
 extension StoreWriter {
+    /// One writer (SQLite): no claims.
+    public func receiptClaimsHeldElsewhere() throws -> Double? { nil }
+
     /// Stores several batches in one transaction, holding no device to a flight limit (the counters are kept).
     public func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome] {
         try apply(batches, at: now, limits: .none)

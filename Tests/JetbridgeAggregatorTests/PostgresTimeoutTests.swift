@@ -180,8 +180,9 @@ struct PostgresTimeoutTests {
     /// first one resumes, its files may have replaced the newer ones, so it marks those seats again rather than
     /// clearing them.
     @Test func seatsClaimedByAStoppedReceiptWriterAreTakenOverWhenTheClaimExpires() async throws {
-        let (outer, skipped, inner, markedAgain, last, remaining) = try await onOwnThread {
-            () throws -> ([String], [String], [String], Int, [String], Int) in
+        let (outer, skipped, inner, markedAgain, last, remaining, claimsEnd) = try await onOwnThread {
+            () throws -> ([String], [String], [String], Int, [String], Int, [Double?]) in
+            var claimsEnd: [Double?] = []
             let database = try TestPostgres.freshDatabase()
             defer { database.drop() }
             let timeouts = PostgresStore.Timeouts(claimLease: .seconds(1))
@@ -205,20 +206,32 @@ struct PostgresTimeoutTests {
                     // The first writer "stops" while writing its first seat.
                     guard seat.rawValue == "1A" else { return }
                     skipped = try walk(second)
+                    // When the other writer looks again without a commit (its receipts thread): as the claims end.
+                    claimsEnd = [try second.receiptClaimsHeldElsewhere(), try first.receiptClaimsHeldElsewhere()]
                     try waitUntilBlocking("the claims expire on the server's clock", timeout: .seconds(20)) {
                         try admin.query(
                             "SELECT count(*) FROM dirty_receipts WHERE claimed_until < clock_timestamp()",
                             logger: Self.logger
                         ).wait().first?.decode(Int.self) == 3
                     }
+                    claimsEnd.append(try second.receiptClaimsHeldElsewhere())
                     inner = try walk(second)
+                    claimsEnd.append(try first.receiptClaimsHeldElsewhere())
                 }, durable: {}
             ).map(\.seat.rawValue)
             let markedAgain = try first.dirtyReceiptCount()
-            return (outer, skipped, inner, markedAgain, try walk(second), try first.dirtyReceiptCount())
+            return (outer, skipped, inner, markedAgain, try walk(second), try first.dirtyReceiptCount(), claimsEnd)
         }
         #expect(outer == ["1A", "2A", "3A"])
         #expect(skipped == [], "a live claim was not respected")
+        // Within the lease while held; 0 once ended; the holder's own claims are not another's; none once the other
+        // writer's walk has cleared the marks.
+        #expect(claimsEnd.count == 4)
+        if claimsEnd.count == 4 {
+            #expect(claimsEnd[0].map { $0 > 0 && $0 <= 1 } == true, "\(claimsEnd)")
+            #expect(claimsEnd[1] == nil && claimsEnd[2] == 0, "\(claimsEnd)")
+            #expect(claimsEnd[3] == nil, "a walk that finished left a claim: \(claimsEnd)")
+        }
         #expect(inner == ["1A", "2A", "3A"], "an expired claim was not taken over")
         #expect(markedAgain == 3, "the writer whose claims were taken over cleared them")
         #expect(last == ["1A", "2A", "3A"])

@@ -27,6 +27,10 @@ final class ReceiptWorker: @unchecked Sendable {
     private var storeIdle = true
     /// The first commit not refreshed yet while batches kept coming.
     private var deferredSince: Date?
+    /// When to refresh again without a commit: a claim another aggregator holds on a marked seat ends then
+    /// (PostgreSQL). Before, seats claimed by an aggregator killed after the last sync stayed stale until the next
+    /// commit, which may never come.
+    private var claimsEndAt: Date?
     private let store: any StoreWriter
     private let writer: ReceiptWriter
     private let logger: Logger
@@ -95,6 +99,15 @@ final class ReceiptWorker: @unchecked Sendable {
         while true {
             condition.lock()
             while !stopping {
+                if !pending, let claimsEndAt {
+                    if Date() >= claimsEndAt {
+                        pending = true
+                        self.claimsEndAt = nil
+                    } else {
+                        _ = condition.wait(until: claimsEndAt)
+                        continue
+                    }
+                }
                 guard pending else {
                     condition.wait()
                     continue
@@ -126,6 +139,13 @@ final class ReceiptWorker: @unchecked Sendable {
                         })
                     if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": .stringConvertible(written)]) }
                     waitingForLock = false
+                    if !last, let seconds = try store.receiptClaimsHeldElsewhere() {
+                        // A little past the claim's end, so the refresh finds it ended.
+                        let at = Date().addingTimeInterval(seconds + 0.5)
+                        condition.lock()
+                        claimsEndAt = at
+                        condition.unlock()
+                    }
                     if let failed = failures.succeeded() {
                         logger.notice("receipts refreshed again", metadata: ["failedRefreshes": .stringConvertible(failed)])
                     }

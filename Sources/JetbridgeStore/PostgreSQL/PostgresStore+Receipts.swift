@@ -139,6 +139,17 @@ extension PostgresStore {
         }
     }
 
+    public func receiptClaimsHeldElsewhere() throws -> Double? {
+        let rows = try locked {
+            try run(
+                """
+                SELECT EXTRACT(EPOCH FROM min(claimed_until) - clock_timestamp())::float8 FROM dirty_receipts
+                WHERE claimed_by IS NOT NULL AND claimed_by <> \(session)
+                """)
+        }
+        return try rows.first?.decode(Double?.self).map { max(0, $0) }
+    }
+
     /// Extends every claim this store holds by a lease from now.
     func renewReceiptClaims() throws {
         let lease = Int(timeouts.claimLease / .milliseconds(1))
