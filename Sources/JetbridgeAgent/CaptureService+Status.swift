@@ -199,21 +199,29 @@ extension CaptureService {
                 : held.scans[record.id] != nil
         }
         let setAsideSequences = try SetAside.sequences(in: configuration.home)
+        // Each file's record, read once (nil: it cannot be read or decoded).
+        var setAsideEntries: [UInt64: SetAside.Entry?] = [:]
+        for sequence in setAsideSequences {
+            setAsideEntries[sequence] = try? SetAside.read(SetAside.file(for: sequence, in: configuration.home))
+        }
         var pending: [String: Set<UUID>] = [:]
         if let queue {
             // Each record's identity (type, id, revision, flight) is all this needs, and it is read without decoding
             // the rest: a record still in the queue counts as not acknowledged even if the ground would refuse it.
             var stream = RecordCoding.Stream()
             try? FileQueue.forEachRecord(directory: queue, from: acknowledgedThrough + 1) { sequence, payload in
-                guard !setAsideSequences.contains(sequence),
-                    let record = try? stream.identity(payload), !delivered(record)
-                else { return }
+                // A set-aside file at this sequence stands for the queue's record only when it holds that record
+                // (a file left by a queue replaced since holds another: this one is still to send).
+                if let entry = setAsideEntries[sequence], entry.map({ $0.record.elementsEqual(payload) }) ?? true {
+                    return
+                }
+                guard let record = try? stream.identity(payload), !delivered(record) else { return }
                 pending[record.flight.rawValue, default: []].insert(record.id)
             }
         }
         var setAside: [String: Set<UUID>] = [:]
         for sequence in setAsideSequences {
-            guard let entry = try? SetAside.read(SetAside.file(for: sequence, in: configuration.home)),
+            guard let entry = setAsideEntries[sequence] ?? nil,
                 let record = try? RecordCoding.decode(entry.record), !delivered(RecordIdentity(record))
             else { continue }
             setAside[record.flight.rawValue, default: []].insert(record.id)

@@ -45,7 +45,37 @@ enum SetAside {
         } catch {
             throw AgentError(.failure, "cannot encode the set-aside record \(record.sequence): \(error)")
         }
-        try Files.writeAtomically(data, to: file(for: record.sequence, in: home))
+        let target = file(for: record.sequence, in: home)
+        // A file of another record at this sequence (a queue replaced since: its numbering started again) is kept
+        // beside, not written over: it is the only copy of that refused record.
+        if let held = try? read(target), held.record != record.payload {
+            try Files.rename(target, to: supersededFile(for: record.sequence, in: home, at: Date()))
+        }
+        try Files.writeAtomically(data, to: target)
+    }
+
+    /// Where ``write(_:reason:batch:device:home:)`` keeps a file of another record at the same sequence:
+    /// `<sequence>.json.superseded-<unix seconds>` (not listed, counted or resent; for someone to look at).
+    static func supersededFile(for sequence: UInt64, in home: AgentHome, at date: Date) -> URL {
+        home.rejectedDirectory.appendingPathComponent("\(sequence).json.superseded-\(Int(date.timeIntervalSince1970))")
+    }
+
+    /// The set-aside files among `sequences` that hold another record than the queue's at their sequence: left by a
+    /// queue that was replaced since (a new queue directory numbers from 1 again). Skipped by sequence alone, the
+    /// queue's own record there was never sent, and sync acknowledged the queue past it. A file that cannot be read,
+    /// or whose sequence the queue no longer holds, is not counted.
+    /// - Parameter queued: The queue's record at a sequence, or nil when it holds none.
+    static func stale(_ sequences: Set<UInt64>, in home: AgentHome, queued: (UInt64) throws -> Data?) rethrows
+        -> Set<UInt64>
+    {
+        var stale: Set<UInt64> = []
+        for sequence in sequences {
+            guard let record = try queued(sequence), let held = try? read(file(for: sequence, in: home)),
+                held.record != record
+            else { continue }
+            stale.insert(sequence)
+        }
+        return stale
     }
 
     /// Reads one set-aside file.

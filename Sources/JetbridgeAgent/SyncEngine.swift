@@ -188,6 +188,19 @@ final class SyncEngine: Sendable {
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough
                 setAsideAtStart = try SetAside.sequences(in: configuration.home)
+                let stale = try SetAside.stale(
+                    setAsideAtStart.filter { $0 > status.acknowledgedThrough }, in: configuration.home
+                ) { sequence in
+                    try queue.read(from: sequence, maxRecords: 1, maxBytes: Int(Int32.max)).first.flatMap {
+                        $0.sequence == sequence ? $0.payload : nil
+                    }
+                }
+                for sequence in stale.sorted() {
+                    logger.warning(
+                        "\(SetAside.file(for: sequence, in: configuration.home).path) holds another record than the queue's \(sequence) (the queue was replaced since it was set aside): the queue's record is sent; the file stays, and is kept beside should this one be refused too"
+                    )
+                }
+                setAsideAtStart.subtract(stale)
                 announcements = Self.announcements(
                     device: configuration.device,
                     flights: try CaptureService(configuration: configuration, logger: logger)

@@ -165,6 +165,40 @@ struct SyncSocketTests {
         #expect(status.flights.first?.captured == 30)
     }
 
+    /// A set-aside file left by a queue that was replaced since (its numbering started at 1 again) holds another
+    /// record than the new queue's at its sequence. Before, sync skipped the new record by its sequence alone and
+    /// acknowledged the queue past it: it was never sent, and `status` did not count it. Now it is sent, the old file
+    /// stays, and is kept beside should the new record be refused too.
+    @Test func aSetAsideFileOfAReplacedQueueDoesNotHideTheNewQueuesRecord() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let old = Scan(tag: .example, point: .origin, scannedAt: Date(timeIntervalSince1970: 1_795_246_000),
+            flight: .example, device: "cart-1")
+        try sandbox.home.prepare(queueDirectory: sandbox.home.defaultQueueDirectory)
+        try SetAside.write(
+            SyncWindow.Record(sequence: 2, payload: try MessagePackEncoder().encode(Record.scan(old))),
+            reason: "refused by the test", batch: "cart-1 #1…3", device: "cart-1", home: sandbox.home)
+        let ids = try sandbox.capture(3)
+        let service = CaptureService(configuration: try sandbox.configuration(), logger: Logger(label: "test"))
+        #expect(try service.status().flights.first?.unacknowledged == 3)
+
+        let refused = ids[1]
+        let ground = try TestGround { batch, _ in
+            batch.records.firstIndex { $0.record.id == refused }.map { .reject(index: $0) } ?? .store
+        }
+        defer { ground.stop() }
+        let outcome = try await sandbox.sync(ground)
+        #expect(outcome.statistics.skipped == 0)
+        #expect(Set(ground.delivered.withLock { $0.records.keys }) == [ids[0], ids[2]])
+        // Refused too: the new record's file replaces the old one, which is kept beside.
+        let file = SetAside.file(for: 2, in: sandbox.home)
+        #expect(try MessagePackDecoder().decode(Record.self, from: try SetAside.read(file).record).id == refused)
+        let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.home.rejectedDirectory.path)
+        let kept = try #require(names.first { $0.hasPrefix("2.json.superseded-") }, "\(names)")
+        let keptEntry = try SetAside.read(sandbox.home.rejectedDirectory.appendingPathComponent(kept))
+        #expect(try MessagePackDecoder().decode(Record.self, from: keptEntry.record).id == old.id)
+    }
+
     /// Damage in the queue is not delivered: a record whose bytes no longer check out is quarantined, the rest go,
     /// and every flight can be confirmed; the verdict still says NOT SAFE, naming the quarantine, until someone has
     /// looked and moved it away. Before, it read safe to hand back.
