@@ -577,6 +577,17 @@ struct DeliveryArchive {
     func applyRetention(_ retention: AgentConfiguration.Retention, now: Date = Date()) throws(AgentError) -> [String] {
         try finishInterruptedReleases()
         var all = confirmations()
+        // A confirmation time the device's clock cannot have read truly (before 2026, or more than a day ahead of
+        // now: a clock reset to 2000 and then corrected, or set ahead and then back) starts its days again now.
+        // Before, a device whose clock had been reset released every flight it confirmed then at the first sync after
+        // the clock was put right, with none of the retention days left to repair the ground from the device.
+        var restamped = false
+        for (flight, confirmation) in all
+        where confirmation.confirmedAt < Self.earliestConfirmation || confirmation.confirmedAt > now + 86_400 {
+            all[flight]?.confirmedAt = now
+            restamped = true
+        }
+        if restamped { try save(all) }
         var total = totalBytes()
         // Nothing expired and nothing over the cap: nothing to release, and no need to read the files (a sync ends here
         // almost always).
@@ -622,6 +633,9 @@ struct DeliveryArchive {
         try finishInterruptedReleases()
         return released
     }
+
+    /// 2026-01-01T00:00:00Z: no confirmation of this code's ground is older (``applyRetention(_:now:)``).
+    static let earliestConfirmation = Date(timeIntervalSince1970: 1_767_225_600)
 
     func save(_ confirmations: [String: Confirmation]) throws(AgentError) {
         try Files.makeDirectory(directory)

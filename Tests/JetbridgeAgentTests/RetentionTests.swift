@@ -312,6 +312,28 @@ struct RetentionTests {
         #expect(archive.payloads(flight: flight).count == (renamed ? 5 : 105))
     }
 
+    /// A device whose clock was reset (to 2000, which capture accepts) confirms a flight at that time; once the
+    /// clock is put right, the flight must not count as weeks old: its days start again. Before, the first sync after
+    /// the fix released it at once. A time more than a day ahead of now starts again too.
+    @Test(arguments: [-26.0 * 365, 30])
+    func aConfirmationTimeNoClockCouldHaveReadTrulyStartsItsDaysAgain(offsetDays days: Double) throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = "ZA101/2026-11-21"
+        try archive.append(try Self.scans(3, flight: flight))
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let held = try #require(archive.holdings()[flight]?.summary)
+        try archive.confirm(
+            flight: flight, summary: held, bytes: archive.bytes(flight: flight), at: now.addingTimeInterval(days * 86_400))
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 7, maxBytes: 1 << 30), now: now) == [])
+        #expect(archive.confirmations()[flight]?.confirmedAt == now)
+        #expect(archive.flights() == [flight])
+        // Its days then run from now as for any flight.
+        let later = now.addingTimeInterval(8 * 86_400)
+        #expect(try archive.applyRetention(AgentConfiguration.Retention(days: 7, maxBytes: 1 << 30), now: later) == [flight])
+    }
+
     @Test func aReleaseLeavesNoFileAsideAndNoPendingMarks() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
