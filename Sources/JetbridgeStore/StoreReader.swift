@@ -163,6 +163,16 @@ public protocol StoreWriter: StoreReader {
 }
 
 /// A seat whose receipt is behind, as the receipt walk met it.
+/// What a receipt walk's `write` throws for one seat whose files cannot be written while the others can (a directory
+/// at the receipt's name, a file another user owns in a shared sticky directory): that seat is passed to `failed` and
+/// stays marked, and the walk goes on. Any other error from `write` ends the step, as before: a full disk fails every
+/// seat alike. Before, one such seat failed every refresh at the same place, and no receipt after it was written
+/// again.
+public struct ReceiptSeatFailure: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
 public struct ReceiptMark: Hashable, Sendable {
     public var flight: FlightID
     public var seat: Seat
@@ -262,7 +272,13 @@ extension SQLiteStore: StoreWriter {
             failed: { flight, seat, error in
                 failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
                 failed(flight, seat, error)
-            }, write)
+            },
+            { flight, seat, receipt in
+                do { try write(flight, seat, receipt) } catch let error as ReceiptSeatFailure {
+                    failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
+                    failed(flight, seat, error)
+                }
+            })
         guard !marks.isEmpty else { return marks }
         try durable()
         try calls.measure {

@@ -291,4 +291,31 @@ struct ReceiptTests {
         let text = try String(contentsOf: fifo, encoding: .utf8)
         #expect(text.contains("17B"))
     }
+
+    /// A directory at one receipt's name: that seat fails alone and stays marked, and every other seat, before and
+    /// after it, is written. Before, the group's rename failed on it at every refresh, and no receipt after it was
+    /// written again.
+    @Test func aSeatWhoseFileCannotBeReplacedFailsAloneAndStaysMarked() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let writer = fixture.writer()
+        _ = try store.apply([batch("cart-1", 1, [order(1, seat: "10A"), order(2, seat: "17B"), order(3, seat: "20C")])])
+        let blocked = fixture.receipts.appendingPathComponent("ZA101_2026-11-21_17B.json")
+        try FileManager.default.createDirectory(at: blocked, withIntermediateDirectories: true)
+        #expect(try writer.refreshDirty(store) == 2)
+        #expect(try store.dirtyReceiptCount() == 1)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: fixture.receipts.path))
+        #expect(names.isSuperset(of: ["ZA101_2026-11-21_10A.txt", "ZA101_2026-11-21_20C.json"]), "\(names)")
+        // Neither file of the failed seat was written: never one new and the other old.
+        #expect(!names.contains("ZA101_2026-11-21_17B.txt"))
+        // A rebuild names it and writes the rest.
+        let summary = try writer.rebuildAll(store)
+        #expect(summary.failed.map(\.seat.rawValue) == ["17B"])
+        #expect(summary.failed.first?.reason.contains("is a directory") == true)
+        // Moved away: the next refresh writes it.
+        try FileManager.default.removeItem(at: blocked)
+        #expect(try writer.refreshDirty(store) == 1)
+        #expect(try store.dirtyReceiptCount() == 0)
+    }
 }

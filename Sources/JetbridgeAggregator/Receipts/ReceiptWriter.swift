@@ -116,9 +116,12 @@ public struct ReceiptWriter: Sendable {
                 after: after, limit: Self.refreshChunk,
                 failed: { flight, seat, error in
                     failed += 1
-                    unmade.append(Self.stem(flight: flight, seat: seat))
+                    let unwritable = error is ReceiptSeatFailure
+                    if !unwritable { unmade.append(Self.stem(flight: flight, seat: seat)) }
                     logger.error(
-                        "a receipt could not be made; its files are removed, and the seat stays marked and is tried again at the next refresh",
+                        unwritable
+                            ? "a receipt's files could not be written; the seat stays marked and is tried again at the next refresh"
+                            : "a receipt could not be made; its files are removed, and the seat stays marked and is tried again at the next refresh",
                         metadata: [
                             "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
                         ])
@@ -236,8 +239,19 @@ public struct ReceiptWriter: Sendable {
                         ])
                 }
             ) { receipt in
-                if try stage(receipt, in: group) { written += 1 }
                 produced.insert(receipt.fileStem)
+                do {
+                    if try stage(receipt, in: group) { written += 1 }
+                } catch let error as ReceiptSeatFailure {
+                    // Its files cannot be replaced (a directory at its name): this seat fails, the others go on.
+                    failed.append(.init(flight: receipt.flight, seat: receipt.seat, reason: error.description))
+                    logger.error(
+                        "a receipt's files could not be written",
+                        metadata: [
+                            "flight": "\(receipt.flight)", "seat": "\(receipt.seat)",
+                            "error": "\(InertText.escape(error.description))",
+                        ])
+                }
                 if group.count >= 2 * Self.refreshChunk { try storeIO(group.commit()) }
             }
         }
@@ -290,6 +304,8 @@ public struct ReceiptWriter: Sendable {
     @discardableResult
     private func stage(_ receipt: Receipt, in group: AtomicFileGroup) throws -> Bool {
         let stem = receipt.fileStem
+        // Both checked before either is staged: never one file of a receipt new and the other old.
+        for name in [stem + ".txt", stem + ".json"] { try checkReplaceable(directory.appendingPathComponent(name).path) }
         let text = try stageFile(named: stem + ".txt", with: receipt.textBytes(), in: group)
         let json = try stageFile(named: stem + ".json", with: receipt.jsonBytes(), in: group)
         return text || json
@@ -329,8 +345,28 @@ public struct ReceiptWriter: Sendable {
     }
 
     private func removeFiles(stem: String) throws {
-        try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(stem + ".txt").path))
-        try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(stem + ".json").path))
+        let paths = [stem + ".txt", stem + ".json"].map { directory.appendingPathComponent($0).path }
+        for path in paths { try checkReplaceable(path) }
+        for path in paths { try storeIO(FileSystem.unlinkIfExists(path)) }
+    }
+
+    /// Throws ``ReceiptSeatFailure`` (that seat fails alone, and stays marked) when the file at `path` could not be
+    /// replaced or removed while the directory's other files can: a directory there, or a file another user owns in a
+    /// sticky directory (a shared one). The group's rename or unlink would fail on it, and with it every refresh at
+    /// the same place.
+    private func checkReplaceable(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw ReceiptSeatFailure("\(path) is a directory, not a receipt file: move it away")
+        }
+        var parent = stat()
+        let user = geteuid()
+        if user != 0, info.st_uid != user, lstat(directory.path, &parent) == 0, (parent.st_mode & S_ISVTX) != 0 {
+            throw ReceiptSeatFailure(
+                "\(path) belongs to user \(info.st_uid), and the sticky directory lets only its owner replace it: remove it, or give it to this aggregator's user"
+            )
+        }
     }
 
     static func stem(flight: FlightID, seat: Seat) -> String {

@@ -80,16 +80,22 @@ extension PostgresStore {
                         try renewReceiptClaims()
                         renewed = .now
                     }
-                    guard let orders = found[seat.rawValue] else {
-                        try write(flight, seat, nil)
-                        continue
+                    let receipt: Receipt?
+                    if let orders = found[seat.rawValue] {
+                        guard let made = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed)
+                        else {
+                            failedSeats.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
+                            continue
+                        }
+                        receipt = made
+                    } else {
+                        receipt = nil
                     }
-                    guard let receipt = Self.makeReceipt(flight: flight, seat: seat, orders: orders, failed: failed)
-                    else {
+                    // One seat whose files cannot be written fails alone (``ReceiptSeatFailure``).
+                    do { try write(flight, seat, receipt) } catch let error as ReceiptSeatFailure {
                         failedSeats.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
-                        continue
+                        failed(flight, seat, error)
                     }
-                    try write(flight, seat, receipt)
                 }
             }
             try durable()
