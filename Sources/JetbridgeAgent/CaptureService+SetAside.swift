@@ -113,6 +113,24 @@ extension CaptureService {
     public func discardSetAside(_ sequences: [UInt64]) throws(AgentError) -> [URL] {
         let files = try setAsideFiles(sequences)
         guard !files.isEmpty else { return [] }
+        // A record still in the queue past its acknowledged position (a sync stopped before the batches around it
+        // were stored) would be read and sent by the next sync once its file is gone from `rejected/`: never sent,
+        // as the operator asked, only while sync skips it first and acknowledges the queue past it.
+        if try Files.isPresent(configuration.queueDirectory) {
+            let status: FileQueueStatus
+            do {
+                status = try FileQueue(directory: configuration.queueDirectory).status()
+            } catch {
+                throw AgentError(queue: error, home: configuration.home)
+            }
+            let waiting = files.map(\.0).filter { $0 > status.acknowledgedThrough && $0 <= (status.lastSequence ?? 0) }
+            if !waiting.isEmpty {
+                throw AgentError(
+                    .tryAgain,
+                    "set-aside record\(waiting.count == 1 ? "" : "s") \(waiting.map(String.init).joined(separator: ", ")) \(waiting.count == 1 ? "is" : "are") still in the queue, past its acknowledged position (a sync stopped before the records around \(waiting.count == 1 ? "it" : "them") were stored), and the next sync would send \(waiting.count == 1 ? "it" : "them") once discarded: run `\(configuration.home.command("sync"))` first (it skips set-aside records), then discard; nothing was discarded"
+                )
+            }
+        }
         let discarded = configuration.home.discardedDirectory
         try Files.makeDirectory(discarded)
         var moved: [URL] = []

@@ -104,7 +104,9 @@ struct DiscardSetAsideCommand: ParsableCommand {
         abstract: "Give up on set-aside records: moved to <home>/discarded/, never sent, no longer counted.",
         discussion: """
             For a record that must never reach the ground (a test sale, a duplicate entered by hand). The file \
-            keeps the record and the ground's reason. An unknown sequence changes nothing (exit 65).
+            keeps the record and the ground's reason. An unknown sequence changes nothing (exit 65). A record \
+            still in the queue past its acknowledged position (a sync stopped early) is refused until a sync has \
+            skipped it (exit 75: run sync first).
             """)
 
     @OptionGroup var options: AgentOptions

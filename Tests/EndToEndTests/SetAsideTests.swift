@@ -68,6 +68,13 @@ struct SetAsideTests {
     @Test("discard moves the file to discarded/; status no longer counts it")
     func discard() throws {
         let (sandbox, _) = try sandboxWithOneSetAside()
+        // Still in the queue past its acknowledged position: the next sync would send it once discarded.
+        let early = try sandbox.agent(["set-aside", "discard", "--all"])
+        #expect(early.status == 75, "\(early)")
+        #expect(early.stderr.contains("still in the queue"), "\(early)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.home.appendingPathComponent("rejected/2.json").path))
+        // As a sync leaves it: the queue acknowledged past the set-aside record.
+        try FileQueue(directory: sandbox.queue).acknowledge(through: 2)
         let run = try sandbox.agent(["set-aside", "discard", "--all"])
         #expect(run.status == 0, "\(run)")
         #expect(FileManager.default.fileExists(atPath: sandbox.home.appendingPathComponent("discarded/2.json").path))

@@ -199,6 +199,29 @@ struct SyncSocketTests {
         #expect(try MessagePackDecoder().decode(Record.self, from: keptEntry.record).id == old.id)
     }
 
+    /// `set-aside discard` of a record still in the queue past its acknowledged position (a sync stopped before the
+    /// batches around it were stored): the next sync would read and send it once its file left `rejected/`. Refused
+    /// until a sync has skipped it and acknowledged the queue past it.
+    @Test func aRecordStillInTheQueueIsNotDiscardedUntilSyncHasSkippedIt() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        _ = try sandbox.capture(5)
+        let queue = try FileQueue(directory: sandbox.home.defaultQueueDirectory)
+        let third = try #require(try queue.read(from: 3, maxRecords: 1).first)
+        try SetAside.write(third, reason: "refused by the test", batch: "cart-1 #1…5", device: "cart-1", home: sandbox.home)
+        let service = CaptureService(configuration: try sandbox.configuration(), logger: Logger(label: "test"))
+        let refused = #expect(throws: AgentError.self) { try service.discardSetAside([3]) }
+        #expect(refused?.code == .tryAgain)
+        #expect(refused?.message.contains("still in the queue") == true, "\(String(describing: refused))")
+        #expect(try service.setAsideRecords().count == 1)
+
+        let ground = try TestGround()
+        defer { ground.stop() }
+        let outcome = try await sandbox.sync(ground)
+        #expect(outcome.statistics.skipped == 1 && ground.delivered.withLock { $0.records.count } == 4)
+        #expect(try service.discardSetAside([3]).count == 1)
+    }
+
     /// Damage in the queue is not delivered: a record whose bytes no longer check out is quarantined, the rest go,
     /// and every flight can be confirmed; the verdict still says NOT SAFE, naming the quarantine, until someone has
     /// looked and moved it away. Before, it read safe to hand back.
