@@ -142,7 +142,8 @@ extension CaptureService {
         status.verdict = Self.verdict(
             flights, damaged: queueStatus.quarantined,
             quarantine: queueURL.appendingPathComponent("quarantine").path,
-            unreadableSetAside: try setAsideRecords().count { $0.problem != nil }, rejected: rejectedURL.path)
+            unreadableSetAside: try setAsideRecords().count { $0.problem != nil },
+            superseded: try Files.entries(rejectedURL).count { $0.contains(".json.superseded-") }, rejected: rejectedURL.path)
         return status
     }
 
@@ -156,6 +157,7 @@ extension CaptureService {
     /// flight.
     static func verdict(
         _ flights: [FlightDelivery], damaged: Int = 0, quarantine: String = "", unreadableSetAside: Int = 0,
+        superseded: Int = 0,
         rejected: String = ""
     ) -> String {
         var open = flights.filter { !$0.confirmed || $0.unacknowledged > 0 || $0.setAside > 0 }
@@ -163,6 +165,11 @@ extension CaptureService {
         if damaged > 0 {
             open.append(
                 "\(NumberText.grouped(damaged)) damaged entr\(damaged == 1 ? "y" : "ies") in the queue, not delivered (records that could not be read back; their bytes are kept in \(quarantine): look at them, see docs/FILEQUEUE.md, then move that file away)"
+            )
+        }
+        if superseded > 0 {
+            open.append(
+                "\(NumberText.grouped(superseded)) superseded set-aside file\(superseded == 1 ? "" : "s") in \(rejected) (`<sequence>.json.superseded-…`: records the ground refused from a queue replaced since, not delivered and not resent by `set-aside`: look at them, then move them away)"
             )
         }
         if unreadableSetAside > 0 {

@@ -188,8 +188,12 @@ final class SyncEngine: Sendable {
                 let status = try queue.status()
                 ackedInQueue = status.acknowledgedThrough
                 setAsideAtStart = try SetAside.sequences(in: configuration.home)
+                // A set-aside sequence past the queue's last one was never this queue's (a record is set aside
+                // after it was read from the queue, and a queue never numbers a sequence twice): stale too, or the
+                // records captured up to it while this sync runs would be skipped and acknowledged past unsent.
+                let last = max(status.lastSequence ?? 0, status.acknowledgedThrough)
                 let stale = try SetAside.stale(
-                    setAsideAtStart.filter { $0 > status.acknowledgedThrough }, in: configuration.home
+                    setAsideAtStart.filter { $0 > status.acknowledgedThrough && $0 <= last }, in: configuration.home
                 ) { sequence in
                     try queue.read(from: sequence, maxRecords: 1, maxBytes: Int(Int32.max)).first.flatMap {
                         $0.sequence == sequence ? $0.payload : nil
@@ -200,7 +204,13 @@ final class SyncEngine: Sendable {
                         "\(SetAside.file(for: sequence, in: configuration.home).path) holds another record than the queue's \(sequence) (the queue was replaced since it was set aside): the queue's record is sent; the file stays, and is kept beside should this one be refused too"
                     )
                 }
-                setAsideAtStart.subtract(stale)
+                let beyond = setAsideAtStart.filter { $0 > last }
+                for sequence in beyond.sorted() {
+                    logger.warning(
+                        "\(SetAside.file(for: sequence, in: configuration.home).path) names sequence \(sequence), past the queue's last (\(last)): it was set aside from a queue replaced since; the queue's record with that sequence, when captured, is sent"
+                    )
+                }
+                setAsideAtStart.subtract(stale.union(beyond))
                 announcements = Self.announcements(
                     device: configuration.device,
                     flights: try CaptureService(configuration: configuration, logger: logger)
@@ -1016,6 +1026,16 @@ final class SyncEngine: Sendable {
             }
             outcome.unconfirmed = confirmer.unconfirmed
             outcome.confirmedFlights = confirmer.confirmedFlights
+            // Stopped or timed out with everything acknowledged, the run may not have asked about every flight (it
+            // asks once everything is acknowledged), or asked before its last acks: for `--until-drained`'s exit
+            // code, a flight whose acknowledged records are not what the ground last confirmed is not confirmed.
+            if options.untilDrained, !outcome.isDrained, outcome.remaining == 0 {
+                let confirmations = archive.confirmations()
+                for (flight, holding) in archive.holdings()
+                where holding.summary.count > 0 && confirmations[flight]?.summary != holding.summary {
+                    outcome.unconfirmed[flight] = outcome.unconfirmed[flight] ?? "not confirmed yet when the sync ended"
+                }
+            }
             // Read at the start, so readable; should it fail now, the start's count and this sync's are a floor.
             outcome.setAsideHeld =
                 (try? SetAside.sequences(in: configuration.home).count) ?? setAsideAtStart.count + statistics.setAside

@@ -197,6 +197,43 @@ struct SyncSocketTests {
         let kept = try #require(names.first { $0.hasPrefix("2.json.superseded-") }, "\(names)")
         let keptEntry = try SetAside.read(sandbox.home.rejectedDirectory.appendingPathComponent(kept))
         #expect(try MessagePackDecoder().decode(Record.self, from: keptEntry.record).id == old.id)
+        // Not delivered: the verdict names it until someone moves it away.
+        let verdict = try service.status().verdict
+        #expect(verdict.contains("1 superseded set-aside file"), "\(verdict)")
+    }
+
+    /// A set-aside file numbered past the queue's last record (left by a queue replaced since) when a long-running
+    /// sync starts: the records captured up to that number while it runs are all sent. Before, the window skipped
+    /// the one with that number and acknowledged the queue past it, unsent.
+    @Test func aSetAsideFilePastTheQueuesEndDoesNotHideARecordCapturedWhileSyncRuns() async throws {
+        let sandbox = try SyncSandbox()
+        defer { sandbox.remove() }
+        let first = try sandbox.capture(3)
+        let old = Scan(tag: .example, point: .origin, scannedAt: Date(timeIntervalSince1970: 1_795_246_000),
+            flight: .example, device: "cart-1")
+        try SetAside.write(
+            SyncWindow.Record(sequence: 8, payload: try MessagePackEncoder().encode(Record.scan(old))),
+            reason: "refused by the test", batch: "cart-1 #1…9", device: "cart-1", home: sandbox.home)
+        let ground = try TestGround()
+        defer { ground.stop() }
+        let options = SyncOptions(
+            dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
+            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey), timeout: 30,
+            stopGrace: 0.5)
+        let service = SyncService(
+            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+        let task = Task { try await service.run() }
+        for _ in 0..<400 where try sandbox.queueStatus().acknowledgedThrough < 3 {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let later = try sandbox.capture(7)  // sequences 4…10
+        for _ in 0..<400 where try sandbox.queueStatus().acknowledgedThrough < 10 {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        task.cancel()
+        try await task.value
+        #expect(Set(ground.delivered.withLock { $0.records.keys }) == Set(first + later))
+        #expect(service.outcome?.statistics.skipped == 0)
     }
 
     /// `set-aside discard` of a record still in the queue past its acknowledged position (a sync stopped before the

@@ -139,11 +139,12 @@ final class ReceiptWorker: @unchecked Sendable {
                         })
                     if written > 0 { logger.debug("receipts refreshed", metadata: ["seats": .stringConvertible(written)]) }
                     waitingForLock = false
-                    if !last, let seconds = try store.receiptClaimsHeldElsewhere() {
-                        // A little past the claim's end, so the refresh finds it ended.
-                        let at = Date().addingTimeInterval(seconds + 0.5)
+                    if !last {
+                        // A little past the claim's end, so the refresh finds it ended. A failure to ask is no
+                        // failure of the refresh: the next commit starts one anyway.
+                        let seconds = try? store.receiptClaimsHeldElsewhere()
                         condition.lock()
-                        claimsEndAt = at
+                        claimsEndAt = (seconds ?? nil).map { Date().addingTimeInterval($0 + 0.5) }
                         condition.unlock()
                     }
                     if let failed = failures.succeeded() {
@@ -159,7 +160,6 @@ final class ReceiptWorker: @unchecked Sendable {
                         logger.notice("receipts wait: \(busy)")
                     }
                     waitingForLock = true
-                    continue
                 } catch {
                     // The marks stay in the store; retried after the interval without waiting for another commit.
                     failed = true
