@@ -49,9 +49,11 @@ struct DeliveryConfirmer: Sendable {
         /// When asked again because records of the flight were acknowledged after the summary was computed: when
         /// the asking began (the ``waited`` clock), so the give-up wait goes on from there.
         var reaskedSince: Double?
-        /// The ground answered `retry` (busy) since the flight was first asked: the wait that runs out was not
-        /// silence.
+        /// The ground's last answer was `retry` (busy): the wait that runs out was not silence.
         var retried = false
+        /// The flight was asked again since it was first asked because its answers counted records acknowledged
+        /// after each ask (captures still arriving).
+        var reasked = false
     }
 
     /// What the loop does after an answer.
@@ -96,7 +98,9 @@ struct DeliveryConfirmer: Sendable {
     mutating func refresh(held: [String: DeliverySummary]) {
         for (flight, summary) in held {
             guard var entry = flights[flight], entry.summary == summary || entry.state == .resending else {
-                flights[flight] = Flight(summary: summary, state: .unasked, reaskedSince: flights[flight]?.reaskedSince)
+                let reaskedSince = flights[flight]?.reaskedSince
+                flights[flight] = Flight(
+                    summary: summary, state: .unasked, reaskedSince: reaskedSince, reasked: reaskedSince != nil)
                 continue
             }
             if entry.state == .resending || entry.state == .confirmed { entry.state = .unasked }
@@ -134,6 +138,8 @@ struct DeliveryConfirmer: Sendable {
                 entry.state = .gaveUp(
                     entry.retried
                         ? "the ground answered retry (busy) to its summary for \(Int(limits.giveUp)) s of usable link"
+                        : entry.reasked
+                            ? "records of the flight kept being acknowledged after each ask for \(Int(limits.giveUp)) s (captures still arriving): asked again at the next sync"
                         : reached
                             ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
                             : "no aggregator was reachable in \(Int(limits.giveUp)) s")
@@ -164,6 +170,8 @@ struct DeliveryConfirmer: Sendable {
             entry.reaskedSince = nil
             return .confirmed(flight: answer.flight, summary: entry.summary)
         case .confirmed where changedSinceAsked, .mismatch where changedSinceAsked:
+            entry.retried = false
+            entry.reasked = true
             entry.groundCount = answer.held?.count ?? 0
             entry.state = .unasked
             entry.reaskedSince = since
@@ -172,6 +180,8 @@ struct DeliveryConfirmer: Sendable {
             let count = answer.held?.count ?? 0
             entry.groundCount = count
             entry.reaskedSince = nil
+            entry.reasked = false
+            entry.retried = false
             guard entry.resends < limits.maxResends else {
                 let reason =
                     "the ground holds \(count) of this device's \(entry.summary.count) records of the flight (or other revisions) after \(entry.resends) resends"
@@ -186,6 +196,7 @@ struct DeliveryConfirmer: Sendable {
             entry.state = .asking(since: since, at: t - limits.askAgain + limits.retryDelay, asks: asks)
             return .none
         case .rejected, .forbidden, .unsupportedVersion:
+            entry.retried = false
             let reason = "the ground refused the summary (\(answer.status.rawValue)): \(SummaryAnswer.shown(answer.reason))"
             entry.state = .gaveUp(reason)
             return .gaveUp(flight: answer.flight, reason: reason)

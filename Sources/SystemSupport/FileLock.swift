@@ -39,11 +39,18 @@ package final class FileLock: Sendable {
     /// - Throws: ``Failure``.
     package init(path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false) throws(Failure) {
         self.path = path
-        let fd: Int32
+        var fd: Int32
+        var writable = true
         do {
             fd = try FileSystem.openFile(path, O_RDWR | O_CREAT, mode: 0o600, operation: "open the lock file")
         } catch {
-            throw .system(error)
+            // A lock file another user made (a command run with sudo) that this one may only read: flock(2) works
+            // on a read-only descriptor too, only the pid is not written.
+            guard error.errno == EACCES,
+                let readOnly = try? FileSystem.openFile(path, O_RDONLY, operation: "open the lock file")
+            else { throw .system(error) }
+            fd = readOnly
+            writable = false
         }
         let deadline = ContinuousClock.now + timeout
         var pause: useconds_t = 1_000
@@ -64,7 +71,7 @@ package final class FileLock: Sendable {
             usleep(pause)
             pause = min(pause * 2, 50_000)
         }
-        if recordingPID {
+        if recordingPID, writable {
             let text = "\(getpid())\n"
             _ = ftruncate(fd, 0)
             _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }

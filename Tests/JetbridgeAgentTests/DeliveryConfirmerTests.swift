@@ -206,7 +206,7 @@ struct DeliveryConfirmerTests {
         #expect(!confirmer.isSettled)
         _ = confirmer.due(now: 71)
         #expect(confirmer.isSettled && confirmer.confirmedFlights.isEmpty)
-        #expect(confirmer.unconfirmed[Self.flight]?.contains("did not answer") == true)
+        #expect(confirmer.unconfirmed[Self.flight]?.contains("kept being acknowledged after each ask") == true)
         // Unchanged since the ask, the same answer sends the flight again, as before.
         confirmer.refresh(held: [Self.flight: Self.summary(16)])
         _ = confirmer.due(now: 100)

@@ -9,10 +9,10 @@ import Testing
 
 @Suite("Receipts: atomic files, dirty marks, rebuilds")
 struct ReceiptTests {
-    /// The receipts directory's files but its lock (``ReceiptWriter/lockFile``).
+    /// The receipts directory's files but its writers' locks (``ReceiptWriter/lockFile``, `rebuildIntentFile`).
     func contents(_ directory: URL) throws -> [String: Data] {
         var result: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name != ".receipts.lock" {
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".receipts.") {
             result[name] = try Data(contentsOf: directory.appendingPathComponent(name))
         }
         return result
@@ -275,6 +275,15 @@ struct ReceiptTests {
         // The lock is let go after each group and each rebuild: another holder takes it at once.
         try writer.rebuildAll(store)
         _ = try FileLock(path: writer.lockFile.path)
+        // A rebuild waiting for the lock (its intent held) stops a refresh before its next group, without waiting.
+        _ = try store.apply([batch("cart-1", 2, [order(3, seat: "4C")])])
+        let intent = try FileLock(path: writer.rebuildIntentFile.path)
+        let before = ContinuousClock.now
+        #expect(throws: ReceiptWriter.Busy.self) { try writer.refreshDirty(store) }
+        #expect(ContinuousClock.now - before < .seconds(1))
+        #expect(try store.dirtyReceiptCount() == 1)
+        intent.release()
+        #expect(try writer.refreshDirty(store) == 1)
     }
 
     /// A FIFO at a receipt's name: a plain open for reading waits for a writer, which never comes (the receipts

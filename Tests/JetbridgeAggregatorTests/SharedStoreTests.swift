@@ -325,7 +325,9 @@ struct SharedStoreTests {
         #expect(actual.status == expected.status && actual.stdout == expected.stdout, "\(actual.stdout) \(actual.stderr)")
         func files(_ directory: URL) throws -> [String: Data] {
             var files: [String: Data] = [:]
-            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            // The writers' locks (.receipts.lock, .receipts.rebuild) are not receipts.
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            where !name.hasPrefix(".receipts.") {
                 files[name] = try Data(contentsOf: directory.appendingPathComponent(name))
             }
             return files

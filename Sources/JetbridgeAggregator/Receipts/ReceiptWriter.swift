@@ -37,6 +37,11 @@ public struct ReceiptWriter: Sendable {
     /// their refreshes take turns.
     public var lockFile: URL { directory.appendingPathComponent(".receipts.lock") }
 
+    /// `<directory>/.receipts.rebuild`: held by a rebuild from before it waits for ``lockFile`` to its end. A refresh
+    /// takes ``lockFile`` again right after each group, so a rebuild polling for it might never find it free during a
+    /// long backlog; a refresh that finds this one held stops before its next group instead (``Busy``).
+    public var rebuildIntentFile: URL { directory.appendingPathComponent(".receipts.rebuild") }
+
     /// How long a refresh waits for the lock before it gives up for now (the seats stay marked, tried again at the
     /// next refresh): a rebuild holds it for its whole run.
     static let refreshLockWait: Duration = .seconds(2)
@@ -55,14 +60,15 @@ public struct ReceiptWriter: Sendable {
 
     /// Takes ``lockFile``, waiting up to `wait`.
     /// - Throws: ``Busy``, or ``StoreError`` (`fileSystem`) when the lock file cannot be opened.
-    func lock(waitingUpTo wait: Duration) throws -> FileLock {
+    func lock(_ file: URL? = nil, waitingUpTo wait: Duration) throws -> FileLock {
+        let path = (file ?? lockFile).path
         do {
-            return try FileLock(path: lockFile.path, waitingUpTo: wait, recordingPID: true)
+            return try FileLock(path: path, waitingUpTo: wait, recordingPID: true)
         } catch {
             switch error {
-            case .busy(let holder): throw Busy(holder: holder, path: lockFile.path)
+            case .busy(let holder): throw Busy(holder: holder, path: path)
             case .system(let failure):
-                throw StoreError(.fileSystem, "\(failure)", path: lockFile.path, errno: failure.errno)
+                throw StoreError(.fileSystem, "\(failure)", path: path, errno: failure.errno)
             }
         }
     }
@@ -105,6 +111,9 @@ public struct ReceiptWriter: Sendable {
         var after: ReceiptMark?
         while shouldContinue() {
             try prepareDirectory()
+            if let holder = FileLock.holder(of: rebuildIntentFile.path) {
+                throw Busy(holder: holder == 0 ? nil : holder, path: rebuildIntentFile.path)
+            }
             let lock = try lock(waitingUpTo: Self.refreshLockWait)
             defer { lock.release() }
             let group = try storeIO(AtomicFileGroup(directory: directory.path))
@@ -219,6 +228,8 @@ public struct ReceiptWriter: Sendable {
     @discardableResult
     public func rebuildAll(_ store: any StoreReader) throws -> RebuildSummary {
         try prepareDirectory()
+        let intent = try lock(rebuildIntentFile, waitingUpTo: Self.rebuildLockWait)
+        defer { intent.release() }
         let lock = try lock(waitingUpTo: Self.rebuildLockWait)
         defer { lock.release() }
         let group = try storeIO(AtomicFileGroup(directory: directory.path))
