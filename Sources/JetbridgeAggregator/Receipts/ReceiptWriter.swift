@@ -143,7 +143,12 @@ public struct ReceiptWriter: Sendable {
                     }
                 },
                 durable: { try storeIO(group.commit()) })
-            for stem in unmade { try removeFiles(stem: stem) }
+            for stem in unmade {
+                // Its seat stays marked either way; a file that cannot be removed must not stop the walk.
+                do { try removeFiles(stem: stem) } catch let error as ReceiptSeatFailure {
+                    logger.error("a stale receipt could not be removed", metadata: ["error": "\(InertText.escape(error.description))"])
+                }
+            }
             guard let last = chunk.last else { break }
             refreshed += chunk.count - failed
             after = last
