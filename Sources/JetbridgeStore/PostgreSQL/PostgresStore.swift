@@ -592,8 +592,10 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
 
     /// Folds the kept digests' stale marks (docs/STORE.md, "Kept digests"): each marked pair is marked stale in
     /// `device_flights` and its marks removed, in one transaction, so marks of pairs nobody asks about again do not
-    /// pile up. The pairs' rows are locked first in the lock order (by device, then flight); a mark added meanwhile
-    /// stays for the next fold. PostgreSQL's own autovacuum and checkpointer keep the rest of the database in shape.
+    /// pile up. The pairs' rows are locked first in the lock order (by device, then flight); a mark added meanwhile is
+    /// deleted too and its pair marked stale (safe), without its row locked first, so the fold can deadlock with an
+    /// `apply` of that pair, and is then tried again (``transaction(_:)``, 40P01). PostgreSQL's own autovacuum and
+    /// checkpointer keep the rest of the database in shape.
     public func idleMaintenance() throws {
         try locked {
             try transaction {
