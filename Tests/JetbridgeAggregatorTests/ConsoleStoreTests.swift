@@ -120,6 +120,25 @@ struct ConsoleStoreTests {
     /// PostgreSQL counts again when the number of the flight's scans changed): after every group of the parity data
     /// set, written by another connection (an aggregator beside the console), they equal the luggage report's and the
     /// stored scans' counts. On PostgreSQL this failed with the kept tally answered whatever the number of scans.
+    /// A flight whose only order moved to another flight has no orders: the board does not list it, as `report
+    /// flights` does not. Before, the board read the `flights` table, whose row stays.
+    @Test(arguments: Engine.allCases)
+    func aFlightWhoseOrdersAllMovedAwayIsNotListed(_ engine: Engine) throws {
+        guard engine == .sqlite || TestPostgres.enabled else { return }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
+        defer { database?.drop() }
+        let store: any ConsoleReading & StoreWriter =
+            if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
+        defer { try? store.close() }
+        _ = try store.apply([batch("cart-1", 1, [order(1, flight: flightA)])])
+        #expect(try store.consoleFlights() == [flightA])
+        _ = try store.apply([batch("cart-1", 2, [order(1, revision: 2, flight: flightB)])])
+        #expect(try store.consoleFlights() == [flightB])
+        #expect(try store.flightsWithOrders() == [flightB])
+    }
+
     @Test(arguments: Engine.allCases)
     func keptTalliesCatchUpWithNewScans(_ engine: Engine) throws {
         guard engine == .sqlite || TestPostgres.enabled else { return }

@@ -18,7 +18,13 @@ extension PostgresStore: ConsoleReading {
                     UNION ALL
                     SELECT (SELECT min(s.flight) FROM scans s WHERE s.flight > f.flight) FROM f WHERE f.flight IS NOT NULL
                 )
-                SELECT flight FROM f WHERE flight IS NOT NULL UNION SELECT flight FROM flights ORDER BY 1
+                , o(flight) AS (
+                    SELECT min(flight) FROM orders
+                    UNION ALL
+                    SELECT (SELECT min(x.flight) FROM orders x WHERE x.flight > o.flight) FROM o WHERE o.flight IS NOT NULL
+                )
+                SELECT flight FROM f WHERE flight IS NOT NULL UNION SELECT flight FROM o WHERE flight IS NOT NULL
+                ORDER BY 1
                 """)
             return try rows.map { try flightID($0.decode(String.self)) }
         }

@@ -13,7 +13,9 @@ extension SQLiteStore: ConsoleReading {
 
     public func consoleFlights() throws -> [FlightID] {
         try pool.read { db in
-            let withOrders = try String.fetchAll(db, sql: "SELECT flight FROM flights")
+            // From `orders`, not `flights`: a flight's row there stays after its last order moved to another
+            // flight, and the board listed it with no orders while `report flights` did not.
+            let withOrders = try String.fetchAll(db, sql: Self.orderFlightsSQL)
             let withScans = try String.fetchAll(db, sql: Self.scanFlightsSQL)
             return try Set(withOrders + withScans).sorted().map(flightID)
         }
@@ -170,6 +172,16 @@ extension SQLiteStore: ConsoleReading {
         SELECT (SELECT min(flight) FROM scans WHERE scans.flight > f.flight) FROM f WHERE f.flight IS NOT NULL
         """
 
+    /// Distinct flights of the orders, one seek each on `orders(flight)`.
+    static let orderFlightsSQL = """
+        WITH RECURSIVE f(flight) AS (
+            SELECT (SELECT min(flight) FROM orders)
+            UNION ALL
+            SELECT (SELECT min(flight) FROM orders WHERE orders.flight > f.flight) FROM f WHERE f.flight IS NOT NULL
+        )
+        SELECT flight FROM f WHERE flight IS NOT NULL
+        """
+
     static let scanFlightsSQL = """
         WITH RECURSIVE f(flight) AS (\(scanFlightsRecursion)) SELECT flight FROM f WHERE flight IS NOT NULL
         """
@@ -213,6 +225,7 @@ extension SQLiteStore: ConsoleReading {
     /// Every console query with example arguments, for EXPLAIN QUERY PLAN (tests and `console-benchmark`).
     public static let consoleQueries: [(name: String, sql: String, arguments: [String])] = [
         ("flights with scans", scanFlightsSQL, []),
+        ("flights with orders", orderFlightsSQL, []),
         ("devices of a flight's scans", scanDevicesSQL, ["ZA101/2026-11-21"]),
         ("scans per device of a flight", scanDeviceCountsSQL, ["ZA101/2026-11-21"]),
         ("bags by status of a flight", bagCountsSQL, ["ZA101/2026-11-21"]),
