@@ -119,8 +119,16 @@ extension CaptureService {
             }
         }
 
+        // Scans read so far are handed over whenever the input goes quiet (a scanner between two bags): kept
+        // until 4,096 had piled up, a live feed held them in memory only, for hours, and lost them with the process.
+        var submitFailed = false
+        func handOver() {
+            guard !pending.isEmpty else { return }
+            if !committer.submit(pending, firstLine: pendingFirstLine) { submitFailed = true }
+            pending.removeAll(keepingCapacity: true)
+        }
         do throws(AgentError) {
-            while let line = try reader.next() {
+            while !submitFailed, let line = try reader.next(beforeWaiting: handOver) {
                 let number = reader.lineNumber
                 let payload: String
                 switch line {
@@ -156,12 +164,9 @@ extension CaptureService {
                 }
                 if pending.isEmpty { pendingFirstLine = number }
                 pending.append(try encode(scan))
-                if pending.count >= Self.scanBatchSize {
-                    guard committer.submit(pending, firstLine: pendingFirstLine) else { break }
-                    pending.removeAll(keepingCapacity: true)
-                }
+                if pending.count >= Self.scanBatchSize { handOver() }
             }
-            if !pending.isEmpty { _ = committer.submit(pending, firstLine: pendingFirstLine) }
+            if !submitFailed { handOver() }
         } catch {
             // A read error: keep what was already handed over durable, then report.
             _ = committer.finish()

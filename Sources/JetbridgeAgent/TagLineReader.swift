@@ -43,7 +43,9 @@ struct TagLineReader {
     }
 
     /// The next line, or `nil` at the end of input (a last line without a line end counts).
-    mutating func next() throws(AgentError) -> Line? {
+    /// - Parameter beforeWaiting: Called when no more input is there to read and the next read would wait for it (a
+    ///   pipe from a scanner between two bags); never for a regular file, which is always readable.
+    mutating func next(beforeWaiting: () -> Void = {}) throws(AgentError) -> Line? {
         var skipped = 0  // bytes of an over-long line already dropped
         while true {
             if let newline = buffer[start..<end].firstIndex(of: 0x0A) {
@@ -71,9 +73,16 @@ struct TagLineReader {
                 end -= start
                 start = 0
             }
+            if !Self.isReadable(fd) { beforeWaiting() }
             let count = try fill()
             if count == 0 { atEOF = true }
         }
+    }
+
+    /// Whether a read of `fd` would return at once (data, the end of input or an error) rather than wait.
+    private static func isReadable(_ fd: Int32) -> Bool {
+        var item = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&item, 1, 0) != 0
     }
 
     private func finish(_ range: Range<Int>, skipped: Int) -> Line {

@@ -82,6 +82,32 @@ struct CaptureRuleTests {
         #expect(Set(records.map(\.id)).count == records.count)
     }
 
+    /// A live scanner feed (`scanner | jetbridge-agent scan`): the scans read are in the queue, durable, as soon as
+    /// the feed goes quiet, not once 4,096 have piled up or the feed ends. Before, hours of scans were in memory only.
+    @Test func scansFromALiveFeedAreQueuedWhenTheFeedGoesQuiet() async throws {
+        let capture = try service()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        let lines = (0..<3).map { n in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n)}"# + "\n" }
+        let done = Task.detached { try capture.recordScans(fd: readEnd, name: "standard input", at: .origin) { _ in } }
+        _ = lines.joined().withCString { write(writeEnd, $0, strlen($0)) }
+        // The feed stays open: the three scans must reach the queue while it waits for the next.
+        do {
+            try await waitUntil("the scans are queued while the feed is open", timeout: .seconds(10)) {
+                try self.queued() == 3
+            }
+        } catch {
+            close(writeEnd)  // lets the capture end
+            throw error
+        }
+        close(writeEnd)
+        let summary = try await done.value
+        close(readEnd)
+        #expect(summary.scanned == 3)
+        #expect(try queued() == 3)
+    }
+
     @Test func aMenuWithAHiddenOrReorderingNameOrAnOverflowingPriceIsRefused() throws {
         for item in [Item(name: "Pea\u{202E}nuts", unitPrice: 1), Item(name: "Pea\u{200B}nuts", unitPrice: 1),
             Item(name: "Jet", unitPrice: 1 << 62)]
