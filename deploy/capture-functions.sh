@@ -155,7 +155,9 @@ start_both_and_sync() { # start_both_and_sync [METRICS_A METRICS_B]: both aggreg
     sync_pids=()
     local device
     for device in cart-1 cart-2 gate-1; do
-        agent "$device" sync --until-drained --timeout 180 > "$demo/$device-sync.log" 2>&1 &
+        # The binary itself, not the `agent` function: `$!` of a function run in the background is the subshell's
+        # pid, and a kill of it left the agent running.
+        "$bin/jetbridge-agent" --home "$demo/$device" sync --until-drained --timeout 180 > "$demo/$device-sync.log" 2>&1 &
         sync_pids+=($!)
         pids+=($!)
     done

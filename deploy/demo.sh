@@ -78,7 +78,8 @@ echo "-- cart-2 syncs"
 agent cart-2 sync --until-drained
 
 echo "-- gate-1 syncs 1,197 scans; the aggregator is killed with SIGKILL in the middle and restarted"
-agent gate-1 sync --until-drained --timeout 120 > "$demo/gate-1-sync.log" 2>&1 &
+# The binary itself, not the `agent` function, so that `$!` is the agent's pid (the cleanup kills it by pid).
+"$bin/jetbridge-agent" --home "$demo/gate-1" sync --until-drained --timeout 120 > "$demo/gate-1-sync.log" 2>&1 &
 sync_pid=$!
 for _ in $(seq 1 400); do
     [ "$(acknowledged gate-1)" -gt 0 ] && break

@@ -56,8 +56,10 @@ for n in $(seq 1 "$devices"); do
     fi
     if ! [ -f "$home/keys/device.pub" ]; then
         "$bin/jetbridge-agent" --home "$home" keys generate >/dev/null
-        "$bin/jetbridge-aggregator" --home "$ground" devices allow "device-$n" -- "$(cat "$home/keys/device.pub")"
     fi
+    # Every start (safe to repeat: the same id gets its key again), so a run stopped between the two commands does
+    # not leave a device whose key the ground never learnt.
+    "$bin/jetbridge-aggregator" --home "$ground" devices allow "device-$n" -- "$(cat "$home/keys/device.pub")" >/dev/null
 done
 
 pids=()

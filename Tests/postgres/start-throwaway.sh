@@ -31,7 +31,12 @@ as_server "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8
 as_server "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
-as_server "$PG_BIN/createdb" -h "$dir" -p "$port" -U postgres jetbridge_test
+as_server "$PG_BIN/createdb" -h "$dir" -p "$port" -U postgres jetbridge_test || {
+    # The caller never learns the directory of a cluster this script could not finish: stop and remove it here.
+    as_server "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1
+    rm -rf "$dir"
+    exit 1
+}
 
 echo "export JETBRIDGE_TEST_POSTGRES=postgres://postgres@127.0.0.1:$port/jetbridge_test"
 echo "export JETBRIDGE_TEST_POSTGRES_DIR=$dir"
