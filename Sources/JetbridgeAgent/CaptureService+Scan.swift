@@ -168,9 +168,17 @@ extension CaptureService {
             }
             if !submitFailed { handOver() }
         } catch {
-            // A read error: keep what was already handed over durable, then report.
-            _ = committer.finish()
-            throw error
+            // A read error: what was read before it is good; stored durably, then reported with where to go on from
+            // (before, the message did not say, and a re-feed from the start stored every scan a second time, with
+            // new ids the ground cannot recognise as the same).
+            if !submitFailed { handOver() }
+            let outcome = committer.finish()
+            var failure = error
+            if outcome.failure == nil {
+                failure.message +=
+                    "; the \(outcome.stored) scans read before it (through line \(reader.lineNumber)) were stored: re-feed from line \(reader.lineNumber + 1)"
+            }
+            throw failure
         }
         try finish()
         logger.debug(
