@@ -157,6 +157,8 @@ extension CaptureService {
                     scan = Scan(
                         id: UUID(timeOrdered: time, using: &random), tag: tag, point: point, scannedAt: time,
                         flight: flightID, device: device)
+                    // Each scan as the ground checks it (the clock may step out of 2000–2099 during a long feed).
+                    try scan.validate()
                 } catch {
                     summary.rejected += 1
                     rejected(RejectedLine(line: number, reason: (error as? ValidationError)?.description ?? "\(error)"))

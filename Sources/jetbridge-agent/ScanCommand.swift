@@ -107,12 +107,21 @@ struct ScanCommand: ParsableCommand {
 
     private func openInput() throws(AgentError) -> (Int32, String) {
         guard let tagFile, tagFile != "-" else { return (0, "standard input") }
+        let fd: Int32
         do {
-            return (try syscall("open", path: tagFile) { open(tagFile, O_RDONLY | O_CLOEXEC) }, tagFile)
+            fd = try syscall("open", path: tagFile) { open(tagFile, O_RDONLY | O_CLOEXEC) }
         } catch {
             throw AgentError(
                 error.errno == ENOENT || error.errno == EACCES ? .noInput : .failure,
                 "cannot read the tag file \(tagFile): \(error.reason); check the path given to --tag-file")
         }
+        // A directory opens for reading, and its first read failed with exit 1. It is no tag file: 66.
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw AgentError(
+                .noInput, "cannot read the tag file \(tagFile): it is a directory; check the path given to --tag-file")
+        }
+        return (fd, tagFile)
     }
 }
