@@ -26,6 +26,8 @@ final class SyncEngine: Sendable {
     private let options: SyncOptions
     /// Messages taken from one aggregator's ack channel per turn of the loop.
     static let maxMessagesPerTurn = 1_000
+    /// Seconds a link problem must read the same before it is logged.
+    static let problemSettle = 0.2
     private let logger: Logger
     private let progress: (@Sendable (SyncProgress) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
@@ -386,6 +388,10 @@ final class SyncEngine: Sendable {
             var lastProgress = -Double.infinity
             var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
             var lastProblem: (text: String, at: Double)?
+            // The problem as it reads now and since when: logged once it has read the same for `problemSettle`.
+            // The two sockets of a link fail a moment apart: logged at once, `cannot reach A` came 2 ms before
+            // `cannot reach A and B`, two lines for one cut.
+            var problemSeen: (text: String, since: Double)?
             var lastDown: (text: String, at: Double)?
             var sendBlocked = false
             do {
@@ -502,7 +508,11 @@ final class SyncEngine: Sendable {
                         progress.down = down
                         engine.progress?(progress)
                     }
-                    if let problem, problem != lastProblem?.text || after - lastProblem!.at >= 30 {
+                    if let problem, problem != problemSeen?.text { problemSeen = (problem, after) }
+                    if problem == nil { problemSeen = nil }
+                    if let problem, let seen = problemSeen, after - seen.since >= SyncEngine.problemSettle,
+                        problem != lastProblem?.text || after - lastProblem!.at >= 30
+                    {
                         lastProblem = (problem, after)
                         logger.warning("\(problem)")
                     }
