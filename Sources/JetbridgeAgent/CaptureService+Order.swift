@@ -97,6 +97,15 @@ extension CaptureService {
                     "order --amend: no order \(id.uuidString) was taken on this device (looked in \(ledger.directory.path)); amend it on the device that recorded it, with the same --home"
                 )
             }
+            // An amendment is priced from today's menu, in its currency; the ground keeps one currency per flight,
+            // so a menu whose currency changed since would make a correction the ground refuses (set aside by sync,
+            // with the ledger already a revision on).
+            guard inventory.currency == existing.currency else {
+                throw AgentError(
+                    .dataError,
+                    "order --amend: order \(id.uuidString) was taken in \(existing.currency) and the menu is now in \(inventory.currency); an amendment is priced from the menu, and the ground keeps one currency per flight: amend it with a menu in \(existing.currency)"
+                )
+            }
             let amended: Order
             do {
                 amended = try existing.amended(

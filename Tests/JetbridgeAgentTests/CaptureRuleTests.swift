@@ -108,6 +108,22 @@ struct CaptureRuleTests {
         #expect(try queued() == 3)
     }
 
+    /// An amendment is priced from the menu as it is now; the ground keeps one currency per flight, so a menu whose
+    /// currency changed since the order was taken is refused, and nothing is recorded. Before, the amendment went out
+    /// in the new currency, the ground refused it, and sync set it aside with the ledger a revision on.
+    @Test func anAmendmentWithAMenuInAnotherCurrencyIsRefused() throws {
+        let order = try service().recordOrder(seat: "17B", lines: [("Peanuts", 1)])
+        let euros = Inventory(currency: "EUR", items: Inventory.example.items)
+        let error = #expect(throws: AgentError.self) {
+            _ = try self.service(menu: euros).amendOrder(id: order.id.uuidString, lines: [("Chips", 1)], seat: nil)
+        }
+        #expect(error?.code == .dataError)
+        #expect(error?.message.contains("taken in USD and the menu is now in EUR") == true, "\(String(describing: error))")
+        #expect(try queued() == 1)
+        // The same currency amends as before.
+        #expect(try service().amendOrder(id: order.id.uuidString, lines: [("Chips", 1)], seat: nil).revision == 2)
+    }
+
     @Test func aMenuWithAHiddenOrReorderingNameOrAnOverflowingPriceIsRefused() throws {
         for item in [Item(name: "Pea\u{202E}nuts", unitPrice: 1), Item(name: "Pea\u{200B}nuts", unitPrice: 1),
             Item(name: "Jet", unitPrice: 1 << 62)]
