@@ -353,6 +353,9 @@ extension FileQueue {
             // Nothing of this call may stay: truncate what was written, remove segments it started.
             for entry in written.reversed() {
                 try? entry.file.truncate(to: entry.end)
+                // The cut made durable too: left in the page cache only, the frames of a failed append (a failed
+                // fdatasync) could come back after a power cut, records the caller was told were not stored.
+                if sync, !entry.created { try? entry.file.syncData() }
                 if entry.created { try? FileSystem.unlinkIfExists(entry.file.path) }
             }
             if sync { try? state.directory.sync() }
