@@ -54,6 +54,8 @@ struct DeliveryConfirmer: Sendable {
         /// The flight was asked again since it was first asked because its answers counted records acknowledged
         /// after each ask (captures still arriving).
         var reasked = false
+        /// The summaries asked of the ground for this flight in this run, the current one included.
+        var asked: Set<DeliverySummary> = []
     }
 
     /// What the loop does after an answer.
@@ -100,7 +102,8 @@ struct DeliveryConfirmer: Sendable {
             guard var entry = flights[flight], entry.summary == summary || entry.state == .resending else {
                 let reaskedSince = flights[flight]?.reaskedSince
                 flights[flight] = Flight(
-                    summary: summary, state: .unasked, reaskedSince: reaskedSince, reasked: reaskedSince != nil)
+                    summary: summary, state: .unasked, reaskedSince: reaskedSince, reasked: reaskedSince != nil,
+                    asked: flights[flight]?.asked ?? [])
                 continue
             }
             if entry.state == .resending || entry.state == .confirmed { entry.state = .unasked }
@@ -132,6 +135,7 @@ struct DeliveryConfirmer: Sendable {
                 entry.state = .asking(since: entry.reaskedSince ?? waited, at: -.infinity, asks: 0)
             case .unasked:
                 entry.state = .asking(since: entry.reaskedSince ?? waited, at: t, asks: 1)
+                entry.asked.insert(entry.summary)
                 due.append((flight, entry.summary, 1))
             case .asking(let since, _, _) where waited - since >= limits.giveUp:
                 entry.reaskedSince = nil
@@ -145,6 +149,7 @@ struct DeliveryConfirmer: Sendable {
                             : "no aggregator was reachable in \(Int(limits.giveUp)) s")
             case .asking(let since, let at, let asks) where canSend && t - at >= limits.askAgain:
                 entry.state = .asking(since: since, at: t, asks: asks + 1)
+                entry.asked.insert(entry.summary)
                 due.append((flight, entry.summary, asks + 1))
             default: break
             }
@@ -164,6 +169,16 @@ struct DeliveryConfirmer: Sendable {
             return .none
         }
         defer { flights[answer.flight] = entry }
+        // The ground holds exactly what an earlier ask of this run counted: the late answer to that ask, not to the
+        // one out now (its records acknowledged since were stored before their acks). Before, it read as a mismatch
+        // and the whole flight was sent again. The answer to the current ask follows; should the ground really hold
+        // only that earlier summary (acknowledged rows lost since), the flight is given up in this run and the next
+        // sync asks again and repairs it.
+        if let held = answer.held, held != entry.summary, entry.asked.contains(held),
+            answer.status == .confirmed || answer.status == .mismatch
+        {
+            return .none
+        }
         switch answer.status {
         case .confirmed where answer.held == entry.summary:
             entry.state = .confirmed

@@ -147,8 +147,12 @@ struct DeliveryConfirmerTests {
         // More captured and acknowledged: a new summary, asked again.
         confirmer.refresh(held: [Self.flight: Self.summary(5)])
         #expect(!confirmer.isSettled && confirmer.due(now: 1).count == 1)
-        // `confirmed` naming another summary than the one asked is not a confirmation of this one.
-        #expect(confirmer.apply(Self.answer(.confirmed, held: held), now: 1.1) == .resend(flight: Self.flight, groundCount: 4))
+        // `confirmed` naming the summary asked before is that ask's late answer: no action; naming one never asked in
+        // this run, it is not a confirmation of this one.
+        #expect(confirmer.apply(Self.answer(.confirmed, held: held), now: 1.1) == .none)
+        #expect(
+            confirmer.apply(Self.answer(.confirmed, held: Self.summary(3)), now: 1.2)
+                == .resend(flight: Self.flight, groundCount: 3))
     }
 
     @Test func refusalsGiveUpWithTheGroundsReasonAndRetryAsksSoon() {
@@ -211,7 +215,29 @@ struct DeliveryConfirmerTests {
         confirmer.refresh(held: [Self.flight: Self.summary(16)])
         _ = confirmer.due(now: 100)
         #expect(
-            confirmer.apply(Self.answer(.mismatch, held: Self.summary(15)), now: 101, changedSinceAsked: false)
-                == .resend(flight: Self.flight, groundCount: 15))
+            confirmer.apply(Self.answer(.mismatch, held: Self.summary(9)), now: 101, changedSinceAsked: false)
+                == .resend(flight: Self.flight, groundCount: 9))
+    }
+
+    /// Asked with 10 records; 2 more acknowledged, the summary computed again and asked with 12; then the late
+    /// answer to the first ask comes (the ground held the 10 it was asked about). It is not a mismatch of the 12: no
+    /// resend; the answer to the current ask confirms.
+    @Test func aLateAnswerToAnEarlierAskOfThisRunIsNotAMismatch() {
+        var confirmer = DeliveryConfirmer()
+        confirmer.refresh(held: [Self.flight: Self.summary(10)])
+        _ = confirmer.due(now: 0)
+        confirmer.refresh(held: [Self.flight: Self.summary(12)])
+        #expect(confirmer.due(now: 0.5).map(\.summary) == [Self.summary(12)])
+        #expect(confirmer.apply(Self.answer(.confirmed, held: Self.summary(10)), now: 0.6) == .none)
+        #expect(!confirmer.isResending)
+        #expect(
+            confirmer.apply(Self.answer(.confirmed, held: Self.summary(12)), now: 0.7)
+                == .confirmed(flight: Self.flight, summary: Self.summary(12)))
+        // A held summary never asked in this run is a mismatch, as before.
+        confirmer.refresh(held: [Self.flight: Self.summary(13)])
+        _ = confirmer.due(now: 1)
+        #expect(
+            confirmer.apply(Self.answer(.mismatch, held: Self.summary(11)), now: 1.1)
+                == .resend(flight: Self.flight, groundCount: 11))
     }
 }
