@@ -57,9 +57,12 @@ for n in $(seq 1 "$devices"); do
     if ! [ -f "$home/keys/device.pub" ]; then
         "$bin/jetbridge-agent" --home "$home" keys generate >/dev/null
     fi
-    # Every start (safe to repeat: the same id gets its key again), so a run stopped between the two commands does
-    # not leave a device whose key the ground never learnt.
-    "$bin/jetbridge-aggregator" --home "$ground" devices allow "device-$n" -- "$(cat "$home/keys/device.pub")" >/dev/null
+    # Until it succeeded once (`.allowed`), not only when the key is new: a run stopped between the two commands
+    # left a device whose key the ground never learnt. Not on every start, which would undo a revoke.
+    if ! [ -f "$home/.allowed" ]; then
+        "$bin/jetbridge-aggregator" --home "$ground" devices allow "device-$n" -- "$(cat "$home/keys/device.pub")" >/dev/null
+        touch "$home/.allowed"
+    fi
 done
 
 pids=()

@@ -388,10 +388,10 @@ final class SyncEngine: Sendable {
             var lastProgress = -Double.infinity
             var lastState = -Double.infinity  // written at once, so `status` shows a sync running from its start
             var lastProblem: (text: String, at: Double)?
-            // The problem as it reads now and since when: logged once it has read the same for `problemSettle`.
+            // Since when some problem has been there: logged, as it reads then, once that is `problemSettle`.
             // The two sockets of a link fail a moment apart: logged at once, `cannot reach A` came 2 ms before
             // `cannot reach A and B`, two lines for one cut.
-            var problemSeen: (text: String, since: Double)?
+            var problemSince: Double?
             var lastDown: (text: String, at: Double)?
             var sendBlocked = false
             do {
@@ -508,9 +508,8 @@ final class SyncEngine: Sendable {
                         progress.down = down
                         engine.progress?(progress)
                     }
-                    if let problem, problem != problemSeen?.text { problemSeen = (problem, after) }
-                    if problem == nil { problemSeen = nil }
-                    if let problem, let seen = problemSeen, after - seen.since >= SyncEngine.problemSettle,
+                    if problem == nil { problemSince = nil } else if problemSince == nil { problemSince = after }
+                    if let problem, let since = problemSince, after - since >= SyncEngine.problemSettle,
                         problem != lastProblem?.text || after - lastProblem!.at >= 30
                     {
                         lastProblem = (problem, after)

@@ -79,10 +79,11 @@ struct TagLineReader {
         }
     }
 
-    /// Whether a read of `fd` would return at once (data, the end of input or an error) rather than wait.
+    /// Whether a read of `fd` would return at once (data, the end of input or an error) rather than wait; a poll
+    /// that fails is a no (handing over before a read is harmless, holding scans through a wait is not).
     private static func isReadable(_ fd: Int32) -> Bool {
         var item = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&item, 1, 0) != 0
+        return poll(&item, 1, 0) > 0
     }
 
     private func finish(_ range: Range<Int>, skipped: Int) -> Line {

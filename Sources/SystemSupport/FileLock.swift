@@ -36,13 +36,17 @@ package final class FileLock: Sendable {
     ///   - path: The lock file.
     ///   - timeout: How long to wait for another holder (pausing 1 ms, doubling to 50 ms); zero: do not wait.
     ///   - recordingPID: Write this process's pid into the file once it holds the lock.
+    ///   - mode: The new file's mode (0600; 0644 for a lock other users' processes take too, which they then open
+    ///     read-only).
     /// - Throws: ``Failure``.
-    package init(path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false) throws(Failure) {
+    package init(
+        path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false, mode: UInt32 = 0o600
+    ) throws(Failure) {
         self.path = path
         var fd: Int32
         var writable = true
         do {
-            fd = try FileSystem.openFile(path, O_RDWR | O_CREAT, mode: 0o600, operation: "open the lock file")
+            fd = try FileSystem.openFile(path, O_RDWR | O_CREAT, mode: mode_t(mode), operation: "open the lock file")
         } catch {
             // A lock file another user made (a command run with sudo) that this one may only read: flock(2) works
             // on a read-only descriptor too, only the pid is not written.

@@ -322,6 +322,8 @@ struct ReceiptTests {
         let summary = try writer.rebuildAll(store)
         #expect(summary.failed.map(\.seat.rawValue) == ["17B"])
         #expect(summary.failed.first?.reason.contains("is a directory") == true)
+        #expect(summary.receipts == 2 && summary.removed == 0)
+        #expect(FileManager.default.fileExists(atPath: blocked.path))
         // Moved away: the next refresh writes it.
         try FileManager.default.removeItem(at: blocked)
         #expect(try writer.refreshDirty(store) == 1)

@@ -63,7 +63,9 @@ public struct ReceiptWriter: Sendable {
     func lock(_ file: URL? = nil, waitingUpTo wait: Duration) throws -> FileLock {
         let path = (file ?? lockFile).path
         do {
-            return try FileLock(path: path, waitingUpTo: wait, recordingPID: true)
+            // 0644: a rebuild run as another user (sudo) must not leave a lock serve cannot open (it locks it
+            // read-only then).
+            return try FileLock(path: path, waitingUpTo: wait, recordingPID: true, mode: 0o644)
         } catch {
             switch error {
             case .busy(let holder): throw Busy(holder: holder, path: path)
@@ -239,6 +241,8 @@ public struct ReceiptWriter: Sendable {
         defer { lock.release() }
         let group = try storeIO(AtomicFileGroup(directory: directory.path))
         var produced: Set<String> = []
+        // Seats whose files cannot be replaced: not counted as receipts, and their files are left alone.
+        var unwritable: Set<String> = []
         var written = 0
         var failed: [RebuildSummary.Failure] = []
         // One seat's orders in memory at a time; files written in groups as the refresh writes them, the directory
@@ -255,10 +259,11 @@ public struct ReceiptWriter: Sendable {
                         ])
                 }
             ) { receipt in
-                produced.insert(receipt.fileStem)
                 do {
                     if try stage(receipt, in: group) { written += 1 }
+                    produced.insert(receipt.fileStem)
                 } catch let error as ReceiptSeatFailure {
+                    unwritable.insert(receipt.fileStem)
                     // Its files cannot be replaced (a directory at its name): this seat fails, the others go on.
                     failed.append(.init(flight: receipt.flight, seat: receipt.seat, reason: error.description))
                     logger.error(
@@ -274,7 +279,9 @@ public struct ReceiptWriter: Sendable {
         try storeIO(group.commit())
         var removed = 0
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
-            if Self.isTemporary(name) || (Self.ownedStem(of: name).map { !produced.contains($0) } ?? false) {
+            if Self.isTemporary(name)
+                || (Self.ownedStem(of: name).map { !produced.contains($0) && !unwritable.contains($0) } ?? false)
+            {
                 try storeIO(FileSystem.unlinkIfExists(directory.appendingPathComponent(name).path))
                 removed += 1
             }
@@ -320,25 +327,25 @@ public struct ReceiptWriter: Sendable {
     @discardableResult
     private func stage(_ receipt: Receipt, in group: AtomicFileGroup) throws -> Bool {
         let stem = receipt.fileStem
-        // Both checked before either is staged: never one file of a receipt new and the other old.
-        for name in [stem + ".txt", stem + ".json"] { try checkReplaceable(directory.appendingPathComponent(name).path) }
-        let text = try stageFile(named: stem + ".txt", with: receipt.textBytes(), in: group)
-        let json = try stageFile(named: stem + ".json", with: receipt.jsonBytes(), in: group)
-        return text || json
+        // The files that change, both checked before either is staged: never one file of a receipt new and the
+        // other old. A file that already holds its bytes was put there by a writer, flushed before its rename; the
+        // group's commit still fsyncs the directory, which makes that rename durable if a crash left it unsynced.
+        // Comparing costs a read from the page cache, far less than a new copy; it needs no replacing, whoever owns it.
+        let changed = [(stem + ".txt", receipt.textBytes()), (stem + ".json", receipt.jsonBytes())].filter {
+            !Self.holds($0.1, path: directory.appendingPathComponent($0.0).path)
+        }
+        for (name, _) in changed { try checkReplaceable(directory.appendingPathComponent(name).path) }
+        for (name, bytes) in changed { try stageFile(named: name, with: bytes, in: group) }
+        return !changed.isEmpty
     }
 
-    /// - Returns: Whether the file was staged (`false`: it already held `bytes`).
-    private func stageFile(named name: String, with bytes: [UInt8], in group: AtomicFileGroup) throws -> Bool {
+    /// Stages one file's new bytes (the caller found that it does not hold them).
+    private func stageFile(named name: String, with bytes: [UInt8], in group: AtomicFileGroup) throws {
         let target = directory.appendingPathComponent(name).path
-        // A file that already holds these bytes was put there by this writer, flushed before its rename; the group's
-        // commit still fsyncs the directory, which makes that rename durable if a crash left it unsynced. Comparing
-        // costs a read from the page cache, far less than writing, flushing and renaming a new copy.
-        if Self.holds(bytes, path: target) { return false }
         let temporary = directory.appendingPathComponent(
             ".\(name).\(ThisProcess.hostLabel)-\(ThisProcess.pid).\(UUID().uuidString).tmp"
         ).path
         try storeIO(group.stage(Data(bytes), temporary: temporary, target: target, mode: 0o644))
-        return true
     }
 
     /// Whether the file at `path` exists and holds exactly `bytes`; any error reading it is a no, and so is a link
@@ -378,7 +385,10 @@ public struct ReceiptWriter: Sendable {
         }
         var parent = stat()
         let user = geteuid()
-        if user != 0, info.st_uid != user, lstat(directory.path, &parent) == 0, (parent.st_mode & S_ISVTX) != 0 {
+        // In a sticky directory only the file's owner, the directory's owner and root may replace a file.
+        if user != 0, info.st_uid != user, lstat(directory.path, &parent) == 0, (parent.st_mode & S_ISVTX) != 0,
+            parent.st_uid != user
+        {
             throw ReceiptSeatFailure(
                 "\(path) belongs to user \(info.st_uid), and the sticky directory lets only its owner replace it: remove it, or give it to this aggregator's user"
             )
