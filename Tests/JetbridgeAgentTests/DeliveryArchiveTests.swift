@@ -232,6 +232,19 @@ struct DeliveryArchiveTests {
         #expect(holdings[Self.flights[1]]?.summary.count == 1)  // the order at revision 2
     }
 
+    /// A device home under `directory` with the example menu, for `status` (its ground is never reached).
+    static func statusConfiguration(in directory: URL) throws -> (AgentHome, AgentConfiguration) {
+        let home = AgentHome(url: directory.appendingPathComponent("home"))
+        let menu = directory.appendingPathComponent("menu.plist")
+        try PropertyListEncoder().encode(Inventory.example).write(to: menu)
+        let configuration = AgentConfiguration(
+            home: home, file: nil, device: "cart-1", flight: .example, queueDirectory: home.defaultQueueDirectory,
+            queueMaxBytes: nil, inventory: .file(menu),
+            ground: .init(data: "tcp://127.0.0.1:1", acks: "tcp://127.0.0.1:2", serverPublicKey: nil),
+            sync: .init(batchRecords: 10, batchBytes: 1 << 20, window: 1, ackTimeoutSeconds: 1))
+        return (home, configuration)
+    }
+
     /// A scan whose type, id and flight read well and whose tag is not a map: the ground refuses it whole.
     struct RefusableScan: Encodable {
         var type = "scan"
@@ -246,14 +259,7 @@ struct DeliveryArchiveTests {
     @Test func statusCountsARecordStillInTheQueueAsNotAcknowledgedEvenIfTheGroundWouldRefuseIt() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
-        let home = AgentHome(url: fixture.url.appendingPathComponent("home"))
-        let menu = fixture.url.appendingPathComponent("menu.plist")
-        try PropertyListEncoder().encode(Inventory.example).write(to: menu)
-        let configuration = AgentConfiguration(
-            home: home, file: nil, device: "cart-1", flight: .example, queueDirectory: home.defaultQueueDirectory,
-            queueMaxBytes: nil, inventory: .file(menu),
-            ground: .init(data: "tcp://127.0.0.1:1", acks: "tcp://127.0.0.1:2", serverPublicKey: nil),
-            sync: .init(batchRecords: 10, batchBytes: 1 << 20, window: 1, ackTimeoutSeconds: 1))
+        let (home, configuration) = try Self.statusConfiguration(in: fixture.url)
         let flight = FlightID.example.rawValue
         let refusable = try MessagePackEncoder().encode(RefusableScan(flight: flight))
         #expect(throws: (any Error).self) { try RecordCoding.decode(refusable) }
@@ -274,14 +280,7 @@ struct DeliveryArchiveTests {
     @Test func aFlightWhoseOrdersAllMovedToAnotherFlightWaitsForNothing() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
-        let home = AgentHome(url: fixture.url.appendingPathComponent("home"))
-        let menu = fixture.url.appendingPathComponent("menu.plist")
-        try PropertyListEncoder().encode(Inventory.example).write(to: menu)
-        let configuration = AgentConfiguration(
-            home: home, file: nil, device: "cart-1", flight: .example, queueDirectory: home.defaultQueueDirectory,
-            queueMaxBytes: nil, inventory: .file(menu),
-            ground: .init(data: "tcp://127.0.0.1:1", acks: "tcp://127.0.0.1:2", serverPublicKey: nil),
-            sync: .init(batchRecords: 10, batchBytes: 1 << 20, window: 1, ackTimeoutSeconds: 1))
+        let (home, configuration) = try Self.statusConfiguration(in: fixture.url)
         let archive = DeliveryArchive(home: home)
         let id = UUID()
         try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0])])

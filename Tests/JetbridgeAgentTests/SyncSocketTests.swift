@@ -202,6 +202,15 @@ struct SyncSocketTests {
         #expect(verdict.contains("1 superseded set-aside file"), "\(verdict)")
     }
 
+    /// A sync of `sandbox` to `ground` that runs until stopped (not `--until-drained`), 30 s at most.
+    static func runningSync(_ sandbox: SyncSandbox, to ground: TestGround) throws -> SyncService {
+        let options = SyncOptions(
+            dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
+            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey), timeout: 30,
+            stopGrace: 0.5)
+        return SyncService(configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+    }
+
     /// A set-aside file numbered past the queue's last record (left by a queue replaced since) when a long-running
     /// sync starts: the records captured up to that number while it runs are all sent. Before, the window skipped
     /// the one with that number and acknowledged the queue past it, unsent.
@@ -216,12 +225,7 @@ struct SyncSocketTests {
             reason: "refused by the test", batch: "cart-1 #1…9", device: "cart-1", home: sandbox.home)
         let ground = try TestGround()
         defer { ground.stop() }
-        let options = SyncOptions(
-            dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
-            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey), timeout: 30,
-            stopGrace: 0.5)
-        let service = SyncService(
-            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+        let service = try Self.runningSync(sandbox, to: ground)
         let task = Task { try await service.run() }
         for _ in 0..<400 where try sandbox.queueStatus().acknowledgedThrough < 3 {
             try await Task.sleep(for: .milliseconds(25))
@@ -519,12 +523,7 @@ struct SyncSocketTests {
         let first = try sandbox.capture(10)
         let ground = try TestGround()
         defer { ground.stop() }
-        let options = SyncOptions(
-            dataEndpoint: ground.dataEndpoint, ackEndpoint: ground.ackEndpoint,
-            security: .curve(ground.deviceKeys, serverPublicKey: ground.serverKeys.publicKey), timeout: 30,
-            stopGrace: 0.5)
-        let service = SyncService(
-            configuration: try sandbox.configuration(), options: options, logger: .init(label: "test"))
+        let service = try Self.runningSync(sandbox, to: ground)
         let task = Task { try await service.run() }
         var later: [UUID] = []
         for _ in 0..<5 {
