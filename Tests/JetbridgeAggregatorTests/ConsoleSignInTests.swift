@@ -311,6 +311,8 @@ struct ConsoleSignInTests {
         var logger = Logger(label: "test")
         logger.logLevel = .error
         let signIn = ConsoleSignIn(token: ConsoleToken("0123456789abcdef"), sessions: sessions, logger: logger)
+        let put = signIn.answer(MetricsServer.Request(method: .PUT, uri: "/sign-in"))
+        #expect(put.status == .methodNotAllowed && put.headers.contains { $0 == ("Allow", "GET, HEAD, POST") })
         var ids: [String] = []
         for index in 0..<10_000 {
             if index % 100 == 0 { clock.withLock { $0 += 1 } }

@@ -49,6 +49,13 @@ struct MetricsTests {
         }
         let (health, _) = try await Self.get(fixture.server, "/healthz")
         #expect(health == 200)
+        // Another method: 405, saying which ones the endpoint takes (RFC 9110).
+        let metricsEndpoint = try #require(fixture.server.metricsEndpoint)
+        var delete = URLRequest(url: try #require(URL(string: "http://\(metricsEndpoint)/metrics")))
+        delete.httpMethod = "DELETE"
+        let (_, deleted) = try await URLSession.shared.data(for: delete)
+        let refused = try #require(deleted as? HTTPURLResponse)
+        #expect(refused.statusCode == 405 && refused.value(forHTTPHeaderField: "Allow") == "GET, HEAD")
 
         // cart-1: 3 batches of 10 new orders, the second again (10 duplicates), then one rejected batch of 2.
         var acks: [Ack] = []

@@ -115,7 +115,9 @@ final class ConsoleServer: Sendable {
         }
         guard request.method == .GET || request.method == .HEAD else {
             return eventLoop.makeSucceededFuture(
-                .init(status: .methodNotAllowed, body: "the console is read-only: GET and HEAD only\n"))
+                .init(
+                    status: .methodNotAllowed, body: "the console is read-only: GET and HEAD only\n",
+                    headers: [("Allow", "GET, HEAD")]))
         }
         if let page = ConsolePage(path: request.path) {
             return eventLoop.makeSucceededFuture(page.response())

@@ -95,7 +95,9 @@ struct ConsoleSignIn: Sendable {
             response.headers.append(("Set-Cookie", Self.cookie(session, request)))
             return response
         default:
-            return .init(status: .methodNotAllowed, body: "the sign-in page takes GET and POST only\n")
+            return .init(
+                status: .methodNotAllowed, body: "the sign-in page takes GET and POST only\n",
+                headers: [("Allow", "GET, HEAD, POST")])
         }
     }
 

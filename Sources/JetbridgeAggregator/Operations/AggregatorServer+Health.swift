@@ -57,7 +57,8 @@ extension AggregatorServer {
     /// Answers one HTTP request on the metrics endpoint.
     func answer(_ method: HTTPMethod, _ path: String) -> MetricsServer.Response {
         guard method == .GET || method == .HEAD else {
-            return .init(status: .methodNotAllowed, body: "only GET and HEAD\n")
+            // RFC 9110: a 405 says which methods the resource takes.
+            return .init(status: .methodNotAllowed, body: "only GET and HEAD\n", headers: [("Allow", "GET, HEAD")])
         }
         switch path {
         case "/metrics":
