@@ -15,6 +15,12 @@ agent() { # agent DEVICE ARGS...: the device's agent, with its own home
     "$bin/jetbridge-agent" --home "$demo/$device" "$@"
 }
 uuid() { tr a-f A-F < /proc/sys/kernel/random/uuid; }
+forget_pid() { # forget_pid PID: drops a pid the script has waited for from `pids`, so that a cleanup trap never kills
+    # a process that took the number since
+    local kept=() pid
+    for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+    pids=("${kept[@]}")
+}
 acknowledged() { agent "$1" status --json | tr -d '\n ' | sed -E 's/.*"acknowledgedThrough":([0-9]+).*/\1/'; }
 
 missing_build_packages() { # missing_build_packages [INCLUDE_DIR]: the Debian packages of the headers the build needs

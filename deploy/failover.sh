@@ -336,6 +336,7 @@ fi
 failed=0
 for i in "${!sync_pids[@]}"; do
     wait "${sync_pids[$i]}" || failed=1
+    forget_pid "${sync_pids[$i]}"
 done
 synced_at=$EPOCHREALTIME
 for device in cart-1 cart-2 gate-1; do
@@ -374,6 +375,8 @@ for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout
     mismatches=$((mismatches + ${n:-0}))
 done
 kill -TERM "$pid_a" "$pid_b" 2>/dev/null && wait "$pid_a" "$pid_b" 2>/dev/null || true
+forget_pid "$pid_a"
+forget_pid "$pid_b"
 figures="$victim killed; $survivor"
 if [ -n "$new_state_at" ]; then
     figures+=" $state after $(seconds_since "$killed_at" "$new_state_at") s"

@@ -70,10 +70,12 @@ echo "== 4. landed: both aggregators start on the shared store; the three device
 start_both_and_sync
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true
+forget_pid "$pid_a"
 echo "-- aggregator A killed with SIGKILL with $(acknowledged gate-1) of 1197 gate-1 records acknowledged; not restarted"
 failed=0
 for i in "${!sync_pids[@]}"; do
     wait "${sync_pids[$i]}" || failed=1
+    forget_pid "${sync_pids[$i]}"
 done
 for device in cart-1 cart-2 gate-1; do
     echo "   $device: $(tail -n 1 "$demo/$device-sync.log")"
@@ -93,6 +95,7 @@ echo
 echo "-- checks"
 json=$(aggregator b report flights --store "$store" --format json | tr -d '\n ')
 kill -TERM "$pid_b" 2>/dev/null && wait "$pid_b" 2>/dev/null || true
+forget_pid "$pid_b"
 if [ "$failed" = 0 ] && [[ $json == *$expected_orders* && $json == *$expected_bags* ]]; then
     echo "PASS: 5 orders (31F at its latest revision), 36.00 USD, 600 bags of which 3 missing, through two aggregators with one killed mid-sync: nothing lost, nothing doubled"
 else
