@@ -47,13 +47,10 @@ struct DeliveryConfirmer: Sendable {
         /// The ground's count in its last `mismatch`.
         var groundCount: Int?
         /// When asked again because records of the flight were acknowledged after the summary was computed: when
-        /// the asking began (the ``waited`` clock), so the give-up wait goes on from there.
+        /// the asking began (the ``waited`` clock), so the give-up wait goes on from there; nil when not asked again.
         var reaskedSince: Double?
         /// The ground's last answer was `retry` (busy): the wait that runs out was not silence.
         var retried = false
-        /// The flight was asked again since it was first asked because its answers counted records acknowledged
-        /// after each ask (captures still arriving).
-        var reasked = false
         /// The summaries asked of the ground for this flight in this run, the current one included.
         var asked: Set<DeliverySummary> = []
     }
@@ -100,9 +97,8 @@ struct DeliveryConfirmer: Sendable {
     mutating func refresh(held: [String: DeliverySummary]) {
         for (flight, summary) in held {
             guard var entry = flights[flight], entry.summary == summary || entry.state == .resending else {
-                let reaskedSince = flights[flight]?.reaskedSince
                 flights[flight] = Flight(
-                    summary: summary, state: .unasked, reaskedSince: reaskedSince, reasked: reaskedSince != nil,
+                    summary: summary, state: .unasked, reaskedSince: flights[flight]?.reaskedSince,
                     asked: flights[flight]?.asked ?? [])
                 continue
             }
@@ -138,11 +134,12 @@ struct DeliveryConfirmer: Sendable {
                 entry.asked.insert(entry.summary)
                 due.append((flight, entry.summary, 1))
             case .asking(let since, _, _) where waited - since >= limits.giveUp:
+                let reasked = entry.reaskedSince != nil
                 entry.reaskedSince = nil
                 entry.state = .gaveUp(
                     entry.retried
                         ? "the ground answered retry (busy) to its summary for \(Int(limits.giveUp)) s of usable link"
-                        : entry.reasked
+                        : reasked
                             ? "records of the flight kept being acknowledged after each ask for \(Int(limits.giveUp)) s (captures still arriving): asked again at the next sync"
                         : reached
                             ? "the ground did not answer its summary in \(Int(limits.giveUp)) s of usable link (an aggregator that predates proof of delivery?)"
@@ -186,7 +183,6 @@ struct DeliveryConfirmer: Sendable {
             return .confirmed(flight: answer.flight, summary: entry.summary)
         case .confirmed where changedSinceAsked, .mismatch where changedSinceAsked:
             entry.retried = false
-            entry.reasked = true
             entry.groundCount = answer.held?.count ?? 0
             entry.state = .unasked
             entry.reaskedSince = since
@@ -195,7 +191,6 @@ struct DeliveryConfirmer: Sendable {
             let count = answer.held?.count ?? 0
             entry.groundCount = count
             entry.reaskedSince = nil
-            entry.reasked = false
             entry.retried = false
             guard entry.resends < limits.maxResends else {
                 let reason =
