@@ -173,6 +173,21 @@ public struct ReceiptSeatFailure: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
+/// Runs a walk's `write` for one seat, both engines' rule: a ``ReceiptSeatFailure`` fails that seat alone (passed to
+/// `failed`; the caller keeps it marked) and returns `false`; any other error ends the step.
+func writeSeat(
+    _ flight: FlightID, _ seat: Seat, _ receipt: Receipt?, write: (FlightID, Seat, Receipt?) throws -> Void,
+    failed: (FlightID, Seat, any Error) -> Void
+) throws -> Bool {
+    do {
+        try write(flight, seat, receipt)
+        return true
+    } catch let error as ReceiptSeatFailure {
+        failed(flight, seat, error)
+        return false
+    }
+}
+
 public struct ReceiptMark: Hashable, Sendable {
     public var flight: FlightID
     public var seat: Seat
@@ -274,9 +289,8 @@ extension SQLiteStore: StoreWriter {
                 failed(flight, seat, error)
             },
             { flight, seat, receipt in
-                do { try write(flight, seat, receipt) } catch let error as ReceiptSeatFailure {
+                if try !writeSeat(flight, seat, receipt, write: write, failed: failed) {
                     failedSeats.insert(ReceiptMark(flight: flight, seat: seat, generation: 0))
-                    failed(flight, seat, error)
                 }
             })
         guard !marks.isEmpty else { return marks }

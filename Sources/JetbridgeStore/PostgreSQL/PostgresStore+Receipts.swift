@@ -92,9 +92,8 @@ extension PostgresStore {
                         receipt = nil
                     }
                     // One seat whose files cannot be written fails alone (``ReceiptSeatFailure``).
-                    do { try write(flight, seat, receipt) } catch let error as ReceiptSeatFailure {
+                    if try !writeSeat(flight, seat, receipt, write: write, failed: failed) {
                         failedSeats.insert(SeatKey(flight: flight.rawValue, seat: seat.rawValue))
-                        failed(flight, seat, error)
                     }
                 }
             }
