@@ -77,6 +77,29 @@ struct StrictDecodingTests {
         #expect(decodingError(MessagePackValue.self, [0xd8, 0x01, 0x00])?.isDataCorrupted == true)
     }
 
+    /// A map cut after its last key, read with `decodeNil(forKey:)`: the byte after the input (here a nil in the
+    /// same buffer) is never read.
+    @Test func aMapCutAfterItsLastKeyIsNotReadPastTheEnd() throws {
+        struct Probe: Decodable {
+            enum CodingKeys: String, CodingKey { case a }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                _ = try container.decodeNil(forKey: .a)
+            }
+        }
+        let buffer = Data([0x81, 0xa1, 0x61, 0xc0])
+        let error = decodingError(Probe.self, Array(buffer.prefix(3)))
+        #expect(error?.isDataCorrupted == true)
+        #expect(error?.path == ["a"])
+        #expect(error?.message.hasPrefix("Unexpected end of data at offset 3") == true, "\(String(describing: error))")
+        do {
+            _ = try MessagePackDecoder().decode(Probe.self, from: buffer.prefix(3))
+            Issue.record("decoded a map cut after its key from a Data slice")
+        } catch let error as DecodingError {
+            #expect(error.path == ["a"])
+        }
+    }
+
     @Test func nestingLimit() throws {
         let deep = Array(repeating: UInt8(0x91), count: 600) + [0x90]
         let typed = decodingError(Tree.self, deep)

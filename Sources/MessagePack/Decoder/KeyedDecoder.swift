@@ -111,7 +111,13 @@ extension KeyedDecoder {
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        impl.reader.base[try offset(key)] == 0xc0
+        // The offset can be the input's end: a map cut after its last key.
+        let offset = try offset(key)
+        do {
+            return try impl.reader.byte(at: offset) == 0xc0
+        } catch {
+            throw error.decodingError(codingPath + [key])
+        }
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
