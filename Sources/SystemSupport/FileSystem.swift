@@ -78,12 +78,24 @@ package enum FileSystem {
     /// Creates `path` and its missing parents with `mode` (owner-only by default: what the agent and the queue keep
     /// holds passengers' data); existing directories (or links to one) are left as they are. Something else in the
     /// way, such as a file, is `ENOTDIR` naming it (before, it passed, and the first file made below it failed with
-    /// a less clear error).
+    /// a less clear error). Each directory it creates is made durable in its parent (`fsync` of the parent), so a
+    /// power cut cannot take away a new queue's directory with the records a caller was told are stored in it.
     package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws(SystemError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = current.isEmpty ? "/" : current
             current += "/" + component
-            if mkdir(current, mode) != 0 {
+            if mkdir(current, mode) == 0 {
+                // A parent we may write but not read (mode -wx) cannot be opened to sync: the one case left to
+                // the file system's own commit.
+                let fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if fd >= 0 {
+                    defer { close(fd) }
+                    try syscall("fsync", path: parent) { fsync(fd) }
+                } else if errno != EACCES {
+                    throw SystemError("open", path: parent, errno: errno)
+                }
+            } else {
                 let code = errno
                 if code != EEXIST { throw SystemError("mkdir", path: current, errno: code) }
                 var info = stat()
