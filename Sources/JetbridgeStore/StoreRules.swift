@@ -111,6 +111,11 @@ struct NewRecordTally {
         return Int(number)
     }
 
+    /// The number ``note(_:_:flight:)`` gave record `i` of batch `b`'s flight.
+    func flightNumber(_ b: Int, _ i: Int) -> Int {
+        Int(recordFlights[offsets[b] + i])
+    }
+
     /// Sizes the counts, once every record of the batches to store is noted.
     mutating func startCounting() {
         counts = [Int](repeating: 0, count: offsets.count * flights.count)

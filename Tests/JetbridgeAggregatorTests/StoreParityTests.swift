@@ -196,6 +196,58 @@ struct StoreParityTests {
         #expect(actual == expected)
     }
 
+    @Test func aResendNamingAnotherFlightFixesNoCurrencyInPostgreSQL() async throws {
+        let outcomes = try await onOwnThread {
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+            defer { try? store.close() }
+            return try StoreRuleTests.resendNamingAnotherFlight(store)
+        }
+        StoreRuleTests.checkResendNamingAnotherFlight(outcomes)
+    }
+
+    /// Whole-store reads through the scans cursor (``PostgresStore/bagCursorRows`` a fetch): more scans than one
+    /// fetch, flights split across fetches, give what SQLite gives.
+    @Test func wholeStoreReportsReadPastOneCursorFetch() async throws {
+        let (expected, actual) = try await onOwnThread {
+            let fixture = try Fixture()
+            defer { fixture.remove() }
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let sqlite = try fixture.open()
+            defer { try? sqlite.close() }
+            let postgres = try PostgresStore(url: database.url, logger: Logger(label: "test"))
+            defer { try? postgres.close() }
+            // 2.5 fetches of scans over three flights, each bag scanned at both ends by two devices.
+            let count = PostgresStore.bagCursorRows * 5 / 8
+            var groups: [[IncomingBatch]] = []
+            for (d, device) in ["ramp-a", "ramp-b"].enumerated() {
+                for point in [ScanPoint.origin, .destination] {
+                    let base = 1_000_000 * (d * 2 + (point == .origin ? 0 : 1))
+                    let records = (0..<count).map { n in
+                        scan(base + n, tag: n, point: point, flight: [flightA, flightB, flightC][n % 3])
+                    }
+                    let first = UInt64(point == .origin ? 1 : count + 1)
+                    groups.append(
+                        stride(from: 0, to: count, by: 5_000).map { start in
+                            batch(device, first + UInt64(start), Array(records[start..<min(start + 5_000, count)]))
+                        })
+                }
+            }
+            func read(_ store: any StoreWriter) throws -> [String] {
+                for group in groups { _ = try store.apply(group, at: date(0)) }
+                return [
+                    "\(try store.bags(flight: nil))", "\(try store.flightReports(flight: nil))",
+                    "\(try store.luggageReport(flight: nil, status: []))",
+                ]
+            }
+            return (try read(sqlite), try read(postgres))
+        }
+        #expect(expected[0].count > 1_000)
+        #expect(actual == expected)
+    }
+
     @Test func theSameBatchFromTwoConnectionsAtOnceIsStoredOnceNewOnceDuplicateOnce() async throws {
         let (rounds, orderCount, device) = try await onOwnThread {
             let database = try TestPostgres.freshDatabase()

@@ -99,6 +99,43 @@ struct StoreRuleTests {
         #expect(try store.flightReports().flights.map(\.currency) == ["EUR", "USD"])
     }
 
+    /// A stolen key's resend of its own stored order, naming another flight in a bogus currency: a duplicate, acked
+    /// as stored, which fixed that flight's currency, so that every honest order of the flight was refused. Only a
+    /// stored order fixes a currency now, also within one transaction. Run on both engines (StoreParityTests); the
+    /// checks are ``checkResendNamingAnotherFlight(_:)``'s, on the test's own task.
+    static func resendNamingAnotherFlight(_ store: any StoreWriter) throws -> [[BatchOutcome]] {
+        var outcomes: [[BatchOutcome]] = []
+        _ = try store.apply([batch("cart-a", 1, [order(in: "EUR", 1)])], at: date(0))
+        outcomes.append(try store.apply([batch("cart-a", 1, [order(in: "XXX", 1, flight: flightB)])], at: date(1)))
+        // The same resend first in a transaction, then an honest order of that flight in another currency.
+        outcomes.append(
+            try store.apply(
+                [
+                    batch("cart-a", 1, [order(in: "XXX", 1, flight: flightB)]),
+                    batch("cart-b", 1, [order(in: "USD", 2, flight: flightB)]),
+                ], at: date(2)))
+        // The flight's currency is now fixed, by that stored order.
+        outcomes.append(try store.apply([batch("cart-b", 2, [order(in: "XXX", 3, flight: flightB)])], at: date(3)))
+        #expect(try store.flightReports(flight: nil).flights.map(\.currency) == ["EUR", "USD"])
+        return outcomes
+    }
+
+    static func checkResendNamingAnotherFlight(_ outcomes: [[BatchOutcome]]) {
+        #expect(outcomes.count == 3)
+        guard outcomes.count == 3 else { return }
+        #expect(outcomes[0].map(\.rejection) == [nil])
+        #expect(outcomes[0].map(\.new) == [0] && outcomes[0].map(\.duplicates) == [1])
+        #expect(outcomes[1].map(\.rejection) == [nil, nil])
+        #expect(outcomes[1].map(\.new) == [0, 1])
+        #expect(outcomes[2].first?.rejection?.reason.contains("sells in USD") == true)
+    }
+
+    @Test func aResendNamingAnotherFlightFixesNoCurrencyInSQLite() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        Self.checkResendNamingAnotherFlight(try Self.resendNamingAnotherFlight(try fixture.open()))
+    }
+
     @Test func aStoreFromBeforeTheRuleTakesEachFlightsCurrencyFromItsOldestOrder() throws {
         let fixture = try Fixture()
         defer { fixture.remove() }

@@ -103,7 +103,13 @@ extension PostgresStore {
     }
 
     public func bags(flight: FlightID?) throws -> [BagState] {
-        try locked { try bagGroups(flight: flight).flatMap(\.bags) }
+        try locked {
+            try snapshot {
+                var bags: [BagState] = []
+                try forEachBagGroup(flight: flight) { _, group in bags += group }
+                return bags
+            }
+        }
     }
 
     public func receipt(flight: FlightID, seat: Seat) throws -> Receipt? {
@@ -125,30 +131,35 @@ extension PostgresStore {
 
     public func flightReports(flight: FlightID?) throws -> FlightReports {
         try locked {
-            let orderFlights =
-                if let flight {
-                    try run("SELECT DISTINCT flight FROM orders WHERE flight = \(flight.rawValue)")
-                        .map { try $0.decode(String.self) }
-                } else {
-                    try run("SELECT DISTINCT flight FROM orders ORDER BY flight").map { try $0.decode(String.self) }
-                }
-            var reports: [FlightReport] = []
-            func emit(_ flight: FlightID, _ bags: [BagState]) throws {
-                let rows = try orderRecords(flight: flight.rawValue)
-                do {
-                    let orders = try decodeOrders(rows)
-                    reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
-                } catch {
-                    reports.append(FlightReport(flight: flight, error: "\(error)", orders: rows.count, bags: bags))
-                }
-            }
-            var next = 0
-            for group in try bagGroups(flight: flight) {
-                try Self.emitFlights(through: group, orderFlights: orderFlights, next: &next, emit)
-            }
-            try Self.emitFlights(through: nil, orderFlights: orderFlights, next: &next, emit)
-            return FlightReports(flights: reports)
+            try snapshot { try flightReportsInSnapshot(flight: flight) }
         }
+    }
+
+    /// ``flightReports(flight:)`` in a transaction ``snapshot(_:)`` opened: orders and bags as of one moment.
+    private func flightReportsInSnapshot(flight: FlightID?) throws -> FlightReports {
+        let orderFlights =
+            if let flight {
+                try run("SELECT DISTINCT flight FROM orders WHERE flight = \(flight.rawValue)")
+                    .map { try $0.decode(String.self) }
+            } else {
+                try run("SELECT DISTINCT flight FROM orders ORDER BY flight").map { try $0.decode(String.self) }
+            }
+        var reports: [FlightReport] = []
+        func emit(_ flight: FlightID, _ bags: [BagState]) throws {
+            let rows = try orderRecords(flight: flight.rawValue)
+            do {
+                let orders = try decodeOrders(rows)
+                reports.append(try FlightReport(flight: flight, orders: orders, bags: bags))
+            } catch {
+                reports.append(FlightReport(flight: flight, error: "\(error)", orders: rows.count, bags: bags))
+            }
+        }
+        var next = 0
+        try forEachBagGroup(flight: flight) { flight, bags in
+            try Self.emitFlights(through: (flight, bags), orderFlights: orderFlights, next: &next, emit)
+        }
+        try Self.emitFlights(through: nil, orderFlights: orderFlights, next: &next, emit)
+        return FlightReports(flights: reports)
     }
 
     public func itemReport(flight: FlightID?) throws -> ItemReport {
@@ -157,9 +168,13 @@ extension PostgresStore {
 
     public func luggageReport(flight: FlightID?, status: Set<BagStatus>) throws -> LuggageReport {
         var groups: [BagStatus: [LuggageReport.Row]] = [:]
-        for (_, bags) in try locked({ try bagGroups(flight: flight) }) {
-            for row in LuggageReport.rows(forFlight: bags) where status.isEmpty || status.contains(row.status) {
-                groups[row.status, default: []].append(row)
+        try locked {
+            try snapshot {
+                try forEachBagGroup(flight: flight) { _, bags in
+                    for row in LuggageReport.rows(forFlight: bags) where status.isEmpty || status.contains(row.status) {
+                        groups[row.status, default: []].append(row)
+                    }
+                }
             }
         }
         return LuggageReport(bags: BagStatus.reportOrder.flatMap { groups[$0] ?? [] })
@@ -252,36 +267,68 @@ extension PostgresStore {
         return order
     }
 
-    /// Every bag merged from its scans by ``BagState``, grouped by flight (flights in order, bags by tag id).
-    func bagGroups(flight: FlightID?) throws -> [(flight: FlightID, bags: [BagState])] {
-        let columns = "flight, tag, owner, weight, point, scanned_at, id, device"
-        let rows =
-            if let flight {
-                try run("SELECT \(unescaped: columns) FROM scans WHERE flight = \(flight.rawValue) ORDER BY tag, seq")
-            } else {
-                try run("SELECT \(unescaped: columns) FROM scans ORDER BY flight, tag, seq")
-            }
-        var groups: [(flight: FlightID, bags: [BagState])] = []
-        var currentText = ""
-        for row in rows {
-            let (flightText, tag, ownerText, weight, point, scannedAt, id, device) =
-                try row.decode((String, UUID, String, Double, Int16, Double, UUID, String).self)
-            if flightText != currentText || groups.isEmpty {
-                groups.append((try flightID(flightText), []))
-                currentText = flightText
-            }
-            let owner = try ownerValue(ownerText)
-            let scan = Scan(
-                id: id, tag: LuggageTag(id: tag, owner: owner, weight: weight),
-                point: point == 0 ? .origin : .destination,
-                scannedAt: Date(timeIntervalSinceReferenceDate: scannedAt), flight: groups[groups.count - 1].flight,
-                device: device)
-            if let last = groups[groups.count - 1].bags.last, last.tagID == scan.tag.id {
-                groups[groups.count - 1].bags[groups[groups.count - 1].bags.count - 1].apply(scan)
-            } else {
-                groups[groups.count - 1].bags.append(BagState(scan: scan))
-            }
+    /// Runs `body` in one read-only transaction that sees the store as of one moment (`REPEATABLE READ`), which a
+    /// cursor of ``forEachBagGroup(flight:_:)`` needs. Called inside ``locked(timeout:_:)``.
+    func snapshot<T>(_ body: () throws -> T) throws -> T {
+        try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        do {
+            let value = try body()
+            try run("COMMIT")
+            return value
+        } catch {
+            if !broken { _ = try? run("ROLLBACK") }
+            throw error
         }
-        return groups
+    }
+
+    /// How many scans one `FETCH` of ``forEachBagGroup(flight:_:)`` brings.
+    public static let bagCursorRows = 10_000
+
+    /// Streams merged bags one flight at a time, flights in order, bags in tag id order, as SQLite's does.
+    ///
+    /// The scans come through a server-side cursor, ``bagCursorRows`` at a time, folded through ``BagState`` as
+    /// they come: memory holds one flight's bags and one fetch. Before, a whole-store report (`report flights` with
+    /// no `--flight`) held every scan of the store as rows, then every bag, at once. Runs in a transaction
+    /// ``snapshot(_:)`` opened.
+    func forEachBagGroup(flight: FlightID?, _ body: (FlightID, [BagState]) throws -> Void) throws {
+        let columns = "flight, tag, owner, weight, point, scanned_at, id, device"
+        if let flight {
+            try run(
+                "DECLARE jetbridge_bags NO SCROLL CURSOR FOR SELECT \(unescaped: columns) FROM scans WHERE flight = \(flight.rawValue) ORDER BY tag, seq"
+            )
+        } else {
+            try run(
+                "DECLARE jetbridge_bags NO SCROLL CURSOR FOR SELECT \(unescaped: columns) FROM scans ORDER BY flight, tag, seq"
+            )
+        }
+        var currentText = ""
+        var current: FlightID?
+        var group: [BagState] = []
+        while true {
+            var fetched = 0
+            for row in try run("FETCH FORWARD \(unescaped: String(Self.bagCursorRows)) FROM jetbridge_bags") {
+                fetched += 1
+                let (flightText, tag, ownerText, weight, point, scannedAt, id, device) =
+                    try row.decode((String, UUID, String, Double, Int16, Double, UUID, String).self)
+                if flightText != currentText || current == nil {
+                    if let current, !group.isEmpty { try body(current, group) }
+                    group = []
+                    current = try flightID(flightText)
+                    currentText = flightText
+                }
+                let scan = Scan(
+                    id: id, tag: LuggageTag(id: tag, owner: try ownerValue(ownerText), weight: weight),
+                    point: point == 0 ? .origin : .destination,
+                    scannedAt: Date(timeIntervalSinceReferenceDate: scannedAt), flight: current!, device: device)
+                if let last = group.last, last.tagID == scan.tag.id {
+                    group[group.count - 1].apply(scan)
+                } else {
+                    group.append(BagState(scan: scan))
+                }
+            }
+            if fetched < Self.bagCursorRows { break }
+        }
+        try run("CLOSE jetbridge_bags")
+        if let current, !group.isEmpty { try body(current, group) }
     }
 }

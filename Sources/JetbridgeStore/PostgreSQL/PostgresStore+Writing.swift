@@ -349,6 +349,46 @@ extension PostgresStore {
         }
     }
 
+    /// Fixes each new flight's currency and refuses an order in another than its flight's, as SQLite's store does.
+    ///
+    /// A flight's currency is what the store says, else that of the first order (in arrival order) this transaction
+    /// stores on it. Only stored orders count: before, every order did, and a resend of a stored order naming another
+    /// flight (a duplicate, acked as stored) fixed that flight's currency. The stored flights are read first; the
+    /// rest are created in name order (the first writer of a flight fixes its currency, a concurrent one waits for
+    /// it), then read.
+    func checkCurrencies(
+        of stored: [PendingRow], in batches: [IncomingBatch], refuse: (Int, Int, ValidationError) -> Void
+    ) throws {
+        guard !stored.isEmpty else { return }
+        let arrival = stored.sorted { ($0.batch, $0.index) < ($1.batch, $1.index) }
+        var firstCurrency: [String: String] = [:]
+        for row in arrival {
+            guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
+            if firstCurrency[order.flight.rawValue] == nil { firstCurrency[order.flight.rawValue] = order.currency }
+        }
+        var currencies: [String: String] = [:]
+        func readCurrencies(_ flights: [String]) throws {
+            for row in try run(Self.flightCurrencies(flights)) {
+                let (flight, currency) = try row.decode((String, String).self)
+                currencies[flight] = currency
+            }
+        }
+        try readCurrencies(Array(firstCurrency.keys))
+        let missing = firstCurrency.filter { currencies[$0.key] == nil }.map { (flight: $0.key, currency: $0.value) }
+        if !missing.isEmpty {
+            try run(Self.insertFlights(missing.sorted { $0.flight < $1.flight }))
+            try readCurrencies(missing.map(\.flight))
+        }
+        for row in arrival {
+            guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record,
+                let currency = currencies[order.flight.rawValue], order.currency != currency
+            else { continue }
+            refuse(
+                Int(row.batch), Int(row.index),
+                .flightCurrency(flight: order.flight.rawValue, stored: currency, incoming: order.currency))
+        }
+    }
+
     /// One pass of ``apply(_:at:limits:)`` inside a transaction: the SQLite store's `store` with the same verdicts,
     /// rows in a fixed order, each table's rows in one statement.
     func store(
@@ -363,8 +403,6 @@ extension PostgresStore {
         var scans: [PendingRow] = []
         orders.reserveCapacity(total)
         scans.reserveCapacity(total)
-        // Each flight's currency if this transaction creates it: its first order's, in arrival order.
-        var firstCurrency: [String: String] = [:]
         // Per batch, its records new to the store (new ids) per flight: what the flight limits count.
         var tally = NewRecordTally(batches)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
@@ -373,9 +411,6 @@ extension PostgresStore {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
                     tally.note(b, i, flight: order.flight.rawValue)
-                    if firstCurrency[order.flight.rawValue] == nil {
-                        firstCurrency[order.flight.rawValue] = order.currency
-                    }
                 case .scan(let scan):
                     scans.append(PendingRow(scan.id, batch: b, index: i))
                     tally.note(b, i, flight: scan.flight.rawValue)
@@ -383,31 +418,6 @@ extension PostgresStore {
             }
         }
         tally.startCounting()
-        // Flights: the stored ones read first; the rest created in name order (the first writer of a flight fixes its
-        // currency, a concurrent one waits for it), then read.
-        var currencies: [String: String] = [:]
-        func readCurrencies(_ flights: [String]) throws {
-            for row in try run(Self.flightCurrencies(flights)) {
-                let (flight, currency) = try row.decode((String, String).self)
-                currencies[flight] = currency
-            }
-        }
-        if !firstCurrency.isEmpty {
-            try readCurrencies(Array(firstCurrency.keys))
-            let missing = firstCurrency.filter { currencies[$0.key] == nil }.map { (flight: $0.key, currency: $0.value) }
-            if !missing.isEmpty {
-                try run(Self.insertFlights(missing.sorted { $0.flight < $1.flight }))
-                try readCurrencies(missing.map(\.flight))
-            }
-        }
-        for (b, batch) in batches.enumerated() where skipped[b] == nil {
-            for (i, incoming) in batch.records.enumerated() {
-                guard case .order(let order) = incoming.record, let currency = currencies[order.flight.rawValue],
-                    order.currency != currency
-                else { continue }
-                refuse(b, i, .flightCurrency(flight: order.flight.rawValue, stored: currency, incoming: order.currency))
-            }
-        }
         orders.sort()
         scans.sort()
         var newCounts = [Int](repeating: 0, count: batches.count)
@@ -420,6 +430,8 @@ extension PostgresStore {
         var revised = RevisedDigests()
         try run("SELECT set_config('jetbridge.applying', 'on', true)")
         var unchanged: [PendingRow] = []
+        // The orders this transaction stores (inserted or raised): only they can fix a flight's currency.
+        var storedOrders: [PendingRow] = []
         var owners: [UUID: String] = [:]
         for (n, round) in Self.rounds(orders).enumerated() {
             for (k, write) in try writeOrders(round, of: batches, owners: &owners, firstRound: n == 0).enumerated() {
@@ -428,6 +440,7 @@ extension PostgresStore {
                     unchanged.append(row)
                     continue
                 }
+                storedOrders.append(row)
                 guard case .order(let order) = batches[Int(row.batch)].records[Int(row.index)].record else { continue }
                 newCounts[Int(row.batch)] += 1
                 switch write {
@@ -452,6 +465,7 @@ extension PostgresStore {
             else { continue }
             refuse(Int(row.batch), Int(row.index), .foreignOrder(order, owner: owner))
         }
+        try checkCurrencies(of: storedOrders, in: batches, refuse: refuse)
         // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
         // make it the earliest verdict, depends on them.
         for (n, round) in Self.rounds(scans).enumerated() {

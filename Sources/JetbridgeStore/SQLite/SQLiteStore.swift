@@ -194,34 +194,12 @@ public final class SQLiteStore: Sendable {
         func refuse(_ b: Int, _ i: Int, _ error: ValidationError) {
             refusal = Self.earliest(refusal, b, i, error, in: batches)
         }
-        // A flight's currency (by the tally's flight number): what the store says, else the first order of this
-        // transaction that names the flight. Checked in arrival order, so a second currency is refused also within
-        // one batch.
-        var currencies: [String?] = []
-        let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
-        let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
         for (b, batch) in batches.enumerated() where skipped[b] == nil {
             for i in batch.records.indices {
                 switch batch.records[i].record {
                 case .order(let order):
                     orders.append(PendingRow(order.id, batch: b, index: i))
-                    let flight = order.flight.rawValue
-                    let number = tally.note(b, i, flight: flight)
-                    while currencies.count <= number { currencies.append(nil) }
-                    let currency: String
-                    if let known = currencies[number] {
-                        currency = known
-                    } else if let stored = try String.fetchOne(flightCurrency, arguments: [flight]) {
-                        currency = stored
-                        currencies[number] = stored
-                    } else {
-                        try insertFlight.execute(arguments: [flight, order.currency])
-                        currency = order.currency
-                        currencies[number] = currency
-                    }
-                    if order.currency != currency {
-                        refuse(b, i, .flightCurrency(flight: flight, stored: currency, incoming: order.currency))
-                    }
+                    tally.note(b, i, flight: order.flight.rawValue)
                 case .scan(let scan):
                     scans.append(PendingRow(scan.id, batch: b, index: i))
                     tally.note(b, i, flight: scan.flight.rawValue)
@@ -241,6 +219,8 @@ public final class SQLiteStore: Sendable {
         // up) is looked up first, and each pair it marks gets back the validity it had before this transaction, with
         // the old revision's hash taken out and the new one's added.
         var revised = RevisedDigests()
+        // The orders this transaction stores (inserted or raised): only they can fix a flight's currency.
+        var storedOrders: [PendingRow] = []
         var validBefore: [DeviceFlight: Bool] = [:]
         let storedOrder = try db.cachedStatement(sql: storedOrderSQL)
         let pairValidity = try db.cachedStatement(sql: pairValiditySQL)
@@ -254,7 +234,9 @@ public final class SQLiteStore: Sendable {
                     validBefore[pair] = try Bool.fetchOne(pairValidity, arguments: [pair.device, pair.flight]) ?? false
                 }
             }
-            switch try storeOrder(order, bytes: batches[Int(row.batch)].records[Int(row.index)].bytes) {
+            let change = try storeOrder(order, bytes: batches[Int(row.batch)].records[Int(row.index)].bytes)
+            if change != .none { storedOrders.append(row) }
+            switch change {
             case .inserted:
                 newCounts[Int(row.batch)] += 1
                 tally.countNew(
@@ -273,6 +255,7 @@ public final class SQLiteStore: Sendable {
                 }
             }
         }
+        try Self.checkCurrencies(of: storedOrders, in: batches, tally: tally, db: db, refuse: refuse)
         // The scans go in even after a refusal: whether a batch before the refused one is past a limit, which would
         // make it the earliest verdict, depends on them.
         for row in scans {
@@ -323,6 +306,43 @@ public final class SQLiteStore: Sendable {
             }
         }
         return (outcomes, [:])
+    }
+
+    /// Fixes each new flight's currency and refuses an order in another than its flight's.
+    ///
+    /// A flight's currency is what the store says, else that of the first order (in arrival order) this transaction
+    /// stores on it; so a second currency is refused also within one batch. Only stored orders count: before, every
+    /// order did, and a resend of a stored order naming another flight (a duplicate, acked as stored) fixed that
+    /// flight's currency, so that one stolen key could make every honest order of any flight it named refused.
+    private static func checkCurrencies(
+        of stored: [PendingRow], in batches: [IncomingBatch], tally: NewRecordTally, db: Database,
+        refuse: (Int, Int, ValidationError) -> Void
+    ) throws {
+        guard !stored.isEmpty else { return }
+        let arrival = stored.sorted { ($0.batch, $0.index) < ($1.batch, $1.index) }
+        var currencies = [String?](repeating: nil, count: tally.flights.count)
+        let flightCurrency = try db.cachedStatement(sql: flightCurrencySQL)
+        let insertFlight = try db.cachedStatement(sql: insertFlightSQL)
+        for row in arrival {
+            let (b, i) = (Int(row.batch), Int(row.index))
+            guard case .order(let order) = batches[b].records[i].record else { continue }
+            let number = tally.flightNumber(b, i)
+            let flight = order.flight.rawValue
+            let currency: String
+            if let known = currencies[number] {
+                currency = known
+            } else if let found = try String.fetchOne(flightCurrency, arguments: [flight]) {
+                currency = found
+                currencies[number] = found
+            } else {
+                try insertFlight.execute(arguments: [flight, order.currency])
+                currency = order.currency
+                currencies[number] = currency
+            }
+            if order.currency != currency {
+                refuse(b, i, .flightCurrency(flight: flight, stored: currency, incoming: order.currency))
+            }
+        }
     }
 
     /// What `device_flights` holds for the pairs a transaction adds to (one primary-key read each), and for the
