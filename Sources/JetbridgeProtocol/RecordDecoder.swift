@@ -210,8 +210,9 @@ package struct RecordDecoder: Sendable {
     {
         let count = try readArrayHeader(&reader, depth: depth, path())
         var lines: [LineItem] = []
-        // Every element takes at least one byte, so the bytes left bound what a hostile count can reserve.
-        lines.reserveCapacity(Swift.min(count, reader.count - reader.offset))
+        // An order has at most `Order.maxLines` lines (a longer one fails validation), so a hostile count reserves
+        // no more than that: bounded by the bytes left only, it reserved up to 256 MiB for one 8 MiB batch.
+        lines.reserveCapacity(Swift.min(count, Order.maxLines, reader.count - reader.offset))
         for index in 0..<count {
             lines.append(try readLineItem(&reader, depth: depth + 1, path() + [Field.index(index)]))
         }

@@ -651,8 +651,10 @@ struct ByteReader {
             let (count, first) = try arrayHeader(at: offset, as: MessagePackValue.self)
             guard levels > 0 else { throw tooDeep(at: offset) }
             var elements: [MessagePackValue] = []
-            // Every element takes at least one byte, so the bytes left bound what a hostile count can reserve.
-            elements.reserveCapacity(Swift.min(count, self.count - first))
+            // Every element takes at least one byte, so the bytes left bound what a hostile count can reserve; and
+            // at most 4,096 up front (as `DecodableArray`), as every nesting level reserves at once: bounded by the
+            // bytes left only, 511 nested claimed arrays over 1 MiB reserved about 16 GiB.
+            elements.reserveCapacity(Swift.min(count, self.count - first, 4096))
             var position = first
             for _ in 0..<count {
                 let (element, end) = try value(at: position, levels: levels - 1)
@@ -664,7 +666,7 @@ struct ByteReader {
             let (count, first) = try mapHeader(at: offset, as: MessagePackValue.self)
             guard levels > 0 else { throw tooDeep(at: offset) }
             var pairs: [(key: MessagePackValue, value: MessagePackValue)] = []
-            pairs.reserveCapacity(Swift.min(count, (self.count - first) / 2))
+            pairs.reserveCapacity(Swift.min(count, (self.count - first) / 2, 4096))
             var position = first
             for _ in 0..<count {
                 let (key, keyEnd) = try value(at: position, levels: levels - 1)
