@@ -66,6 +66,11 @@ final class KeyConnections: Sendable {
             if state.keyOf[descriptor] == key { return false }
             // A descriptor closed and reused by another connection before its close was seen.
             state.forget(descriptor)
+            // A message read after its connection closed (libzmq's I/O thread closes it, then the monitor says so):
+            // counted, the closed descriptor held one of the key's connections until its number was reused, and a
+            // device reconnecting often could be refused as busy. Checked under the lock `closed(descriptor:)`
+            // takes, so a close seen after this check is still forgotten.
+            if fcntl(descriptor, F_GETFD) == -1 && errno == EBADF { return false }
             state.keyOf[descriptor] = key
             state.known[key, default: []].insert(descriptor)
             if state.unconfirmed[key] != nil {
