@@ -273,7 +273,7 @@ public struct SyncOutcome: Sendable {
         statistics.elapsed > 0 ? (Double(statistics.acknowledged) / statistics.elapsed * 10).rounded() / 10 : 0
     }
 
-    /// `sync --json`'s last line: the run as one object (docs/AGENT.md, "sync --json").
+    /// `sync --json`'s last line: the run as one object (docs/AGENT.md, "sync").
     public var summaryObject: SyncSummary {
         SyncSummary(
             outcome: outcome, result: result, exitCode: exitCode, recordsSent: statistics.recordsSent,

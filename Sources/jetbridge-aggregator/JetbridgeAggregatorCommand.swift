@@ -45,7 +45,7 @@ struct JetbridgeAggregatorCommand: AsyncParsableCommand {
         // A crash (or a fatal signal from outside) ends the process after its backtrace, so a supervisor restarts it.
         FatalSignals.install(program: AggregatorTool.name)
         // Everything the ground writes (store, receipts, allow list, reports) is private to its account, like the
-        // agent's files (DESIGN: captured data is private): 0600 files, 0700 directories, whatever the caller's umask.
+        // agent's files (captured data is private: docs/SECURITY.md, "2. A careless operator"): 0600 files, 0700 directories, whatever the caller's umask.
         umask(0o077)
         await CommandLineMain.run(
             Self.self, tool: AggregatorTool.self, globalOptions: GroundOptions.names,

@@ -56,6 +56,48 @@ struct DocumentationTests {
         }
     }
 
+    /// Every section a citation names is in its page: `docs/PAGE.md, "Title"` (anywhere in the repository, also
+    /// split over comment lines) names a heading of PAGE (the whole heading, or its start before `:`, ` (`, ` —` or
+    /// `,`), or a paragraph's bold lead-in (`**Title.**`, `**Title: …**`). A renamed section must not leave readers
+    /// searching for what the text cites.
+    @Test func everyCitedSectionIsInItsPage() throws {
+        let texts = try Self.repositoryTexts()
+        var labels: [String: (headings: [String], leads: [String])] = [:]
+        func labelsOf(_ page: String) -> (headings: [String], leads: [String]) {
+            if let known = labels[page] { return known }
+            let url = Self.packageRoot.appendingPathComponent("docs/\(page)")
+            let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+            var found: (headings: [String], leads: [String]) = ([], [])
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if let heading = line.firstMatch(of: /^#+\s+(.*)$/) {
+                    found.headings.append(String(heading.output.1).trimmingCharacters(in: .whitespaces))
+                }
+                for lead in line.matches(of: /\*\*([^*]+?)\*\*/) { found.leads.append(String(lead.output.1)) }
+            }
+            labels[page] = found
+            return found
+        }
+        var checked = 0
+        for (path, text) in texts where path != "Tests/EndToEndTests/DocumentationTests.swift" {
+            // A citation may run over lines of a comment or a paragraph.
+            let joined = text.replacing(/\n[ \t]*(?:\/\/\/|\/\/|#|--)?[ \t]*/, with: " ")
+            for match in joined.matches(of: /docs\/([A-Z][A-Z0-9-]*\.md),? "([^"]{2,80})"/) {
+                let (page, title) = (String(match.output.1), String(match.output.2))
+                let found = labelsOf(page)
+                let heading = found.headings.contains { heading in
+                    heading == title || [":", " (", " —", ","].contains { heading.hasPrefix(title + $0) }
+                }
+                let lead = found.leads.contains { lead in
+                    [title, title + ".", title + ":"].contains(lead) || lead.hasPrefix(title + ":")
+                        || lead.hasPrefix(title + ".")
+                }
+                checked += 1
+                #expect(heading || lead, "\(path) cites docs/\(page), \"\(title)\", which is no heading there")
+            }
+        }
+        #expect(checked > 200)
+    }
+
     /// Every `deploy/….sh` the docs, the sources, the scripts or CI name is in the repository, so that a renamed or
     /// removed demo never leaves the README or .ci/run pointing at nothing.
     @Test func everyCitedDeployScriptExists() throws {

@@ -10,7 +10,7 @@ import SystemSupport
     import Glibc
 #endif
 
-/// The aggregator's Prometheus metrics (docs/AGGREGATOR.md, "Metrics"): swift-metrics types made by a
+/// The aggregator's Prometheus metrics (docs/AGGREGATOR.md, "Metrics and health"): swift-metrics types made by a
 /// `PrometheusMetricsFactory` over a registry of this server's own, so no global bootstrap is needed and two servers in
 /// one process (tests) never share counters. The names are a contract for dashboards and alerts.
 ///
@@ -104,7 +104,7 @@ final class AggregatorMetrics: Sendable {
         }
     }
 
-    /// Makes `device`'s series before its first batch (docs/AGGREGATOR.md, "Metrics"): its records and `stored`
+    /// Makes `device`'s series before its first batch (docs/AGGREGATOR.md, "Metrics and health"): its records and `stored`
     /// batches at zero, and its last-batch gauge at `lastBatch` (its last sync in the store, or when the aggregator
     /// started or the allow list named it), so that an alert on a cart silent since landing fires also for a cart
     /// that never synced since the restart. A device already counted keeps its series as they are.
