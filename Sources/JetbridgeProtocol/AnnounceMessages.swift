@@ -37,8 +37,8 @@ public struct FlightAnnounce: Codable, Hashable, Sendable {
 
     /// Reads and checks an announcement from one frame whose `type` is `announce`.
     ///
-    /// Checks, in order: the frame decodes as an announcement (every key present, each of its type); `v` is a version
-    /// this build speaks; `device` is a device id; `flights` has at most ``maxFlights`` entries, each a flight, none
+    /// Checks, in order: `v`, when it is an integer, is a version this build speaks; the frame decodes as an
+    /// announcement (every key present, each of its type); `device` is a device id; `flights` has at most ``maxFlights`` entries, each a flight, none
     /// twice.
     /// - Returns: The announcement, or what is wrong with it in words (for the `rejected` answer).
     public static func decode(_ frame: Data) -> Result<FlightAnnounce, AnnounceRejection> {
@@ -48,7 +48,13 @@ public struct FlightAnnounce: Codable, Hashable, Sendable {
         > {
             .failure(AnnounceRejection(device: named.device, status: status, reason: reason))
         }
-        // The count first, from the array's header alone: a hostile announce of a million flights is refused
+        // The version first, as for a batch's header and a summary: a later version may rename or drop a key.
+        if let v = named.v, !WireProtocol.supportedVersions.contains(v) {
+            return refuse(
+                "announce: v \(v) is not a version this ground speaks (\(WireProtocol.supportedVersions))",
+                .unsupportedVersion)
+        }
+        // Then the count, from the array's header alone: a hostile announce of a million flights is refused
         // before they are decoded.
         if let count = named.flightCount, count > maxFlights {
             return refuse("announce: flights: \(count) entries; at most \(maxFlights)")
@@ -58,11 +64,6 @@ public struct FlightAnnounce: Codable, Hashable, Sendable {
             announce = try WireCoding.decode(FlightAnnounce.self, from: frame)
         } catch {
             return refuse("announce: \(FlightSummary.describe(error))")
-        }
-        guard WireProtocol.supportedVersions.contains(announce.v) else {
-            return refuse(
-                "announce: v \(announce.v) is not a version this ground speaks (\(WireProtocol.supportedVersions))",
-                .unsupportedVersion)
         }
         do {
             try Validation.deviceID(announce.device)
@@ -89,6 +90,7 @@ public struct FlightAnnounce: Codable, Hashable, Sendable {
 
 /// What an announcement says of itself even when it is malformed: the device it names and how many flights it lists.
 struct AnnounceName: Decodable {
+    var v: Int?
     var device: String?
     var flightCount: Int?
 
@@ -96,6 +98,7 @@ struct AnnounceName: Decodable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: FlightAnnounce.CodingKeys.self)
+        v = (try? container.decodeIfPresent(Int.self, forKey: .v)) ?? nil
         device = (try? container.decodeIfPresent(String.self, forKey: .device)) ?? nil
         flightCount = (try? container.decodeIfPresent(ArrayCount.self, forKey: .flights))?.count
     }

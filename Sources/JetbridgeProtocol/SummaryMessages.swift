@@ -52,8 +52,8 @@ public struct FlightSummary: Codable, Hashable, Sendable {
 
     /// Reads and checks a summary from one frame whose `type` is `summary`.
     ///
-    /// Checks, in order: the frame decodes as a summary (every key present, each of its type); `v` is a version this
-    /// build speaks; `device` is a device id; `flight` is a flight; `count` is 0 … ``maxCount``; `digest` is 8 bytes.
+    /// Checks, in order: `v`, when it is an integer, is a version this build speaks; the frame decodes as a summary
+    /// (every key present, each of its type); `device` is a device id; `flight` is a flight; `count` is 0 … ``maxCount``; `digest` is 8 bytes.
     /// - Returns: The summary, or what is wrong with it in words (for the `rejected` answer).
     public static func decode(_ frame: Data) -> Result<FlightSummary, SummaryRejection> {
         let named = (try? WireCoding.decode(SummaryName.self, from: frame)) ?? SummaryName()
@@ -62,16 +62,18 @@ public struct FlightSummary: Codable, Hashable, Sendable {
         > {
             .failure(SummaryRejection(device: named.device, flight: named.flight, status: status, reason: reason))
         }
+        // The version first, as for a batch's header: a later version may rename or drop a key of this one, and is
+        // answered `unsupported-version`, not `rejected` for the key.
+        if let v = named.v, !WireProtocol.supportedVersions.contains(v) {
+            return refuse(
+                "summary: v \(v) is not a version this ground speaks (\(WireProtocol.supportedVersions))",
+                .unsupportedVersion)
+        }
         let summary: FlightSummary
         do {
             summary = try WireCoding.decode(FlightSummary.self, from: frame)
         } catch {
             return refuse("summary: \(describe(error))")
-        }
-        guard WireProtocol.supportedVersions.contains(summary.v) else {
-            return refuse(
-                "summary: v \(summary.v) is not a version this ground speaks (\(WireProtocol.supportedVersions))",
-                .unsupportedVersion)
         }
         do {
             try Validation.deviceID(summary.device)
@@ -108,6 +110,7 @@ public struct FlightSummary: Codable, Hashable, Sendable {
 
 /// What a summary says of itself even when it is malformed: the device and flight it names, for the answer.
 struct SummaryName: Decodable {
+    var v: Int?
     var device: String?
     var flight: String?
 
@@ -116,6 +119,7 @@ struct SummaryName: Decodable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: FlightSummary.CodingKeys.self)
         // Each key on its own: a wrong type elsewhere must not lose the name.
+        v = (try? container.decodeIfPresent(Int.self, forKey: .v)) ?? nil
         device = (try? container.decodeIfPresent(String.self, forKey: .device)) ?? nil
         flight = (try? container.decodeIfPresent(String.self, forKey: .flight)) ?? nil
     }
