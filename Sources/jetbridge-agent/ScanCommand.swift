@@ -111,8 +111,10 @@ struct ScanCommand: ParsableCommand {
         do {
             fd = try syscall("open", path: tagFile) { open(tagFile, O_RDONLY | O_CLOEXEC) }
         } catch {
+            // Whatever is wrong with the path (missing, not allowed, a loop of links, too long, a file where a
+            // directory should be) is 66, as AGENT.md says; only the process's own limits are a failure (1).
             throw AgentError(
-                error.errno == ENOENT || error.errno == EACCES ? .noInput : .failure,
+                [EMFILE, ENFILE, ENOMEM].contains(error.errno) ? .failure : .noInput,
                 "cannot read the tag file \(tagFile): \(error.reason); check the path given to --tag-file")
         }
         // A directory opens for reading, and its first read failed with exit 1. It is no tag file: 66.

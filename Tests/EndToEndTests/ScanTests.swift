@@ -148,6 +148,23 @@ struct ScanTests {
         #expect(run.stderr.contains("cannot read the tag file nowhere/tags.txt: No such file or directory"), "\(run)")
         #expect(try sandbox.records().isEmpty)
     }
+
+    /// Any path that cannot be opened is 66, as AGENT.md says of a tag file that cannot be read (before, only a
+    /// missing or forbidden one was; a loop of links, a file in the path's middle, were 1).
+    @Test("a tag file behind a loop of links or under a file exits 66")
+    func unopenableTagFile() throws {
+        let sandbox = try AgentSandbox()
+        let loop = sandbox.directory.appendingPathComponent("loop").path
+        #expect(symlink(loop, loop) == 0)
+        let file = sandbox.directory.appendingPathComponent("plain")
+        try Data("x".utf8).write(to: file)
+        for path in [loop, file.path + "/tags.txt"] {
+            let run = try sandbox.agent(["scan", "--at", "origin", "--tag-file", path])
+            #expect(run.status == 66, "\(run)")
+            #expect(run.stderr.contains("cannot read the tag file \(path)"), "\(run)")
+        }
+        #expect(try sandbox.records().isEmpty)
+    }
 }
 
 extension AgentSandbox {
