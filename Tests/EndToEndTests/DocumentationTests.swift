@@ -56,8 +56,8 @@ struct DocumentationTests {
         }
     }
 
-    /// Every section a citation names is in its page: `docs/PAGE.md, "Title"` (anywhere in the repository, also
-    /// split over comment lines) names a heading of PAGE (the whole heading, or its start before `:`, ` (`, ` —` or
+    /// Every section a citation names is in its page: a page of docs/ and a title in quotes (anywhere in the repository, also
+    /// split over comment lines) names a heading of that page (the whole heading, or its start before `:`, ` (`, ` —` or
     /// `,`), or a paragraph's bold lead-in (`**Title.**`, `**Title: …**`). A renamed section must not leave readers
     /// searching for what the text cites.
     @Test func everyCitedSectionIsInItsPage() throws {
