@@ -56,10 +56,10 @@ struct DocumentationTests {
         }
     }
 
-    /// Every section a citation names is in its page: a page of docs/ and a title in quotes (anywhere in the repository, also
-    /// split over comment lines) names a heading of that page (the whole heading, or its start before `:`, ` (`, ` —` or
-    /// `,`), or a paragraph's bold lead-in (`**Title.**`, `**Title: …**`). A renamed section must not leave readers
-    /// searching for what the text cites.
+    /// Every section a citation names is in its page: a page of docs/ and a title in quotes (anywhere in the
+    /// repository, also split over comment lines) name a heading of that page (the whole heading, or its start before
+    /// `:`, ` (`, ` —` or `,`), or a paragraph's bold lead-in (`**Title.**`, `**Title: …**`). A renamed section must
+    /// not leave readers searching for what the text cites.
     @Test func everyCitedSectionIsInItsPage() throws {
         let texts = try Self.repositoryTexts()
         var labels: [String: (headings: [String], leads: [String])] = [:]
