@@ -154,7 +154,14 @@ public protocol StoreWriter: StoreReader {
     /// Records that `device` announced, at `now`, that it holds records of each of `flights` the ground has not
     /// confirmed (docs/PROTOCOL.md, "Announce"): each pair's announcement time becomes `now` and its confirmation is
     /// cleared, in one transaction.
-    func recordAnnouncement(device: String, flights: [String], at now: Date) throws
+    ///
+    /// A flight the device has not announced before is recorded only while the device has announced fewer than
+    /// `newFlightsPerDay` flights in the last 24 hours (its `flightsPerDay` limit); flights go in text order, and the
+    /// rest are left out. Before, one stolen key could add 320 rows a second for ever, which every `status` read of
+    /// the last 24 hours then loaded.
+    /// - Returns: How many of `flights` were recorded.
+    @discardableResult
+    func recordAnnouncement(device: String, flights: [String], at now: Date, newFlightsPerDay: Int) throws -> Int
 
     /// Records that the ground confirmed `device`'s summary of `flight` at `now` (docs/PROTOCOL.md, "Proof of
     /// delivery"). Only a flight the device announced has a row to mark; an agent that never announces is shown by
@@ -246,6 +253,11 @@ extension StoreReader {
 }
 
 extension StoreWriter {
+    /// Records an announcement with no limit on the device's new flights.
+    public func recordAnnouncement(device: String, flights: [String], at now: Date) throws {
+        try recordAnnouncement(device: device, flights: flights, at: now, newFlightsPerDay: .max)
+    }
+
     /// One writer (SQLite): no claims.
     public func receiptClaimsHeldElsewhere() throws -> Double? { nil }
 

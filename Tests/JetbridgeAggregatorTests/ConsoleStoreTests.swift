@@ -139,6 +139,32 @@ struct ConsoleStoreTests {
         #expect(try store.flightsWithOrders() == [flightB])
     }
 
+    /// A device announces new flights only up to its flights per day: one stolen key announcing 64 fresh flights 5
+    /// times a second added about 27 million rows a day, which every `status` read of the last 24 hours loaded.
+    /// Flights it announced before are always recorded again; a day later it has room again.
+    @Test(arguments: Engine.allCases)
+    func aDeviceAnnouncesNewFlightsOnlyUpToItsFlightsPerDay(_ engine: Engine) throws {
+        guard engine == .sqlite || TestPostgres.enabled else { return }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
+        defer { database?.drop() }
+        let store: any ConsoleReading & StoreWriter =
+            if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
+        defer { try? store.close() }
+        let flights = (0..<6).map { "ZA\(200 + $0)/2026-11-21" }
+        let now = Date()
+        #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<2]), at: now, newFlightsPerDay: 3) == 2)
+        // Two announced before, always recorded; of the four new ones, room for one (in text order).
+        #expect(try store.recordAnnouncement(device: "cart-1", flights: flights.reversed(), at: now, newFlightsPerDay: 3) == 3)
+        #expect(try store.fleetReport(flight: try FlightID(flights[2]), now: now).devices.map(\.device) == ["cart-1"])
+        #expect(try store.fleetReport(flight: try FlightID(flights[3]), now: now).devices.isEmpty)
+        // Another device has its own room.
+        #expect(try store.recordAnnouncement(device: "cart-2", flights: [flights[5]], at: now, newFlightsPerDay: 3) == 1)
+        // A day later the window holds none of cart-1's announcements.
+        #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[3], flights[4]], at: now + 86_401, newFlightsPerDay: 3) == 2)
+    }
+
     @Test(arguments: Engine.allCases)
     func keptTalliesCatchUpWithNewScans(_ engine: Engine) throws {
         guard engine == .sqlite || TestPostgres.enabled else { return }

@@ -276,8 +276,20 @@ struct StoreLoop: Sendable {
     private func record(_ announce: FlightAnnounce, owner: String) {
         let answer: AnnounceAnswer
         do {
-            try store.recordAnnouncement(device: announce.device, flights: announce.flights, at: Date())
-            answer = AnnounceAnswer(device: announce.device, status: .recorded, flights: announce.flights.count)
+            let limit = limits.withLock { $0 }.limits(for: announce.device).flightsPerDay
+            let recorded = try store.recordAnnouncement(
+                device: announce.device, flights: announce.flights, at: Date(), newFlightsPerDay: limit)
+            answer = AnnounceAnswer(
+                device: announce.device, status: .recorded, flights: recorded,
+                reason: recorded == announce.flights.count
+                    ? nil
+                    : "\(announce.flights.count - recorded) of the \(announce.flights.count) flights were not recorded: "
+                        + "this device announced \(limit) flights or more in the last 24 hours (its flightsPerDay)")
+            if recorded < announce.flights.count {
+                logger.debug(
+                    "an announce past its device's flights per day",
+                    metadata: ["device": "\(announce.device)", "left out": .stringConvertible(announce.flights.count - recorded)])
+            }
         } catch {
             answer = AnnounceAnswer(
                 device: announce.device, status: .retry,

@@ -4,12 +4,35 @@ import PostgresNIO
 
 // The ground's view of the fleet (docs/PROTOCOL.md, "Announce"): announcements and confirmations per device and flight.
 extension PostgresStore {
-    public func recordAnnouncement(device: String, flights: [String], at now: Date) throws {
-        guard !flights.isEmpty else { return }
+    public func recordAnnouncement(device: String, flights: [String], at now: Date, newFlightsPerDay: Int) throws
+        -> Int
+    {
+        guard !flights.isEmpty else { return 0 }
         let seconds = now.timeIntervalSince1970
-        try locked {
+        return try locked {
             try transaction {
-                for flight in flights.sorted() {
+                // As SQLite's: a flight not announced before only while the device announced fewer than
+                // `newFlightsPerDay` in the last 24 hours (two aggregators at once may each let one more in).
+                let sorted = flights.sorted()
+                let known = Set(
+                    try run(
+                        "SELECT flight FROM announcements WHERE device = \(device) AND flight = ANY(\(sorted)::text[])"
+                    ).map { try $0.decode(String.self) })
+                var admitted = sorted
+                if known.count < sorted.count {
+                    let recent =
+                        try run(
+                            "SELECT count(*) FROM announcements WHERE device = \(device) AND announced_at > \(seconds - 86_400)"
+                        ).first?.decode(Int.self) ?? 0
+                    var room = newFlightsPerDay > recent ? newFlightsPerDay - recent : 0
+                    admitted = sorted.filter { flight in
+                        if known.contains(flight) { return true }
+                        guard room > 0 else { return false }
+                        room -= 1
+                        return true
+                    }
+                }
+                for flight in admitted {
                     try run(
                         """
                         INSERT INTO announcements (device, flight, announced_at, confirmed_at)
@@ -18,7 +41,7 @@ extension PostgresStore {
                             confirmed_at = NULL
                         """)
                 }
-                return ((), true)
+                return (admitted.count, true)
             }
         }
     }

@@ -4,14 +4,33 @@ public import JetbridgeModel
 
 // The ground's view of the fleet (docs/PROTOCOL.md, "Announce"): announcements and confirmations per device and flight.
 extension SQLiteStore {
-    public func recordAnnouncement(device: String, flights: [String], at now: Date) throws {
-        guard !flights.isEmpty else { return }
-        try calls.measure {
+    public func recordAnnouncement(device: String, flights: [String], at now: Date, newFlightsPerDay: Int) throws
+        -> Int
+    {
+        guard !flights.isEmpty else { return 0 }
+        return try calls.measure {
             try pool.write { db in
                 let statement = try db.cachedStatement(sql: Self.announceSQL)
+                let announced = try db.cachedStatement(sql: Self.announcedSQL)
+                // How many new flights the device may still announce: read once, at its first new flight.
+                var room: Int?
+                var recorded = 0
                 for flight in flights.sorted() {
+                    if try Bool.fetchOne(announced, arguments: [device, flight]) == nil {
+                        if room == nil {
+                            let recent =
+                                try Int.fetchOne(
+                                    db, sql: Self.recentAnnouncementsSQL,
+                                    arguments: [device, now.timeIntervalSince1970 - 86_400]) ?? 0
+                            room = newFlightsPerDay > recent ? newFlightsPerDay - recent : 0
+                        }
+                        guard let left = room, left > 0 else { continue }
+                        room = left - 1
+                    }
                     try statement.execute(arguments: [device, flight, now.timeIntervalSince1970])
+                    recorded += 1
                 }
+                return recorded
             }
         }
     }
@@ -30,6 +49,12 @@ extension SQLiteStore {
         """
 
     static let confirmSQL = "UPDATE announcements SET confirmed_at = ? WHERE device = ? AND flight = ?"
+
+    /// Whether the device announced the flight before (its primary key).
+    static let announcedSQL = "SELECT 1 FROM announcements WHERE device = ? AND flight = ?"
+
+    /// The device's flights announced after a time (its rows of the primary key, each checked).
+    static let recentAnnouncementsSQL = "SELECT count(*) FROM announcements WHERE device = ? AND announced_at > ?"
 }
 
 extension SQLiteStore {
