@@ -32,7 +32,8 @@ extension PostgresStore {
     public func deliverySummary(
         device: String, flight: String, expected: DeliverySummary?
     ) throws -> DeliverySummary {
-        try locked {
+        let pair = DeviceFlight(device: device, flight: flight)
+        return try locked {
             if let expected {
                 let rows = try run(
                     """
@@ -43,10 +44,10 @@ extension PostgresStore {
                 if let row = rows.first {
                     let (held, high, low) = try row.decode((Int, Int64, Int64).self)
                     let kept = DeliverySummary(count: held, high: high, low: low)
-                    if kept == expected { return kept }
+                    if kept == expected || rowReads.wereRead(pair, giving: kept) { return kept }
                 }
             }
-            return try transaction {
+            let summary = try transaction {
                 try run("SELECT 1 FROM device_flights WHERE device = \(device) AND flight = \(flight) FOR UPDATE")
                 try run("DELETE FROM stale_digests WHERE device = \(device) AND flight = \(flight)")
                 var summary = DeliverySummary()
@@ -65,6 +66,8 @@ extension PostgresStore {
                     """)
                 return (summary, true)
             }
+            rowReads.note(pair, summary)
+            return summary
         }
     }
 

@@ -222,6 +222,26 @@ extension PostgresStore {
             END $$
             """,
         ],
+        // v10: a row moved into another pair by hand (its flight or device changed) marks that pair too, as SQLite's
+        // `digest-stale-new-pair`: its kept digest no longer counted the row, and only the old pair was marked. A
+        // summary's mismatch is then answered from a kept digest the rows were read for once (RowReadDigests), which
+        // needs every kept digest marked valid to be the rows'.
+        [
+            """
+            CREATE OR REPLACE FUNCTION jetbridge_digest_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'orders'
+                    AND current_setting('jetbridge.applying', true) = 'on' THEN
+                    RETURN NULL;
+                END IF;
+                INSERT INTO stale_digests (device, flight) VALUES (OLD.device, OLD.flight);
+                IF TG_OP = 'UPDATE' AND (NEW.device, NEW.flight) IS DISTINCT FROM (OLD.device, OLD.flight) THEN
+                    INSERT INTO stale_digests (device, flight) VALUES (NEW.device, NEW.flight);
+                END IF;
+                RETURN NULL;
+            END $$
+            """,
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

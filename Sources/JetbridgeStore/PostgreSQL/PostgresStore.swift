@@ -124,6 +124,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// The waits for the server in progress, a statement's answer or a connection (``busySince``): read without
     /// `lock`, which the thread that waits holds.
     let waits = StoreCalls()
+    /// Pairs whose rows a summary read since their kept digest changed (``deliverySummary(device:flight:expected:)``).
+    let rowReads = RowReadDigests()
     /// The console's kept totals (``ConsoleKept``): its decoded sales per flight while the flight's orders are
     /// unchanged, its bag counts and scans per device per flight.
     private let kept = Locked(ConsoleKept())

@@ -202,6 +202,27 @@ extension SQLiteStore {
                     END;
                     """)
         }
+        migrator.registerMigration("digest-stale-new-pair") { db in
+            // A row moved into another pair by hand (its flight or device changed) marks that pair stale too: its kept
+            // digest did not count the row, and only the old pair was marked. A summary's mismatch is then answered
+            // from a kept digest the rows were read for once (RowReadDigests), which needs every valid kept digest to
+            // be the rows'. `apply`'s own corrections give both pairs back the validity they had (`validBefore`).
+            try db.execute(
+                sql: """
+                    DROP TRIGGER orders_digest_stale;
+                    CREATE TRIGGER orders_digest_stale AFTER UPDATE OF id, revision, flight, device ON orders BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE ((device = OLD.device AND flight = OLD.flight) OR (device = NEW.device AND flight = NEW.flight))
+                            AND digest_valid;
+                    END;
+                    DROP TRIGGER scans_digest_stale;
+                    CREATE TRIGGER scans_digest_stale AFTER UPDATE OF id, flight, device ON scans BEGIN
+                        UPDATE device_flights SET digest_valid = 0
+                        WHERE ((device = OLD.device AND flight = OLD.flight) OR (device = NEW.device AND flight = NEW.flight))
+                            AND digest_valid;
+                    END;
+                    """)
+        }
         return migrator
     }
 

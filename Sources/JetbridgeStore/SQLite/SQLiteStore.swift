@@ -39,6 +39,8 @@ public final class SQLiteStore: Sendable {
     let logger: Logger
     /// The writes in progress (``StoreReader/busySince``).
     let calls = StoreCalls()
+    /// Pairs whose rows a summary read since their kept digest changed (``deliverySummary(device:flight:expected:)``).
+    let rowReads = RowReadDigests()
     /// The console's kept totals (``ConsoleKept``): its decoded sales per flight while the flight's orders are
     /// unchanged, its bag counts and scans per device per flight.
     private let kept = Locked(ConsoleKept())
@@ -229,8 +231,11 @@ public final class SQLiteStore: Sendable {
             var stored: (flight: String, revision: Int)?
             if order.revision > 1, let found = try Row.fetchOne(storedOrder, arguments: [order.id.blob]) {
                 stored = (flight: found[1], revision: found[0])
-                let pair = DeviceFlight(device: found[2], flight: found[1])
-                if validBefore[pair] == nil {
+                // The trigger marks the stored pair and, for an order that moves, the pair it moves to.
+                for pair in [
+                    DeviceFlight(device: found[2], flight: found[1]),
+                    DeviceFlight(device: order.device, flight: order.flight.rawValue),
+                ] where validBefore[pair] == nil {
                     validBefore[pair] = try Bool.fetchOne(pairValidity, arguments: [pair.device, pair.flight]) ?? false
                 }
             }
@@ -427,12 +432,13 @@ public final class SQLiteStore: Sendable {
         device: String, flight: String, expected: DeliverySummary?
     ) throws -> DeliverySummary {
         try calls.measure {
+            let pair = DeviceFlight(device: device, flight: flight)
             if let expected, let kept = try pool.read({ db in try Self.keptDigest(device: device, flight: flight, in: db) }),
-                kept == expected
+                kept == expected || rowReads.wereRead(pair, giving: kept)
             {
                 return kept
             }
-            return try pool.write { db in
+            let summary = try pool.write { db in
                 var summary = DeliverySummary()
                 // Straight from SQLite's row buffers: a flight of 100,000 records is 100,000 rows.
                 let orders = try HotStatement(db, sql: Self.summaryOrdersSQL)
@@ -448,6 +454,8 @@ public final class SQLiteStore: Sendable {
                     arguments: [summary.count, summary.digestHigh, summary.digestLow, device, flight])
                 return summary
             }
+            rowReads.note(pair, summary)
+            return summary
         }
     }
 
