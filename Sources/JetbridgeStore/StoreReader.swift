@@ -119,13 +119,14 @@ public protocol StoreWriter: StoreReader {
     /// stored. See ``SQLiteStore/apply(_:at:limits:)``.
     func apply(_ batches: [IncomingBatch], at now: Date, limits: StoreLimits) throws -> [BatchOutcome]
 
-    /// Counts one rejected batch against its device, with the reason (stored inert) for the devices report.
-    func recordRejection(device: String, reason: String, at now: Date) throws
+    /// Counts `times` rejected batches against their device, with the last one's reason (stored inert) for the
+    /// devices report, in one transaction (a flood of refused batches costs one commit per group, not one each).
+    func recordRejection(device: String, reason: String, at now: Date, times: Int) throws
 
     /// Counts one batch answered `limited` by a limit decided outside the store (the records or bytes per second on
     /// the network thread) against its device (docs/AGGREGATOR.md, "Keys and the allow list", limits). ``apply(_:at:limits:)`` counts the
-    /// batches it limits itself.
-    func recordLimited(device: String, reason: String, at now: Date) throws
+    /// batches it limits itself. `times` such batches, with the last one's reason, in one transaction.
+    func recordLimited(device: String, reason: String, at now: Date, times: Int) throws
 
     /// One step of the receipt walk: up to `limit` seats whose receipts are behind, after `after` in (flight, seat)
     /// text order, each passed to `write` with its receipt (`nil`: the seat has no orders left, remove its files) or
@@ -274,9 +275,19 @@ extension StoreWriter {
         try recordRejection(device: device, reason: reason, at: Date())
     }
 
+    /// Counts one rejected batch against its device.
+    public func recordRejection(device: String, reason: String, at now: Date) throws {
+        try recordRejection(device: device, reason: reason, at: now, times: 1)
+    }
+
     /// Counts one limited batch against its device, now.
     public func recordLimited(device: String, reason: String) throws {
         try recordLimited(device: device, reason: reason, at: Date())
+    }
+
+    /// Counts one limited batch against its device.
+    public func recordLimited(device: String, reason: String, at now: Date) throws {
+        try recordLimited(device: device, reason: reason, at: now, times: 1)
     }
 }
 

@@ -165,6 +165,26 @@ struct ConsoleStoreTests {
         #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[3], flights[4]], at: now + 86_401, newFlightsPerDay: 3) == 2)
     }
 
+    /// A group's refused and limited batches are counted per device in one write each (`serve` sums them): the
+    /// counts add up and the last reason stays.
+    @Test(arguments: Engine.allCases)
+    func refusalsCountedTogetherAddUp(_ engine: Engine) throws {
+        guard engine == .sqlite || TestPostgres.enabled else { return }
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
+        defer { database?.drop() }
+        let store: any ConsoleReading & StoreWriter =
+            if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
+        defer { try? store.close() }
+        try store.recordRejection(device: "cart-1", reason: "first", at: date(1))
+        try store.recordRejection(device: "cart-1", reason: "last", at: date(2), times: 3)
+        try store.recordLimited(device: "cart-1", reason: "past 10 records/s", at: date(3), times: 5)
+        let row = try #require(try store.deviceReport().devices.first { $0.device == "cart-1" })
+        #expect(row.rejects == 4 && row.lastRejectReason == "last")
+        #expect(row.limited == 5)
+    }
+
     @Test(arguments: Engine.allCases)
     func keptTalliesCatchUpWithNewScans(_ engine: Engine) throws {
         guard engine == .sqlite || TestPostgres.enabled else { return }

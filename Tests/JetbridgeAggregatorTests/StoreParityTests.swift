@@ -310,7 +310,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [9, 9, 9])
+        #expect(versions == [10, 10, 10])
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import JetbridgeModel
 import JetbridgeProtocol
 import Logging
@@ -42,7 +43,7 @@ struct BatchRefusals: Sendable {
             "index": .stringConvertible(rejection.index), "reason": "\(rejection.reason)",
         ]
         if let logKey { metadata["key"] = "\(logKey)" }
-        if log { logger.warning(warning, metadata: metadata) }
+        if log { logger.warning(warning, metadata: metadata) } else { logger.debug(warning, metadata: metadata) }
         // The answer goes back to the sender's route: its key's in CURVE mode (a forbidden header names someone else),
         // the header's device's on trust otherwise. A message that names no batch at all is answered too, as batch
         // 0…0 of the key's device (no queue sequence is 0), so its sender learns why (docs/PROTOCOL.md, "Every batch gets an answer").
@@ -67,9 +68,9 @@ struct BatchRefusals: Sendable {
         count(device: answer.owner, reason: answer.reason, in: store)
     }
 
-    /// Counts a refusal against `device` in the store.
-    func count(device: String, reason: String, in store: any StoreWriter) {
-        do { try store.recordRejection(device: device, reason: reason) } catch {
+    /// Counts `times` refusals against `device` in the store, with the last one's reason.
+    func count(device: String, reason: String, times: Int = 1, in store: any StoreWriter) {
+        do { try store.recordRejection(device: device, reason: reason, at: Date(), times: times) } catch {
             logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
         }
     }

@@ -492,7 +492,12 @@ final class NetworkLoop: @unchecked Sendable {
                 }
                 queue.push(.batch(batch, bytes: size))
             case .failure(let rejection):
-                refuse(rejection, authenticated: authenticated)
+                // A warning per device at most every 10 s (the others at debug; every one is counted and answered):
+                // one per batch let a key flooding refused batches fill the log, written under its lock.
+                let device = authenticated.flatMap { $0.isEmpty ? nil : $0 } ?? rejection.header?.device ?? "-"
+                refuse(
+                    rejection, authenticated: authenticated,
+                    log: routes.shouldWarn(about: "refused " + String(device.prefix(64)), interval: .seconds(10)))
             }
         }
     }

@@ -128,25 +128,37 @@ struct StoreLoop: Sendable {
         var batches: [IncomingBatch] = []
         var summaries: [(FlightSummary, owner: String)] = []
         var records = 0
+        // Refused and limited batches are counted per device, one store call each per group with the last reason:
+        // one call (a commit) per batch let a flood of refused batches keep the store thread busy committing.
+        var rejections = DeviceTally()
+        var limited = DeviceTally()
         // Summaries are answered after the group's batches commit: a summary counts what was read before it.
         defer { answer(summaries) }
+        defer {
+            for (device, (times, reason)) in rejections.sorted {
+                refusals.count(device: device, reason: reason, times: times, in: store)
+            }
+            for (device, (times, reason)) in limited.sorted {
+                do { try store.recordLimited(device: device, reason: reason, at: Date(), times: times) } catch {
+                    logger.warning(
+                        "could not count a limited batch", metadata: ["device": "\(device)", "error": "\(error)"])
+                }
+            }
+        }
         for item in work {
             switch item {
             case .batch(let batch, _):
                 batches.append(batch)
                 records += batch.records.count
             case .rejection(let device, let reason):
-                refusals.count(device: device, reason: reason, in: store)
+                rejections.add(device, reason)
             case .summary(let summary, let owner):
                 summaries.append((summary, owner))
             case .announce(let announce, let owner):
                 // Before the group's batches: the device announced before it sent them.
                 record(announce, owner: owner)
             case .limited(let device, let reason):
-                do { try store.recordLimited(device: device, reason: reason) } catch {
-                    logger.warning(
-                        "could not count a limited batch", metadata: ["device": "\(device)", "error": "\(error)"])
-                }
+                limited.add(device, reason)
             }
         }
         guard !batches.isEmpty else { return }
@@ -329,4 +341,17 @@ struct StoreLoop: Sendable {
             "INSECURE MODE: CURVE is off; batches are not encrypted and device ids are taken on trust. Development only."
         )
     }
+}
+
+/// Refusals of one group per device: how many, and the last reason.
+struct DeviceTally {
+    private var entries: [String: (times: Int, reason: String)] = [:]
+
+    mutating func add(_ device: String, _ reason: String) {
+        entries[device, default: (0, reason)].times += 1
+        entries[device]!.reason = reason
+    }
+
+    /// By device id.
+    var sorted: [(String, (times: Int, reason: String))] { entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
 }

@@ -679,26 +679,26 @@ extension PostgresStore {
         return counters
     }
 
-    public func recordRejection(device: String, reason: String, at now: Date) throws {
+    public func recordRejection(device: String, reason: String, at now: Date, times: Int) throws {
         let shown = InertText.escape(String(reason.prefix(500)))
         let seconds = now.timeIntervalSince1970
         try countAgainstDevice(
             """
             INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason)
-            VALUES (\(device), 1, \(seconds), \(shown))
-            ON CONFLICT (device) DO UPDATE SET rejects = devices.rejects + 1,
+            VALUES (\(device), \(times), \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET rejects = devices.rejects + excluded.rejects,
                 last_reject_at = excluded.last_reject_at, last_reject_reason = excluded.last_reject_reason
             """)
     }
 
-    public func recordLimited(device: String, reason: String, at now: Date) throws {
+    public func recordLimited(device: String, reason: String, at now: Date, times: Int) throws {
         let shown = String(reason.prefix(500))
         let seconds = now.timeIntervalSince1970
         try countAgainstDevice(
             """
             INSERT INTO devices (device, limited, last_limited_at, last_limited_reason)
-            VALUES (\(device), 1, \(seconds), \(shown))
-            ON CONFLICT (device) DO UPDATE SET limited = devices.limited + 1,
+            VALUES (\(device), \(times), \(seconds), \(shown))
+            ON CONFLICT (device) DO UPDATE SET limited = devices.limited + excluded.limited,
                 last_limited_at = excluded.last_limited_at, last_limited_reason = excluded.last_limited_reason
             """)
     }

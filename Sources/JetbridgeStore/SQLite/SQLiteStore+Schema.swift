@@ -290,15 +290,17 @@ extension SQLiteStore {
             digest_hi = digest_hi + excluded.digest_hi, digest_lo = digest_lo + excluded.digest_lo
         """
 
+    /// `?4`: how many limited batches.
     static let deviceLimitedSQL = """
-        INSERT INTO devices (device, limited, last_limited_at, last_limited_reason) VALUES (?, 1, ?, ?)
-        ON CONFLICT (device) DO UPDATE SET limited = limited + 1, last_limited_at = excluded.last_limited_at,
+        INSERT INTO devices (device, limited, last_limited_at, last_limited_reason) VALUES (?1, ?4, ?2, ?3)
+        ON CONFLICT (device) DO UPDATE SET limited = limited + excluded.limited, last_limited_at = excluded.last_limited_at,
             last_limited_reason = excluded.last_limited_reason
         """
 
+    /// `?4`: how many rejected batches.
     static let deviceRejectSQL = """
-        INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason) VALUES (?, 1, ?, ?)
-        ON CONFLICT (device) DO UPDATE SET rejects = rejects + 1, last_reject_at = excluded.last_reject_at,
+        INSERT INTO devices (device, rejects, last_reject_at, last_reject_reason) VALUES (?1, ?4, ?2, ?3)
+        ON CONFLICT (device) DO UPDATE SET rejects = rejects + excluded.rejects, last_reject_at = excluded.last_reject_at,
             last_reject_reason = excluded.last_reject_reason
         """
 }

@@ -298,7 +298,7 @@ public final class SQLiteStore: Sendable {
             try deviceBatch.execute(arguments: [header.device, now.timeIntervalSince1970, records, new, duplicates])
         } limited: { header, limit in
             try deviceLimited.execute(
-                arguments: [header.device, now.timeIntervalSince1970, String(limit.reason.prefix(500))])
+                arguments: [header.device, now.timeIntervalSince1970, String(limit.reason.prefix(500)), 1])
         }
         if !dirty.isEmpty {
             // A bulk transaction touches thousands of seats (3,600 in store-benchmark's 40,000-record groups): bound
@@ -385,12 +385,12 @@ public final class SQLiteStore: Sendable {
     ///   - reason: Why the batch was rejected, for people.
     ///   - now: When.
     /// - Throws: `DatabaseError`.
-    public func recordRejection(device: String, reason: String, at now: Date = Date()) throws {
+    public func recordRejection(device: String, reason: String, at now: Date, times: Int) throws {
         // Stored inert (``InertText``): the reason may quote the device's own text, and it is shown on terminals.
         let shown = InertText.escape(String(reason.prefix(500)))
         try calls.measure {
             try pool.write { db in
-                try db.execute(sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, shown])
+                try db.execute(sql: Self.deviceRejectSQL, arguments: [device, now.timeIntervalSince1970, shown, times])
             }
         }
     }
@@ -407,12 +407,12 @@ public final class SQLiteStore: Sendable {
     /// Counts one batch answered `limited` against its device (docs/AGGREGATOR.md, "Keys and the allow list", limits).
     ///
     /// - Throws: `DatabaseError`.
-    public func recordLimited(device: String, reason: String, at now: Date = Date()) throws {
+    public func recordLimited(device: String, reason: String, at now: Date, times: Int) throws {
         try calls.measure {
             try pool.write { db in
                 try db.execute(
                     sql: Self.deviceLimitedSQL,
-                    arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500))])
+                    arguments: [device, now.timeIntervalSince1970, String(reason.prefix(500)), times])
             }
         }
     }
