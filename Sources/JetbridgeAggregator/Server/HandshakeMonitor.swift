@@ -5,7 +5,8 @@ import SystemSupport
 
 /// What the ZAP handler decided, seen by the operator: counts per result, the last refusals (for `status`), and a
 /// warning per refused key or peer — at most one per ``warningInterval``, the next one saying how many were
-/// suppressed, because a device with a stale key reconnects every few hundred milliseconds and must not flood the log.
+/// suppressed, because a device with a stale key reconnects every few hundred milliseconds and must not flood the log;
+/// and at most ``warningsPerMinute`` of all keys and peers together, as a client can make up a key per handshake.
 ///
 /// Called on the ZAP handler's thread; thread-safe.
 final class HandshakeMonitor: Sendable {
@@ -33,12 +34,17 @@ final class HandshakeMonitor: Sendable {
     private struct State {
         var snapshot = Snapshot()
         var warned: [String: Warned] = [:]
+        /// The warnings of the current minute, all subjects together, and those left out of it past the cap.
+        var minute: (start: ContinuousClock.Instant, warnings: Int)?
+        var leftOut = 0
 
         /// Keeps `refusal` among the recent ones and says whether to warn about `subject` now: nil inside its
-        /// interval (counted as suppressed), else how many were suppressed since the last warning.
+        /// interval (counted as suppressed) or past ``HandshakeMonitor/warningsPerMinute`` warnings of any subject,
+        /// else how many of this subject were suppressed since its last warning, and how many warnings the cap left
+        /// out since the last one written.
         mutating func note(
             _ refusal: Refusal, subject: String, now: ContinuousClock.Instant, interval: Duration
-        ) -> Int? {
+        ) -> (suppressed: Int, leftOut: Int)? {
             snapshot.recent.append(refusal)
             if snapshot.recent.count > HandshakeMonitor.recentLimit { snapshot.recent.removeFirst() }
             if var last = warned[subject], now - last.at < interval {
@@ -46,14 +52,28 @@ final class HandshakeMonitor: Sendable {
                 warned[subject] = last
                 return nil
             }
+            // One subject per key or peer: a client making up a new key for each handshake is a new subject each
+            // time, so all subjects together get at most so many warnings a minute.
+            if let current = minute, now - current.start < .seconds(60) {
+                guard current.warnings < HandshakeMonitor.warningsPerMinute else {
+                    leftOut += 1
+                    return nil
+                }
+                minute = (current.start, current.warnings + 1)
+            } else {
+                minute = (now, 1)
+            }
             if warned.count >= 10_000 { warned = [:] }
             let suppressed = warned[subject]?.suppressed ?? 0
             warned[subject] = Warned(at: now, suppressed: 0)
-            return suppressed
+            defer { leftOut = 0 }
+            return (suppressed, leftOut)
         }
     }
 
     static let warningInterval: Duration = .seconds(300)
+    /// The most refusal warnings a minute, all keys and peers together.
+    static let warningsPerMinute = 20
     static let recentLimit = 10
 
     private let logger: Logger
@@ -99,18 +119,21 @@ final class HandshakeMonitor: Sendable {
         }
         onFailure?()
         let subject = "failed@\(socket):\(cause)"
-        let suppressed: Int? = state.withLock { state in
+        let noted = state.withLock { state in
             state.snapshot.counts["failed", default: 0] += 1
             return state.note(
                 Refusal(time: Date(), result: "failed", publicKey: nil, address: endpoint, mechanism: cause),
                 subject: subject, now: now, interval: interval)
         }
-        guard let suppressed else { return }
+        guard let noted else { return }
+        var metadata: Logger.Metadata = [
+            "result": "failed", "socket": "\(socket)", "endpoint": "\(endpoint)",
+            "suppressed": .stringConvertible(noted.suppressed),
+        ]
+        if noted.leftOut > 0 { metadata["leftOut"] = .stringConvertible(noted.leftOut) }
         logger.warning(
             "a handshake on the \(socket) socket failed: \(cause) (at most one warning per socket and cause every \(Int(interval.components.seconds)) s; 'suppressed' counts the failures since the last)",
-            metadata: [
-                "result": "failed", "socket": "\(socket)", "endpoint": "\(endpoint)", "suppressed": .stringConvertible(suppressed),
-            ])
+            metadata: metadata)
     }
 
     /// Counts a decision and warns about a refusal unless one about the same key or peer was logged recently.
@@ -119,7 +142,7 @@ final class HandshakeMonitor: Sendable {
         let refused = decision.result != .accepted
         // Refused keys are limited per key; other refusals (no key) per mechanism and peer address.
         let subject = decision.publicKeyZ85 ?? "\(decision.mechanism)@\(decision.address)"
-        let suppressed: Int? = state.withLock { state in
+        let noted = state.withLock { state -> (suppressed: Int, leftOut: Int)? in
             state.snapshot.counts[decision.result.rawValue, default: 0] += 1
             guard refused else { return nil }
             return state.note(
@@ -128,12 +151,14 @@ final class HandshakeMonitor: Sendable {
                     address: decision.address, mechanism: decision.mechanism),
                 subject: subject, now: now, interval: interval)
         }
-        guard let suppressed else { return }
+        guard let noted else { return }
         var metadata: Logger.Metadata = [
             "result": "\(decision.result.rawValue)", "address": "\(decision.address)",
             "mechanism": "\(decision.mechanism)",
-            "suppressed": .stringConvertible(suppressed),
+            "suppressed": .stringConvertible(noted.suppressed),
         ]
+        // Warnings about other keys or peers the cap of `warningsPerMinute` left out since the last one.
+        if noted.leftOut > 0 { metadata["leftOut"] = .stringConvertible(noted.leftOut) }
         if let key = decision.publicKeyZ85 { metadata["key"] = "\(key)" }
         let what =
             switch decision.result {
