@@ -94,6 +94,9 @@ public final class AggregatorServer: Service, Sendable {
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
     /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
+    /// The ack socket's `RCVHWM`: messages one connection may have waiting to be read.
+    static let ackReceiveHighWaterMark = 100
+
     static let ackSendBuffer = 128 << 10
 
     enum Phase {
@@ -231,6 +234,10 @@ public final class AggregatorServer: Service, Sendable {
             // peer that never reads its acks pins in the kernel (the default grows to tcp_wmem's maximum, 4 MB).
             try router.set(.sendBuffer, Self.ackSendBuffer)
             try router.set(.routerHandover, true)
+            // What the ack socket receives (hellos, at most 20 summaries and 5 announces a second per device) is read
+            // as it comes: 100 messages per connection is room enough, and bounds what one connection can pin to
+            // 100 × 64 KiB (libzmq's default of 1,000 let a key's 8 connections pin 500 MB).
+            try router.set(.receiveHighWaterMark, Self.ackReceiveHighWaterMark)
             try Self.bind(pull, configuration.dataEndpoint, name: "data")
             try Self.bind(router, configuration.acksEndpoint, name: "acks")
             dataEndpoint = try pull.lastEndpoint
