@@ -163,6 +163,11 @@ struct ConsoleStoreTests {
         #expect(try store.recordAnnouncement(device: "cart-2", flights: [flights[5]], at: now, newFlightsPerDay: 3) == 1)
         // A day later the window holds none of cart-1's announcements.
         #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[3], flights[4]], at: now + 86_401, newFlightsPerDay: 3) == 2)
+        // Flights announced again (as the agent does at each connection) are not new: with its three old flights
+        // announced again, cart-1 still has room for one more new one.
+        let later = now + 2 * 86_401
+        #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<3]), at: later, newFlightsPerDay: 1) == 3)
+        #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[5]], at: later, newFlightsPerDay: 1) == 1)
     }
 
     /// A group's refused and limited batches are counted per device in one write each (`serve` sums them): the

@@ -14,29 +14,60 @@ import Testing
 struct KeyConnectionsTests {
     /// A message read after its connection closed: libzmq has closed the descriptor (and the monitor's
     /// `disconnected` came, or comes, for it). Counted, the closed descriptor held one of the key's connections until
-    /// its number was reused by another connection.
+    /// its number was reused by another connection, and for good when a file took the number (no monitor reports a
+    /// file closed).
     @Test func aMessageOfAClosedConnectionDoesNotCountAgainstItsKey() throws {
-        let connections = KeyConnections(perKey: 2)
-        var ends: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
-        defer { close(ends[1]) }
+        let (port, accepted, client) = try Self.tcpConnection()
+        defer { close(client) }
         // A high number, which the tests running beside this one (each new descriptor takes the lowest free number)
         // do not take between the close below and the late message.
-        let high = fcntl(ends[0], F_DUPFD_CLOEXEC, 900)
-        try #require(high >= 900)
-        close(ends[0])
-        ends[0] = high
+        let descriptor = fcntl(accepted, F_DUPFD_CLOEXEC, 900)
+        try #require(descriptor >= 900)
+        close(accepted)
+        let connections = KeyConnections(perKey: 2)
+        let isConnection = { (fd: Int32) in KeyConnections.isConnection(fd, localPorts: [port]) }
         #expect(connections.admit(key: "k"))
-        #expect(connections.note(descriptor: ends[0], key: "k") == false)
+        #expect(connections.note(descriptor: descriptor, key: "k", isConnection: isConnection) == false)
         #expect(connections.count(for: "k").known == 1)
         // The connection ends: libzmq closes its descriptor, and the monitor reports it.
-        close(ends[0])
-        connections.closed(descriptor: ends[0])
+        close(descriptor)
+        connections.closed(descriptor: descriptor)
         #expect(connections.count(for: "k").known == 0)
         // A message of that connection read only now names the closed descriptor: it is not counted again.
-        #expect(connections.note(descriptor: ends[0], key: "k") == false)
+        #expect(connections.note(descriptor: descriptor, key: "k", isConnection: isConnection) == false)
+        #expect(connections.count(for: "k").known == 0)
+        // Nor when a file has taken the number meanwhile.
+        let file = open("/dev/null", O_RDONLY)
+        #expect(dup2(file, descriptor) == descriptor)
+        close(file)
+        defer { close(descriptor) }
+        #expect(connections.note(descriptor: descriptor, key: "k", isConnection: isConnection) == false)
         #expect(connections.count(for: "k").known == 0)
         #expect(connections.admit(key: "k") && connections.admit(key: "k"))
+    }
+
+    /// A TCP connection on loopback: the listening port, the accepted end and the client end.
+    static func tcpConnection() throws -> (port: UInt16, accepted: Int32, client: Int32) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+        }
+        try #require(connected)
+        let accepted = accept(listener, nil, nil)
+        try #require(accepted >= 0)
+        return (UInt16(bigEndian: address.sin_port), accepted, client)
     }
 }
 

@@ -310,7 +310,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [10, 10, 10])
+        #expect(versions == [11, 11, 11])
     }
 }
 

@@ -60,17 +60,19 @@ final class KeyConnections: Sendable {
     }
 
     /// A message from the connection on `descriptor`, admitted with `key`.
+    /// - Parameter isConnection: Whether a descriptor is (still) one of the sockets' TCP connections
+    ///   (``isConnection(_:localPorts:)``); asked, under the lock, of a descriptor not yet counted for the key.
     /// - Returns: True when that connection is one more than the key may hold: shut it down.
-    func note(descriptor: Int32, key: String) -> Bool {
+    func note(descriptor: Int32, key: String, isConnection: (Int32) -> Bool) -> Bool {
         state.withLock { state in
             if state.keyOf[descriptor] == key { return false }
             // A descriptor closed and reused by another connection before its close was seen.
             state.forget(descriptor)
             // A message read after its connection closed (libzmq's I/O thread closes it, then the monitor says so):
-            // counted, the closed descriptor held one of the key's connections until its number was reused, and a
-            // device reconnecting often could be refused as busy. Checked under the lock `closed(descriptor:)`
-            // takes, so a close seen after this check is still forgotten.
-            if fcntl(descriptor, F_GETFD) == -1 && errno == EBADF { return false }
+            // counted, the closed descriptor (or the file that took its number since, which no monitor reports
+            // closed) held one of the key's connections, and a device reconnecting often could be refused as busy.
+            // Checked under the lock `closed(descriptor:)` takes, so a close seen after this check is still forgotten.
+            guard isConnection(descriptor) else { return false }
             state.keyOf[descriptor] = key
             state.known[key, default: []].insert(descriptor)
             if state.unconfirmed[key] != nil {
@@ -101,6 +103,14 @@ final class KeyConnections: Sendable {
     /// the message that named it was received).
     /// - Returns: Whether it was shut down.
     static func shutDown(descriptor: Int32, localPorts ports: Set<UInt16>) -> Bool {
+        guard isConnection(descriptor, localPorts: ports, orLocal: false) else { return false }
+        return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
+    }
+
+    /// Whether `descriptor` is a TCP socket on one of `ports` (the data and ack sockets' connections), or with
+    /// `orLocal` any Unix-domain socket (an `ipc://` endpoint's connections), not a closed descriptor or one a file or
+    /// a TCP connection of another port took since.
+    static func isConnection(_ descriptor: Int32, localPorts ports: Set<UInt16>, orLocal: Bool = true) -> Bool {
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &address) {
@@ -117,9 +127,9 @@ final class KeyConnections: Sendable {
             port = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
             }
+        case AF_UNIX: return orLocal
         default: return false
         }
-        guard ports.contains(port) else { return false }
-        return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
+        return ports.contains(port)
     }
 }

@@ -494,7 +494,8 @@ final class NetworkLoop: @unchecked Sendable {
             case .failure(let rejection):
                 // A warning per device at most every 10 s (the others at debug; every one is counted and answered):
                 // one per batch let a key flooding refused batches fill the log, written under its lock.
-                let device = authenticated.flatMap { $0.isEmpty ? nil : $0 } ?? rejection.header?.device ?? "-"
+                // In insecure mode the header's device is the sender's to choose: one key for all of them.
+                let device = authenticated.map { $0.isEmpty ? "-" : $0 } ?? "insecure"
                 refuse(
                     rejection, authenticated: authenticated,
                     log: routes.shouldWarn(about: "refused " + String(device.prefix(64)), interval: .seconds(10)))
@@ -540,7 +541,9 @@ final class NetworkLoop: @unchecked Sendable {
     /// fewer).
     private func count(_ message: ReceivedMessage) {
         guard !insecure, let key = message.publicKey, let descriptor = message.sourceDescriptor,
-            connections.note(descriptor: descriptor, key: key)
+            connections.note(
+                descriptor: descriptor, key: key,
+                isConnection: { [localPorts] in KeyConnections.isConnection($0, localPorts: localPorts) })
         else { return }
         let shut = KeyConnections.shutDown(descriptor: descriptor, localPorts: localPorts)
         if routes.shouldWarn(about: "connections " + key, interval: .seconds(30)) {

@@ -174,7 +174,7 @@ struct StoreLoop: Sendable {
             var new = 0
             for (batch, outcome) in zip(batches, outcomes) {
                 if let rejection = outcome.rejection {
-                    refuseStored(rejection)
+                    refuseStored(rejection, counting: &rejections)
                     continue
                 }
                 if let limit = outcome.limit {
@@ -224,11 +224,16 @@ struct StoreLoop: Sendable {
     /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing
     /// of it was stored. Counted in the store before the answer, so that a device (or a test) reading
     /// `report devices` after its ack sees it.
-    private func refuseStored(_ rejection: BatchRejection) {
-        refusals.refuse(rejection, key: nil) { answer in
-            refusals.count(answer, in: store)
+    /// As the network thread's refusals: a warning per device at most every 10 s, counted with the group's others.
+    private func refuseStored(_ rejection: BatchRejection, counting tally: inout DeviceTally) {
+        let device = rejection.header?.device ?? "-"
+        let log = limitedWarnings.withLock { $0.shouldWarn(about: "refused " + device, interval: .seconds(10)) }
+        var counted: (device: String, reason: String)?
+        refusals.refuse(rejection, key: nil, log: log) { answer in
+            counted = (answer.owner, answer.reason)
             ack(answer.ack)
         }
+        if let counted { tally.add(counted.device, counted.reason) }
     }
 
     /// Answers a batch past one of its device's flight limits `limited` (`apply` stored none of it and counted it

@@ -11,8 +11,9 @@ extension PostgresStore {
         let seconds = now.timeIntervalSince1970
         return try locked {
             try transaction {
-                // As SQLite's: a flight not announced before only while the device announced fewer than
-                // `newFlightsPerDay` in the last 24 hours (two aggregators at once may each let one more in).
+                // As SQLite's: a flight not announced before only while the device first announced fewer than
+                // `newFlightsPerDay` in the last 24 hours. Two aggregators recording announces of one device at the
+                // same moment each count without the other's: together they may let in up to twice the room.
                 let sorted = flights.sorted()
                 let known = Set(
                     try run(
@@ -22,7 +23,7 @@ extension PostgresStore {
                 if known.count < sorted.count {
                     let recent =
                         try run(
-                            "SELECT count(*) FROM announcements WHERE device = \(device) AND announced_at > \(seconds - 86_400)"
+                            "SELECT count(*) FROM announcements WHERE device = \(device) AND first_announced_at > \(seconds - 86_400)"
                         ).first?.decode(Int.self) ?? 0
                     var room = newFlightsPerDay > recent ? newFlightsPerDay - recent : 0
                     admitted = sorted.filter { flight in
@@ -35,8 +36,8 @@ extension PostgresStore {
                 for flight in admitted {
                     try run(
                         """
-                        INSERT INTO announcements (device, flight, announced_at, confirmed_at)
-                        VALUES (\(device), \(flight), \(seconds), NULL)
+                        INSERT INTO announcements (device, flight, announced_at, confirmed_at, first_announced_at)
+                        VALUES (\(device), \(flight), \(seconds), NULL, \(seconds))
                         ON CONFLICT (device, flight) DO UPDATE SET announced_at = excluded.announced_at,
                             confirmed_at = NULL
                         """)

@@ -66,7 +66,8 @@ extension PostgresStore {
                     """)
                 return (summary, true)
             }
-            rowReads.note(pair, summary)
+            // A pair with no rows (a flight made up) is not kept: asking about such pairs must not push out the others.
+            if summary.count > 0 { rowReads.note(pair, summary) }
             return summary
         }
     }
@@ -170,14 +171,15 @@ extension PostgresStore {
     }
 
     public func luggageReport(flight: FlightID?, status: Set<BagStatus>) throws -> LuggageReport {
-        var groups: [BagStatus: [LuggageReport.Row]] = [:]
-        try locked {
+        let groups = try locked {
             try snapshot {
+                var groups: [BagStatus: [LuggageReport.Row]] = [:]
                 try forEachBagGroup(flight: flight) { _, bags in
                     for row in LuggageReport.rows(forFlight: bags) where status.isEmpty || status.contains(row.status) {
                         groups[row.status, default: []].append(row)
                     }
                 }
+                return groups
             }
         }
         return LuggageReport(bags: BagStatus.reportOrder.flatMap { groups[$0] ?? [] })
@@ -272,15 +274,28 @@ extension PostgresStore {
 
     /// Runs `body` in one read-only transaction that sees the store as of one moment (`REPEATABLE READ`), which a
     /// cursor of ``forEachBagGroup(flight:_:)`` needs. Called inside ``locked(timeout:_:)``.
+    ///
+    /// On a standby, replaying the primary's cleanup cancels a snapshot held past `max_standby_streaming_delay`
+    /// (SQLSTATE 40001): `body` then runs again from the start, up to ``snapshotAttempts`` times, so it must start
+    /// from nothing each time (keep what it builds inside it).
+    static let snapshotAttempts = 3
+
     func snapshot<T>(_ body: () throws -> T) throws -> T {
-        try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        do {
-            let value = try body()
-            try run("COMMIT")
-            return value
-        } catch {
-            if !broken { _ = try? run("ROLLBACK") }
-            throw error
+        var attempt = 1
+        while true {
+            try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                let value = try body()
+                try run("COMMIT")
+                return value
+            } catch let error as PostgresStoreError where error.sqlState == "40001" && attempt < Self.snapshotAttempts {
+                if !broken { _ = try? run("ROLLBACK") }
+                logger.debug("report snapshot read again", metadata: ["attempt": .stringConvertible(attempt)])
+                attempt += 1
+            } catch {
+                if !broken { _ = try? run("ROLLBACK") }
+                throw error
+            }
         }
     }
 

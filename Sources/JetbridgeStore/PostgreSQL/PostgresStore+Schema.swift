@@ -242,6 +242,12 @@ extension PostgresStore {
             END $$
             """,
         ],
+        // v11: when a device first announced each flight (SQLite's `announcements-first`): a device announces new
+        // flights only up to its flights per day (docs/PROTOCOL.md, "Announce"), and a flight announced again is not
+        // new. Existing rows: 0, outside every window.
+        [
+            "ALTER TABLE announcements ADD COLUMN first_announced_at double precision NOT NULL DEFAULT 0",
+        ],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

@@ -43,8 +43,9 @@ extension SQLiteStore {
         }
     }
 
+    /// `first_announced_at` is set by the insert only: what ``recentAnnouncementsSQL`` counts.
     static let announceSQL = """
-        INSERT INTO announcements (device, flight, announced_at, confirmed_at) VALUES (?, ?, ?, NULL)
+        INSERT INTO announcements (device, flight, announced_at, confirmed_at, first_announced_at) VALUES (?1, ?2, ?3, NULL, ?3)
         ON CONFLICT (device, flight) DO UPDATE SET announced_at = excluded.announced_at, confirmed_at = NULL
         """
 
@@ -53,8 +54,9 @@ extension SQLiteStore {
     /// Whether the device announced the flight before (its primary key).
     static let announcedSQL = "SELECT 1 FROM announcements WHERE device = ? AND flight = ?"
 
-    /// The device's flights announced after a time (its rows of the primary key, each checked).
-    static let recentAnnouncementsSQL = "SELECT count(*) FROM announcements WHERE device = ? AND announced_at > ?"
+    /// The device's flights first announced after a time (its rows of the primary key, each checked): a flight
+    /// announced again (the agent announces every flight it holds unconfirmed at each connection) is not new.
+    static let recentAnnouncementsSQL = "SELECT count(*) FROM announcements WHERE device = ? AND first_announced_at > ?"
 }
 
 extension SQLiteStore {

@@ -223,6 +223,13 @@ extension SQLiteStore {
                     END;
                     """)
         }
+        migrator.registerMigration("announcements-first") { db in
+            // When a device first announced each flight: a device announces new flights only up to its flights per
+            // day (docs/PROTOCOL.md, "Announce"), and a flight announced again is not new. Existing rows: 0, outside
+            // every window.
+            try db.execute(
+                sql: "ALTER TABLE announcements ADD COLUMN first_announced_at REAL NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

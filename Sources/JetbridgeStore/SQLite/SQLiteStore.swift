@@ -454,7 +454,8 @@ public final class SQLiteStore: Sendable {
                     arguments: [summary.count, summary.digestHigh, summary.digestLow, device, flight])
                 return summary
             }
-            rowReads.note(pair, summary)
+            // A pair with no rows (a flight made up) is not kept: asking about such pairs must not push out the others.
+            if summary.count > 0 { rowReads.note(pair, summary) }
             return summary
         }
     }
