@@ -93,10 +93,9 @@ public final class AggregatorServer: Service, Sendable {
     private let phase = Locked(Phase.built)
     static let zapDomain = "jetbridge"
     static let ackLinger: Duration = .seconds(1)
-    /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
     /// The ack socket's `RCVHWM`: messages one connection may have waiting to be read.
     static let ackReceiveHighWaterMark = 100
-
+    /// The kernel send buffer of each ack connection, in bytes (`ZMQ_SNDBUF`).
     static let ackSendBuffer = 128 << 10
 
     enum Phase {

@@ -16,7 +16,7 @@ import SystemSupport
 /// libzmq while the store's queue is full) stops counting after ``unconfirmedLifetime``. A known connection past
 /// ``perKey`` (one that slipped in as another expired) is shut down by the network thread.
 ///
-/// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls ``note(descriptor:key:)``,
+/// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls ``note(descriptor:key:isConnection:)``,
 /// the monitors' threads ``closed(descriptor:)``.
 final class KeyConnections: Sendable {
     /// Connections one key may hold on both sockets together: an agent holds two (data and acks), and a reconnecting

@@ -31,6 +31,8 @@ final class NetworkLoop: @unchecked Sendable {
     private let connections: KeyConnections
     /// The TCP ports of the data and ack sockets, which a connection to shut down must be on.
     private let localPorts: Set<UInt16>
+    /// Whether a socket is bound to an `ipc://` endpoint, whose connections are Unix-domain sockets.
+    private let localEndpoints: Bool
     private let refusals: BatchRefusals
     private let ledger: AnswerLedger
     private let devicesFile: URL
@@ -62,10 +64,9 @@ final class NetworkLoop: @unchecked Sendable {
         connections: KeyConnections, refusals: BatchRefusals, logger: Logger
     ) {
         self.connections = connections
-        localPorts = Set(
-            [sockets.pull, sockets.router].compactMap { try? $0.lastEndpoint }.compactMap {
-                $0.split(separator: ":").last.flatMap { UInt16($0) }
-            })
+        let endpoints = [sockets.pull, sockets.router].compactMap { try? $0.lastEndpoint }
+        localPorts = Set(endpoints.compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+        localEndpoints = endpoints.contains { $0.hasPrefix("ipc://") }
         self.sockets = sockets
         self.devicesFile = devicesFile
         self.zap = zap
@@ -543,7 +544,9 @@ final class NetworkLoop: @unchecked Sendable {
         guard !insecure, let key = message.publicKey, let descriptor = message.sourceDescriptor,
             connections.note(
                 descriptor: descriptor, key: key,
-                isConnection: { [localPorts] in KeyConnections.isConnection($0, localPorts: localPorts) })
+                isConnection: { [localPorts, localEndpoints] in
+                    KeyConnections.isConnection($0, localPorts: localPorts, orLocal: localEndpoints)
+                })
         else { return }
         let shut = KeyConnections.shutDown(descriptor: descriptor, localPorts: localPorts)
         if routes.shouldWarn(about: "connections " + key, interval: .seconds(30)) {

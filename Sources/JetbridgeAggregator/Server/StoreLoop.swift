@@ -132,9 +132,10 @@ struct StoreLoop: Sendable {
         // one call (a commit) per batch let a flood of refused batches keep the store thread busy committing.
         var rejections = DeviceTally()
         var limited = DeviceTally()
-        // Summaries are answered after the group's batches commit: a summary counts what was read before it.
-        defer { answer(summaries) }
-        defer {
+        // The answers to batches the store refused: sent once their refusals are counted, as before (a device
+        // reading `report devices` after the answer finds the refusal there).
+        var refusedAnswers: [Ack] = []
+        func countRefusals() {
             for (device, (times, reason)) in rejections.sorted {
                 refusals.count(device: device, reason: reason, times: times, in: store)
             }
@@ -144,7 +145,14 @@ struct StoreLoop: Sendable {
                         "could not count a limited batch", metadata: ["device": "\(device)", "error": "\(error)"])
                 }
             }
+            rejections = DeviceTally()
+            limited = DeviceTally()
+            for answer in refusedAnswers { ack(answer) }
+            refusedAnswers = []
         }
+        // Summaries are answered after the group's batches commit: a summary counts what was read before it.
+        defer { answer(summaries) }
+        defer { countRefusals() }
         for item in work {
             switch item {
             case .batch(let batch, _):
@@ -174,7 +182,7 @@ struct StoreLoop: Sendable {
             var new = 0
             for (batch, outcome) in zip(batches, outcomes) {
                 if let rejection = outcome.rejection {
-                    refuseStored(rejection, counting: &rejections)
+                    refuseStored(rejection, counting: &rejections, answers: &refusedAnswers)
                     continue
                 }
                 if let limit = outcome.limit {
@@ -224,16 +232,22 @@ struct StoreLoop: Sendable {
     /// Answers and counts a batch the store refused (another device's order, a flight's second currency): nothing
     /// of it was stored. Counted in the store before the answer, so that a device (or a test) reading
     /// `report devices` after its ack sees it.
-    /// As the network thread's refusals: a warning per device at most every 10 s, counted with the group's others.
-    private func refuseStored(_ rejection: BatchRejection, counting tally: inout DeviceTally) {
-        let device = rejection.header?.device ?? "-"
+    /// As the network thread's refusals: a warning per device at most every 10 s (in insecure mode, where the device
+    /// is the sender's to name, for all together), counted with the group's others; the answer goes to `answers`, to
+    /// be sent once the count is written.
+    private func refuseStored(
+        _ rejection: BatchRejection, counting tally: inout DeviceTally, answers: inout [Ack]
+    ) {
+        let device = configuration.insecure ? "insecure" : rejection.header?.device ?? "-"
         let log = limitedWarnings.withLock { $0.shouldWarn(about: "refused " + device, interval: .seconds(10)) }
-        var counted: (device: String, reason: String)?
+        var counted: (device: String, reason: String, ack: Ack)?
         refusals.refuse(rejection, key: nil, log: log) { answer in
-            counted = (answer.owner, answer.reason)
-            ack(answer.ack)
+            counted = (answer.owner, answer.reason, answer.ack)
         }
-        if let counted { tally.add(counted.device, counted.reason) }
+        if let counted {
+            tally.add(counted.device, counted.reason)
+            answers.append(counted.ack)
+        }
     }
 
     /// Answers a batch past one of its device's flight limits `limited` (`apply` stored none of it and counted it

@@ -276,8 +276,9 @@ extension PostgresStore {
     /// cursor of ``forEachBagGroup(flight:_:)`` needs. Called inside ``locked(timeout:_:)``.
     ///
     /// On a standby, replaying the primary's cleanup cancels a snapshot held past `max_standby_streaming_delay`
-    /// (SQLSTATE 40001): `body` then runs again from the start, up to ``snapshotAttempts`` times, so it must start
-    /// from nothing each time (keep what it builds inside it).
+    /// (SQLSTATE 40001), or ends the connection when it waits between two fetches: `body` then runs again from the
+    /// start, on a new connection if need be, at most ``snapshotAttempts`` times in all, so it must start from
+    /// nothing each time (keep what it builds inside it).
     static let snapshotAttempts = 3
 
     func snapshot<T>(_ body: () throws -> T) throws -> T {
@@ -288,8 +289,14 @@ extension PostgresStore {
                 let value = try body()
                 try run("COMMIT")
                 return value
-            } catch let error as PostgresStoreError where error.sqlState == "40001" && attempt < Self.snapshotAttempts {
-                if !broken { _ = try? run("ROLLBACK") }
+            } catch let error as PostgresStoreError
+                where (error.sqlState == "40001" || broken) && attempt < Self.snapshotAttempts
+            {
+                if broken {
+                    try reconnectIfNeeded()
+                } else {
+                    _ = try? run("ROLLBACK")
+                }
                 logger.debug("report snapshot read again", metadata: ["attempt": .stringConvertible(attempt)])
                 attempt += 1
             } catch {

@@ -244,9 +244,11 @@ extension PostgresStore {
         ],
         // v11: when a device first announced each flight (SQLite's `announcements-first`): a device announces new
         // flights only up to its flights per day (docs/PROTOCOL.md, "Announce"), and a flight announced again is not
-        // new. Existing rows: 0, outside every window.
+        // new. Existing rows: 0, outside every window. New rows an aggregator of an earlier version inserts (during a
+        // rolling upgrade) get the time of the insert.
         [
             "ALTER TABLE announcements ADD COLUMN first_announced_at double precision NOT NULL DEFAULT 0",
+            "ALTER TABLE announcements ALTER COLUMN first_announced_at SET DEFAULT extract(epoch from now())",
         ],
     ]
 
