@@ -116,14 +116,9 @@ struct ConsoleStoreTests {
         #expect(try store.consoleSummary(flight: flightB).revenue == 400)
     }
 
-    /// Both engines keep each flight's bag counts and scans per device (SQLite catches up with the scans stored since,
-    /// PostgreSQL counts again when the number of the flight's scans changed): after every group of the parity data
-    /// set, written by another connection (an aggregator beside the console), they equal the luggage report's and the
-    /// stored scans' counts. On PostgreSQL this failed with the kept tally answered whatever the number of scans.
-    /// A flight whose only order moved to another flight has no orders: the board does not list it, as `report
-    /// flights` does not. Before, the board read the `flights` table, whose row stays.
-    @Test(arguments: Engine.allCases)
-    func aFlightWhoseOrdersAllMovedAwayIsNotListed(_ engine: Engine) throws {
+    /// Runs `body` with a fresh store on `engine` (a fresh PostgreSQL database, dropped after), or does nothing when
+    /// PostgreSQL is not there (`TestPostgres.enabled`).
+    static func withStore(_ engine: Engine, _ body: (any ConsoleReading & StoreWriter) throws -> Void) throws {
         guard engine == .sqlite || TestPostgres.enabled else { return }
         let fixture = try Fixture()
         defer { fixture.remove() }
@@ -132,11 +127,20 @@ struct ConsoleStoreTests {
         let store: any ConsoleReading & StoreWriter =
             if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
         defer { try? store.close() }
-        _ = try store.apply([batch("cart-1", 1, [order(1, flight: flightA)])])
-        #expect(try store.consoleFlights() == [flightA])
-        _ = try store.apply([batch("cart-1", 2, [order(1, revision: 2, flight: flightB)])])
-        #expect(try store.consoleFlights() == [flightB])
-        #expect(try store.flightsWithOrders() == [flightB])
+        try body(store)
+    }
+
+    /// A flight whose only order moved to another flight has no orders: the board does not list it, as `report
+    /// flights` does not. Before, the board read the `flights` table, whose row stays.
+    @Test(arguments: Engine.allCases)
+    func aFlightWhoseOrdersAllMovedAwayIsNotListed(_ engine: Engine) throws {
+        try Self.withStore(engine) { store throws in
+            _ = try store.apply([batch("cart-1", 1, [order(1, flight: flightA)])])
+            #expect(try store.consoleFlights() == [flightA])
+            _ = try store.apply([batch("cart-1", 2, [order(1, revision: 2, flight: flightB)])])
+            #expect(try store.consoleFlights() == [flightB])
+            #expect(try store.flightsWithOrders() == [flightB])
+        }
     }
 
     /// A device announces new flights only up to its flights per day: one stolen key announcing 64 fresh flights 5
@@ -144,52 +148,44 @@ struct ConsoleStoreTests {
     /// Flights it announced before are always recorded again; a day later it has room again.
     @Test(arguments: Engine.allCases)
     func aDeviceAnnouncesNewFlightsOnlyUpToItsFlightsPerDay(_ engine: Engine) throws {
-        guard engine == .sqlite || TestPostgres.enabled else { return }
-        let fixture = try Fixture()
-        defer { fixture.remove() }
-        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
-        defer { database?.drop() }
-        let store: any ConsoleReading & StoreWriter =
-            if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
-        defer { try? store.close() }
-        let flights = (0..<6).map { "ZA\(200 + $0)/2026-11-21" }
-        let now = Date()
-        #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<2]), at: now, newFlightsPerDay: 3) == 2)
-        // Two announced before, always recorded; of the four new ones, room for one (in text order).
-        #expect(try store.recordAnnouncement(device: "cart-1", flights: flights.reversed(), at: now, newFlightsPerDay: 3) == 3)
-        #expect(try store.fleetReport(flight: try FlightID(flights[2]), now: now).devices.map(\.device) == ["cart-1"])
-        #expect(try store.fleetReport(flight: try FlightID(flights[3]), now: now).devices.isEmpty)
-        // Another device has its own room.
-        #expect(try store.recordAnnouncement(device: "cart-2", flights: [flights[5]], at: now, newFlightsPerDay: 3) == 1)
-        // A day later the window holds none of cart-1's announcements.
-        #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[3], flights[4]], at: now + 86_401, newFlightsPerDay: 3) == 2)
-        // Flights announced again (as the agent does at each connection) are not new: with its three old flights
-        // announced again, cart-1 still has room for one more new one.
-        let later = now + 2 * 86_401
-        #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<3]), at: later, newFlightsPerDay: 1) == 3)
-        #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[5]], at: later, newFlightsPerDay: 1) == 1)
+        try Self.withStore(engine) { store throws in
+            let flights = (0..<6).map { "ZA\(200 + $0)/2026-11-21" }
+            let now = Date()
+            #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<2]), at: now, newFlightsPerDay: 3) == 2)
+            // Two announced before, always recorded; of the four new ones, room for one (in text order).
+            #expect(try store.recordAnnouncement(device: "cart-1", flights: flights.reversed(), at: now, newFlightsPerDay: 3) == 3)
+            #expect(try store.fleetReport(flight: try FlightID(flights[2]), now: now).devices.map(\.device) == ["cart-1"])
+            #expect(try store.fleetReport(flight: try FlightID(flights[3]), now: now).devices.isEmpty)
+            // Another device has its own room.
+            #expect(try store.recordAnnouncement(device: "cart-2", flights: [flights[5]], at: now, newFlightsPerDay: 3) == 1)
+            // A day later the window holds none of cart-1's announcements.
+            #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[3], flights[4]], at: now + 86_401, newFlightsPerDay: 3) == 2)
+            // Flights announced again (as the agent does at each connection) are not new: with its three old flights
+            // announced again, cart-1 still has room for one more new one.
+            let later = now + 2 * 86_401
+            #expect(try store.recordAnnouncement(device: "cart-1", flights: Array(flights[0..<3]), at: later, newFlightsPerDay: 1) == 3)
+            #expect(try store.recordAnnouncement(device: "cart-1", flights: [flights[5]], at: later, newFlightsPerDay: 1) == 1)
+        }
     }
 
     /// A group's refused and limited batches are counted per device in one write each (`serve` sums them): the
     /// counts add up and the last reason stays.
     @Test(arguments: Engine.allCases)
     func refusalsCountedTogetherAddUp(_ engine: Engine) throws {
-        guard engine == .sqlite || TestPostgres.enabled else { return }
-        let fixture = try Fixture()
-        defer { fixture.remove() }
-        let database = engine == .postgres ? try TestPostgres.freshDatabase() : nil
-        defer { database?.drop() }
-        let store: any ConsoleReading & StoreWriter =
-            if let database { try PostgresStore(url: database.url, logger: Logger(label: "test")) } else { try fixture.open() }
-        defer { try? store.close() }
-        try store.recordRejection(device: "cart-1", reason: "first", at: date(1))
-        try store.recordRejection(device: "cart-1", reason: "last", at: date(2), times: 3)
-        try store.recordLimited(device: "cart-1", reason: "past 10 records/s", at: date(3), times: 5)
-        let row = try #require(try store.deviceReport().devices.first { $0.device == "cart-1" })
-        #expect(row.rejects == 4 && row.lastRejectReason == "last")
-        #expect(row.limited == 5)
+        try Self.withStore(engine) { store throws in
+            try store.recordRejection(device: "cart-1", reason: "first", at: date(1))
+            try store.recordRejection(device: "cart-1", reason: "last", at: date(2), times: 3)
+            try store.recordLimited(device: "cart-1", reason: "past 10 records/s", at: date(3), times: 5)
+            let row = try #require(try store.deviceReport().devices.first { $0.device == "cart-1" })
+            #expect(row.rejects == 4 && row.lastRejectReason == "last")
+            #expect(row.limited == 5)
+        }
     }
 
+    /// Both engines keep each flight's bag counts and scans per device (SQLite catches up with the scans stored since,
+    /// PostgreSQL counts again when the number of the flight's scans changed): after every group of the parity data
+    /// set, written by another connection (an aggregator beside the console), they equal the luggage report's and the
+    /// stored scans' counts. On PostgreSQL this failed with the kept tally answered whatever the number of scans.
     @Test(arguments: Engine.allCases)
     func keptTalliesCatchUpWithNewScans(_ engine: Engine) throws {
         guard engine == .sqlite || TestPostgres.enabled else { return }

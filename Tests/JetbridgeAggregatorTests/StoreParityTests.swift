@@ -147,10 +147,11 @@ struct StoreParityTests {
         return result
     }
 
-    // The stores block on their engines, so the work runs on a thread of its own (`onOwnThread`), never on the
-    // cooperative pool that the async tests beside these need; the checks run here on what it returns.
-    @Test func bothEnginesGiveTheSameOutcomesReadsReportsAndReceipts() async throws {
-        let (expected, actual) = try await onOwnThread {
+    /// Runs `body` on a thread of its own with a fresh SQLite store and a fresh PostgreSQL database, both removed after.
+    static func onBothEngines<T: Sendable>(_ body: @escaping @Sendable (SQLiteStore, PostgresStore) throws -> T)
+        async throws -> T
+    {
+        try await onOwnThread {
             let fixture = try Fixture()
             defer { fixture.remove() }
             let database = try TestPostgres.freshDatabase()
@@ -159,7 +160,15 @@ struct StoreParityTests {
             defer { try? sqlite.close() }
             let postgres = try PostgresStore(url: database.url, logger: Logger(label: "test"))
             defer { try? postgres.close() }
-            return (try Self.snapshot(of: sqlite), try Self.snapshot(of: postgres))
+            return try body(sqlite, postgres)
+        }
+    }
+
+    // The stores block on their engines, so the work runs on a thread of its own (`onOwnThread`), never on the
+    // cooperative pool that the async tests beside these need; the checks run here on what it returns.
+    @Test func bothEnginesGiveTheSameOutcomesReadsReportsAndReceipts() async throws {
+        let (expected, actual) = try await Self.onBothEngines { sqlite, postgres in
+            (try Self.snapshot(of: sqlite), try Self.snapshot(of: postgres))
         }
         // The data set exercises what it claims to.
         #expect(expected.outcomes.joined().filter { $0.rejection != nil }.count >= 3)
@@ -210,15 +219,7 @@ struct StoreParityTests {
     /// Whole-store reads through the scans cursor (``PostgresStore/bagCursorRows`` a fetch): more scans than one
     /// fetch, flights split across fetches, give what SQLite gives.
     @Test func wholeStoreReportsReadPastOneCursorFetch() async throws {
-        let (expected, actual) = try await onOwnThread {
-            let fixture = try Fixture()
-            defer { fixture.remove() }
-            let database = try TestPostgres.freshDatabase()
-            defer { database.drop() }
-            let sqlite = try fixture.open()
-            defer { try? sqlite.close() }
-            let postgres = try PostgresStore(url: database.url, logger: Logger(label: "test"))
-            defer { try? postgres.close() }
+        let (expected, actual) = try await Self.onBothEngines { sqlite, postgres in
             // 2.5 fetches of scans over three flights, each bag scanned at both ends by two devices.
             let count = PostgresStore.bagCursorRows * 5 / 8
             var groups: [[IncomingBatch]] = []
