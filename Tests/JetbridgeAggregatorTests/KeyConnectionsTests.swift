@@ -25,7 +25,7 @@ struct KeyConnectionsTests {
         try #require(descriptor >= 900)
         close(accepted)
         let connections = KeyConnections(perKey: 2)
-        let isConnection = { (fd: Int32) in KeyConnections.isConnection(fd, localPorts: [port]) }
+        let isConnection = { (fd: Int32) in KeyConnections.isConnection(fd, localPorts: [port], orLocal: false) }
         #expect(connections.admit(key: "k"))
         #expect(connections.note(descriptor: descriptor, key: "k", isConnection: isConnection) == false)
         #expect(connections.count(for: "k").known == 1)

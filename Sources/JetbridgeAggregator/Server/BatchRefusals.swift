@@ -8,7 +8,8 @@ import JetbridgeStore
 /// The one path a refused batch takes, whichever thread refuses it: the network thread on decoding (a bad header,
 /// record or device) or the store thread on a rule that needs the store (another device's order, a flight's second
 /// currency). Nothing of a refused batch is stored; it is logged, counted in the metrics and statistics
-/// (``AnswerLedger``), answered, and counted against its device in the store (``count(_:in:)``, on the store thread).
+/// (``AnswerLedger``), answered, and counted against its device in the store (``count(device:reason:times:in:)``, on
+/// the store thread, once per device and group).
 struct BatchRefusals: Sendable {
     let ledger: AnswerLedger
     let logger: Logger
@@ -63,13 +64,8 @@ struct BatchRefusals: Sendable {
         return answer
     }
 
-    /// Counts a refused batch against its device in the store, where `report devices` reads it.
-    func count(_ answer: Answer, in store: any StoreWriter) {
-        count(device: answer.owner, reason: answer.reason, in: store)
-    }
-
     /// Counts `times` refusals against `device` in the store, with the last one's reason.
-    func count(device: String, reason: String, times: Int = 1, in store: any StoreWriter) {
+    func count(device: String, reason: String, times: Int, in store: any StoreWriter) {
         do { try store.recordRejection(device: device, reason: reason, at: Date(), times: times) } catch {
             logger.warning("could not count a rejection", metadata: ["device": "\(device)", "error": "\(error)"])
         }

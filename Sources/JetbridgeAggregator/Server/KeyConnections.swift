@@ -61,7 +61,7 @@ final class KeyConnections: Sendable {
 
     /// A message from the connection on `descriptor`, admitted with `key`.
     /// - Parameter isConnection: Whether a descriptor is (still) one of the sockets' TCP connections
-    ///   (``isConnection(_:localPorts:)``); asked, under the lock, of a descriptor not yet counted for the key.
+    ///   (``isConnection(_:localPorts:orLocal:)``); asked, under the lock, of a descriptor not yet counted for the key.
     /// - Returns: True when that connection is one more than the key may hold: shut it down.
     func note(descriptor: Int32, key: String, isConnection: (Int32) -> Bool) -> Bool {
         state.withLock { state in
@@ -110,7 +110,7 @@ final class KeyConnections: Sendable {
     /// Whether `descriptor` is a TCP socket on one of `ports` (the data and ack sockets' connections), or with
     /// `orLocal` any Unix-domain socket (an `ipc://` endpoint's connections), not a closed descriptor or one a file or
     /// a TCP connection of another port took since.
-    static func isConnection(_ descriptor: Int32, localPorts ports: Set<UInt16>, orLocal: Bool = true) -> Bool {
+    static func isConnection(_ descriptor: Int32, localPorts ports: Set<UInt16>, orLocal: Bool) -> Bool {
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &address) {
