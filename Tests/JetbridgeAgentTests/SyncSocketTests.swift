@@ -501,12 +501,19 @@ struct SyncSocketTests {
                 dataEndpoint: nowhere + "-data", ackEndpoint: nowhere + "-acks", security: .insecure, timeout: 0.5,
                 stopGrace: 0.2),
             logger: .init(label: "test"))
+        // The lock is let go after 1 s by a thread of its own: long enough for the sync to reach the lock while it
+        // is held (a sync gave up at once before), and well inside the 2 s it waits. (A task's sleep could resume
+        // late: the sync waits for the lock on one of the few cooperative threads, and other tests may hold the rest;
+        // that is how this test once failed in CI.)
+        let unlocked = Mutex<Int32?>(nil)
+        let unlocker = Thread {
+            usleep(1_000_000)
+            unlocked.withLock { $0 = flock(fd, LOCK_UN) }
+        }
         let task = Task { try await service.run() }
-        // Long enough for the sync to reach the lock while it is held (a sync gave up at once before), and well
-        // inside the 2 s it waits.
-        try await Task.sleep(for: .seconds(1))
-        #expect(flock(fd, LOCK_UN) == 0)
+        unlocker.start()
         try await task.value
+        #expect(unlocked.withLock { $0 } == 0)
         let outcome = try #require(service.outcome)
         // It ran to its timeout (also 75), rather than being refused the home.
         guard case .timedOut = outcome.ending else {
