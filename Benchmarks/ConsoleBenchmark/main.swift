@@ -88,6 +88,14 @@ func elapsed(_ start: ContinuousClock.Instant) -> String {
 
 // MARK: Build
 
+/// How many flights the board lists, and how long the list's read takes (the board keeps it for 20 times that).
+func flightsRead(_ store: any ConsoleReading) throws -> String {
+    let started = ContinuousClock.now
+    let count = try store.consoleFlights().count
+    let took = ContinuousClock.now - started
+    return "\(count), listed in \(String(format: "%.2f s", Double(took.components.attoseconds) / 1e18 + Double(took.components.seconds)))"
+}
+
 /// One order's bytes split around its id, so SQL can write a distinct id into each copy.
 func template(flight: FlightID, seat: String, device: String, currency: String) throws -> (Data, Data) {
     let marker = UUID(uuidString: "ABCDEF01-2345-4678-9ABC-DEF012345678")!
@@ -357,7 +365,7 @@ if let pgServer {
     let size = pgServer.value(connection, "SELECT pg_size_pretty(pg_database_size(current_database()))") ?? "?"
     print(
         "store (PostgreSQL \(pgServer.setting("server_version"))): \(orderCount) orders + \(scanCount) scans = "
-            + "\(orderCount + scanCount) records, \(size); flights: \(try store.consoleFlights().count)")
+            + "\(orderCount + scanCount) records, \(size); flights: \(try flightsRead(store))")
     middleTag = UUID(
         uuidString: pgServer.value(
             connection,
@@ -371,7 +379,7 @@ if let pgServer {
     let size = (try? FileManager.default.attributesOfItem(atPath: storePath)[.size] as? Int) ?? 0
     print(
         "store: \(orderCount) orders + \(scanCount) scans = \(orderCount + scanCount) records, "
-            + "\(size / 1_000_000) MB; flights: \(try store.consoleFlights().count)")
+            + "\(size / 1_000_000) MB; flights: \(try flightsRead(store))")
     middleTag = try DatabaseQueue(path: storePath).read { db in
         try UUID.fetchOne(
             db, sql: "SELECT tag FROM scans WHERE flight = ? ORDER BY tag LIMIT 1 OFFSET ?",

@@ -540,7 +540,7 @@ struct FlightLimitTests {
             #expect(counters.allSatisfy { $0.hasSuffix(" 0") || $0.hasSuffix(" 0.0") }, "\(engine): \(counters)")
             #expect(counters.map { $0.split(separator: " ").prefix(3).joined(separator: " ") } == kept, "\(engine)")
             #expect(kept == recount, "\(engine)")
-            #expect(version == 11, "\(engine)")
+            #expect(version == 12, "\(engine)")
             // One more record fits on flight A; flight C is a new flight of the day, and the day's first.
             #expect(outcomes == ["stored 1+0", "stored 1+0"], "\(engine)")
             #expect(after == recountAfter, "\(engine)")

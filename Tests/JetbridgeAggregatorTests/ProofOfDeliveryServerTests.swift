@@ -188,7 +188,7 @@ struct ProofOfDeliveryServerTests {
                 defer { database.drop() }
                 let store = try PostgresStore(url: database.url, logger: Logger(label: "test"))
                 _ = try store.apply([batch("cart-1", 1, [order(1), scan(2, tag: 1)])])
-                #expect(try store.schemaVersion() == 11)
+                #expect(try store.schemaVersion() == 12)
                 try store.close()
                 let connection = try TestPostgres.connect(database.url)
                 defer { try? connection.close().wait() }

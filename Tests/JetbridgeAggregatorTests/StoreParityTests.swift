@@ -311,7 +311,7 @@ struct StoreParityTests {
             return (failures.value, versions)
         }
         #expect(failures == [])
-        #expect(versions == [11, 11, 11])
+        #expect(versions == [12, 12, 12])
     }
 }
 

@@ -24,6 +24,8 @@ struct ConsoleAPI: Sendable {
     /// Answers being read now: ``warm()`` waits while there are any, so that it never takes CPU from an operator's
     /// answer on a busy machine.
     private let answering = Locked(0)
+    /// The board's list of flights, kept between answers (``ConsoleFlightList``).
+    let flightList = ConsoleFlightList()
 
     /// Flights per page of the board.
     static let flightsPerPage = 25
@@ -155,7 +157,8 @@ struct ConsoleAPI: Sendable {
     }
 
     /// Today's flights first (UTC), then the others by date, latest first; `date` for one day, `q` for flights whose
-    /// id contains it, `problems=1` for problem flights only (within one day: today's unless `date` says), `page`.
+    /// id contains it, `problems=1` for problem flights only (within one day: today's unless `date` says), `page`. The
+    /// list of flights is kept between answers once it is long (``ConsoleFlightList``).
     func flights(_ query: [String: String]) throws -> FlightsPage {
         let now = now()
         let today = Self.day(now)
@@ -169,16 +172,10 @@ struct ConsoleAPI: Sendable {
         }
         if problemsOnly && date == nil { date = today }
         let search = (query["q"] ?? "").trimmingCharacters(in: .whitespaces).uppercased()
-        let all = try store.consoleFlights()
-        let dates = Array(Set(all.map(\.date))).sorted(by: >)
-        var chosen = all.filter { flight in
-            (date == nil || flight.date == date) && (search.isEmpty || flight.rawValue.contains(search))
-        }
-        chosen.sort { a, b in
-            let (ta, tb) = (a.date == today, b.date == today)
-            if ta != tb { return ta }
-            return a.date != b.date ? a.date > b.date : a < b
-        }
+        let list = try flightList.current(reading: store.consoleFlights)
+        let dates = list.dates
+        var chosen = date.map { Array(list.flights(on: $0)) } ?? list.todayFirst(today)
+        if !search.isEmpty { chosen.removeAll { !$0.rawValue.contains(search) } }
         var note: String?
         var unread: Int?
         var summaries: [ConsoleFlightSummary] = []
@@ -246,8 +243,8 @@ struct ConsoleAPI: Sendable {
     func warm(using reader: (any ConsoleReading)? = nil, until stopped: @Sendable () -> Bool = { false }) {
         let store = reader ?? self.store
         let today = Self.day(now())
-        guard let flights = try? store.consoleFlights() else { return }
-        for flight in flights.reversed() where flight.date == today {
+        guard let list = try? flightList.current(reading: store.consoleFlights) else { return }
+        for flight in list.flights(on: today).reversed() {
             while answering.withLock({ $0 }) > 0 && !stopped() { Thread.sleep(forTimeInterval: 0.02) }
             if stopped() { return }
             _ = try? store.consoleSummary(flight: flight)

@@ -250,6 +250,8 @@ extension PostgresStore {
             "ALTER TABLE announcements ADD COLUMN first_announced_at double precision NOT NULL DEFAULT 0",
             "ALTER TABLE announcements ALTER COLUMN first_announced_at SET DEFAULT extract(epoch from now())",
         ],
+        // v12: the devices of one flight from an index (SQLite's `device-flights-flight`), not a scan of every pair.
+        ["CREATE INDEX device_flights_flight ON device_flights (flight)"],
     ]
 
     /// The advisory lock key migrations hold ("Jetb"), so that two processes opening one database at once migrate

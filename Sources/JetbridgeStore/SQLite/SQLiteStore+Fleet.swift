@@ -104,7 +104,7 @@ extension SQLiteStore {
     }
 
     /// Every device with an announcement of the flight or a record first stored on it: its announcement, confirmation,
-    /// records and last sync. `device_flights` has no index by flight: it holds one row per device and flight.
+    /// records and last sync: a seek each on `announcements_flight` and `device_flights_flight`.
     static let fleetSQL = """
         SELECT d.device, a.announced_at, a.confirmed_at, coalesce(f.records, 0), v.last_sync
         FROM (SELECT device FROM announcements WHERE flight = ?1 UNION SELECT device FROM device_flights WHERE flight = ?2)

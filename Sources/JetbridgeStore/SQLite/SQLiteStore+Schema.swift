@@ -230,6 +230,12 @@ extension SQLiteStore {
             try db.execute(
                 sql: "ALTER TABLE announcements ADD COLUMN first_announced_at REAL NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("device-flights-flight") { db in
+            // The devices of one flight (the fleet report, the console's flight page every 3 s): a seek, where the
+            // primary key `(device, flight)` made it a scan of every device's every flight (1.5 million pairs in a
+            // year of 1,000 devices). One entry per device and flight, not per record.
+            try db.execute(sql: "CREATE INDEX device_flights_flight ON device_flights(flight)")
+        }
         return migrator
     }
 

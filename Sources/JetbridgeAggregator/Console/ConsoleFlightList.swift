@@ -1,0 +1,96 @@
+import JetbridgeModel
+import SystemSupport
+
+/// The board's list of every flight in the store, kept between answers.
+///
+/// Reading it costs an index seek per flight on each of `scans` and `orders` (``JetbridgeStore/ConsoleReading/
+/// consoleFlights()``): about 0.55 s of SQLite for a year of 550 flights a day (200,000 flights), and every open board
+/// asks for it every 3 s. So a list of more than ``alwaysRead`` flights is read again only once it is older than
+/// ``refreshFactor`` times its last read took (at most ``longestAge``): keeping it current then costs at most a
+/// twentieth of a read thread however many flights the store holds, and a new flight shows on the board within that
+/// time (about 11 s at 200,000 flights). A smaller list is read for every answer, as before. While one answer reads
+/// it again, the others use the kept list.
+final class ConsoleFlightList: Sendable {
+    /// One read of the list, sorted the way the board shows it.
+    struct Snapshot: Sendable {
+        /// Every flight: latest date first, then by id.
+        let flights: [FlightID]
+        /// Where each date's flights are in ``flights``.
+        let days: [String: Range<Int>]
+        /// The dates, latest first.
+        let dates: [String]
+        /// When the read started, and how long it took.
+        let readAt: ContinuousClock.Instant
+        let took: Duration
+
+        /// - Parameter read: Every flight, sorted by id as ``JetbridgeStore/ConsoleReading/consoleFlights()``
+        ///   answers (sorted here otherwise).
+        init(_ read: [FlightID], readAt: ContinuousClock.Instant, took: Duration) {
+            var byDate: [String: [FlightID]] = [:]
+            let sorted = zip(read, read.dropFirst()).allSatisfy { $0 < $1 }
+            for flight in sorted ? read : read.sorted() { byDate[flight.date, default: []].append(flight) }
+            let dates = byDate.keys.sorted(by: >)
+            var flights: [FlightID] = []
+            flights.reserveCapacity(read.count)
+            var days: [String: Range<Int>] = [:]
+            for date in dates {
+                let start = flights.count
+                flights += byDate[date]!
+                days[date] = start..<flights.count
+            }
+            self.flights = flights
+            self.days = days
+            self.dates = dates
+            self.readAt = readAt
+            self.took = took
+        }
+
+        /// The flights of one date, by id.
+        func flights(on date: String) -> ArraySlice<FlightID> { flights[days[date] ?? 0..<0] }
+
+        /// Every flight, `today`'s first, then the others latest date first; each date's by id.
+        func todayFirst(_ today: String) -> [FlightID] {
+            guard let range = days[today], range.lowerBound > 0 else { return flights }
+            return Array(flights[range] + flights[..<range.lowerBound] + flights[range.upperBound...])
+        }
+
+        /// Whether an answer at `now` reads the list again.
+        func isStale(at now: ContinuousClock.Instant) -> Bool {
+            guard flights.count > ConsoleFlightList.alwaysRead else { return true }
+            return now - readAt >= min(took * ConsoleFlightList.refreshFactor, ConsoleFlightList.longestAge)
+        }
+    }
+
+    /// Lists up to this many flights are read for every answer (a few milliseconds' read).
+    static let alwaysRead = 10_000
+    /// A longer list is kept for this many times its read's duration.
+    static let refreshFactor = 20
+    /// ... but never longer than this.
+    static let longestAge: Duration = .seconds(60)
+
+    private let state = Locked<(kept: Snapshot?, reading: Bool)>((nil, false))
+    private let clock: @Sendable () -> ContinuousClock.Instant
+
+    /// - Parameter clock: The time (tests move it).
+    init(clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.clock = clock
+    }
+
+    /// The kept list, or a new read by `read` when it is stale (``Snapshot/isStale(at:)``) and no other answer is
+    /// reading it meanwhile.
+    /// - Throws: What `read` throws; the kept list stays.
+    func current(reading read: () throws -> [FlightID]) throws -> Snapshot {
+        let now = clock()
+        let kept = state.withLock { state -> Snapshot? in
+            if let kept = state.kept, state.reading || !kept.isStale(at: now) { return kept }
+            state.reading = true
+            return nil
+        }
+        if let kept { return kept }
+        defer { state.withLock { $0.reading = false } }
+        let flights = try read()
+        let snapshot = Snapshot(flights, readAt: now, took: clock() - now)
+        state.withLock { $0.kept = snapshot }
+        return snapshot
+    }
+}
