@@ -6,7 +6,7 @@ import Testing
 @testable import JetbridgeStore
 
 /// The board's kept list of flights (``ConsoleFlightList``): read for every answer while short, kept for twenty times
-/// its read once long, never read by two answers at once.
+/// its read once long, and answered as kept while another answer reads it again (if under a minute old).
 @Suite("Console: the board's list of flights")
 struct ConsoleFlightListTests {
     /// A clock the test moves, and a store whose list of flights the test sets; each read takes `readTakes`.
@@ -84,11 +84,11 @@ struct ConsoleFlightListTests {
         #expect(store.reads.withLock { $0 } == 2)
     }
 
-    @Test func anAnswerWhileAnotherReadsGetsTheKeptList() throws {
+    @Test func anAnswerWhileAnotherReadsALongListGetsTheKeptList() throws {
         let store = Fixture(try Self.flights(ConsoleFlightList.alwaysRead + 1))
         let list = store.list()
         let first = try list.current(reading: store.read)
-        store.advance(.seconds(60))
+        store.advance(.seconds(3))
         var during: ConsoleFlightList.Snapshot?
         let second = try list.current {
             during = try list.current(reading: store.read)
@@ -97,6 +97,28 @@ struct ConsoleFlightListTests {
         #expect(store.reads.withLock { $0 } == 2)
         #expect(during?.readAt == first.readAt)
         #expect(second.readAt > first.readAt)
+    }
+
+    /// A short list is read for every answer, and a list over a minute old is not answered as it is, even while
+    /// another answer reads it; of two reads at once, the one that started later is kept.
+    @Test(arguments: [ConsoleFlightList.alwaysRead, ConsoleFlightList.alwaysRead + 1])
+    func anAnswerWhileAnotherReadsAShortOrOldListReadsItToo(_ count: Int) throws {
+        let store = Fixture(try Self.flights(count))
+        let list = store.list()
+        let first = try list.current(reading: store.read)
+        store.advance(.seconds(60))
+        var during: ConsoleFlightList.Snapshot?
+        let outer = try list.current {
+            store.advance(.milliseconds(10))
+            during = try list.current(reading: store.read)
+            return store.read()
+        }
+        #expect(store.reads.withLock { $0 } == 3)
+        let inner = try #require(during)
+        #expect(inner.readAt > outer.readAt && outer.readAt > first.readAt)
+        if count > ConsoleFlightList.alwaysRead {
+            #expect(try list.current(reading: store.read).readAt == inner.readAt)
+        }
     }
 
     /// SQLite's list joins the flights of the orders and of the scans, each sorted, without a set or a sort.

@@ -4,12 +4,12 @@ import SystemSupport
 /// The board's list of every flight in the store, kept between answers.
 ///
 /// Reading it costs an index seek per flight on each of `scans` and `orders` (``JetbridgeStore/ConsoleReading/
-/// consoleFlights()``): about 0.55 s of SQLite for a year of 550 flights a day (200,000 flights), and every open board
+/// consoleFlights()``): about 0.5 s of SQLite for a year of 550 flights a day (200,000 flights), and every open board
 /// asks for it every 3 s. So a list of more than ``alwaysRead`` flights is read again only once it is older than
 /// ``refreshFactor`` times its last read took (at most ``longestAge``): keeping it current then costs at most a
 /// twentieth of a read thread however many flights the store holds, and a new flight shows on the board within that
-/// time (about 11 s at 200,000 flights). A smaller list is read for every answer, as before. While one answer reads
-/// it again, the others use the kept list.
+/// time, plus the next poll (about 10 s at 200,000 flights). A smaller list is read for every answer, as before. While
+/// one answer reads a long list again, the others use the kept one (if under ``longestAge`` old).
 final class ConsoleFlightList: Sendable {
     /// One read of the list, sorted the way the board shows it.
     struct Snapshot: Sendable {
@@ -68,7 +68,8 @@ final class ConsoleFlightList: Sendable {
     /// ... but never longer than this.
     static let longestAge: Duration = .seconds(60)
 
-    private let state = Locked<(kept: Snapshot?, reading: Bool)>((nil, false))
+    /// The kept list, and whether (and since when) an answer is reading it again.
+    private let state = Locked<(kept: Snapshot?, readingSince: ContinuousClock.Instant?)>((nil, nil))
     private let clock: @Sendable () -> ContinuousClock.Instant
 
     /// - Parameter clock: The time (tests move it).
@@ -76,21 +77,30 @@ final class ConsoleFlightList: Sendable {
         self.clock = clock
     }
 
-    /// The kept list, or a new read by `read` when it is stale (``Snapshot/isStale(at:)``) and no other answer is
-    /// reading it meanwhile.
+    /// The kept list, or a new read by `read` when it is stale (``Snapshot/isStale(at:)``). While another answer
+    /// reads it again, a long kept list under ``longestAge`` old is answered as it is; a short or older one is read
+    /// here too. A read replaces the kept list only when it started later.
     /// - Throws: What `read` throws; the kept list stays.
     func current(reading read: () throws -> [FlightID]) throws -> Snapshot {
         let now = clock()
-        let kept = state.withLock { state -> Snapshot? in
-            if let kept = state.kept, state.reading || !kept.isStale(at: now) { return kept }
-            state.reading = true
-            return nil
+        let (kept, owner) = state.withLock { state -> (Snapshot?, Bool) in
+            if let kept = state.kept {
+                if !kept.isStale(at: now) { return (kept, false) }
+                if state.readingSince != nil, kept.flights.count > Self.alwaysRead, now - kept.readAt < Self.longestAge {
+                    return (kept, false)
+                }
+            }
+            guard state.readingSince == nil else { return (nil, false) }
+            state.readingSince = now
+            return (nil, true)
         }
         if let kept { return kept }
-        defer { state.withLock { $0.reading = false } }
+        defer { if owner { state.withLock { $0.readingSince = nil } } }
         let flights = try read()
         let snapshot = Snapshot(flights, readAt: now, took: clock() - now)
-        state.withLock { $0.kept = snapshot }
+        state.withLock { state in
+            if state.kept.map({ $0.readAt <= now }) ?? true { state.kept = snapshot }
+        }
         return snapshot
     }
 }

@@ -35,15 +35,17 @@ extension PostgresStore: ConsoleReading {
             let tally = try scanTally(flight)
             let counts = tally.counts
             var devices = Set(tally.devices.keys)
-            var key = ConsoleSales.Version(count: 0, lastRow: 0, revisions: 0)
+            // SQLite's `ordersVersionSQL`, with `seq` for the rowid.
+            var key = ConsoleSales.Version(count: 0, lastRow: 0, revisions: 0, rows: 0)
             for row in try run(
                 """
-                SELECT count(*), coalesce(max(seq), 0), coalesce(sum(revision), 0)::bigint FROM orders
-                WHERE flight = \(flight.rawValue)
+                SELECT count(*), coalesce(max(seq), 0), coalesce(sum(revision), 0)::bigint, coalesce(sum(seq), 0)::bigint
+                FROM orders WHERE flight = \(flight.rawValue)
                 """)
             {
-                let (count, last, revisions) = try row.decode((Int, Int, Int).self)
-                key = ConsoleSales.Version(count: count, lastRow: Int64(last), revisions: Int64(revisions))
+                let (count, last, revisions, rows) = try row.decode((Int, Int, Int, Int).self)
+                key = ConsoleSales.Version(
+                    count: count, lastRow: Int64(last), revisions: Int64(revisions), rows: Int64(rows))
             }
             if var summary = consoleSales.summary(flight, at: key) {
                 summary.bags = counts

@@ -49,7 +49,7 @@ extension SQLiteStore: ConsoleReading {
             var devices = Set(tally.devices.keys)
             let version = try Row.fetchOne(db, sql: Self.ordersVersionSQL, arguments: [flight.rawValue])
             let key = ConsoleSales.Version(
-                count: version?[0] ?? 0, lastRow: version?[1] ?? 0, revisions: version?[2] ?? 0)
+                count: version?[0] ?? 0, lastRow: version?[1] ?? 0, revisions: version?[2] ?? 0, rows: version?[3] ?? 0)
             if var summary = consoleSales.summary(flight, at: key) {
                 summary.bags = counts
                 summary.devices = devices.union(summary.devices).sorted()
@@ -230,9 +230,15 @@ extension SQLiteStore: ConsoleReading {
         """
 
     /// What changes whenever a flight's orders do: a new order adds a row (and a higher rowid), a correction raises
-    /// a revision (revisions only rise), an order moved away lowers the count. Read through `orders(flight)` and the
-    /// rows' revisions: milliseconds, where decoding a big flight's orders again takes a second.
-    static let ordersVersionSQL = "SELECT count(*), coalesce(max(rowid), 0), coalesce(sum(revision), 0) FROM orders WHERE flight = ?"
+    /// a revision (revisions only rise), an order moved away lowers the count, and the sum of the rows' rowids changes
+    /// whenever the set of rows does. Without that sum, one commit moving an order of revision 2 away and another
+    /// order in at revision 2 (neither the newest row) left the rest equal, and the board kept the old totals. Read
+    /// through `orders(flight)` and the rows' revisions: milliseconds, where decoding a big flight's orders again
+    /// takes a second.
+    static let ordersVersionSQL = """
+        SELECT count(*), coalesce(max(rowid), 0), coalesce(sum(revision), 0), coalesce(sum(rowid), 0)
+        FROM orders WHERE flight = ?
+        """
 
     /// The devices that announced a flight, from `announcements_flight` alone.
     static let announcedDevicesSQL = "SELECT device FROM announcements WHERE flight = ?"
@@ -378,6 +384,8 @@ final class ConsoleSales: Sendable {
         var count: Int
         var lastRow: Int64
         var revisions: Int64
+        /// The sum of the rows' rowids (PostgreSQL: `seq`s).
+        var rows: Int64
     }
 
     static let limit = 20_000
