@@ -230,8 +230,8 @@ extension SQLiteStore: ConsoleReading {
         """
 
     /// What changes whenever a flight's orders do: a new order adds a row (and a higher rowid), a correction raises
-    /// a revision (revisions only rise), an order moved away lowers the count, and the sum of the rows' rowids changes
-    /// whenever the set of rows does. Without that sum, one commit moving an order of revision 2 away and another
+    /// a revision (revisions only rise), an order moved away lowers the count, and one row leaving while another comes
+    /// changes the sum of the rowids. Without that sum, one commit moving an order of revision 2 away and another
     /// order in at revision 2 (neither the newest row) left the rest equal, and the board kept the old totals. Read
     /// through `orders(flight)` and the rows' revisions: milliseconds, where decoding a big flight's orders again
     /// takes a second.
