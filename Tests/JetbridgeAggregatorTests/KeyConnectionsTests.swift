@@ -47,6 +47,29 @@ struct KeyConnectionsTests {
     }
 
     /// A TCP connection on loopback: the listening port, the accepted end and the client end.
+    /// Silent connections (accepted, no message yet) are shut down only past the budget, oldest first, and only
+    /// once silent for `silentAfter`; a connection that sent something is never among them, even when the monitor
+    /// reports its `accepted` after its first message.
+    @Test func silentConnectionsAreShedOldestFirstOnlyPastTheBudget() {
+        let connections = KeyConnections(silentAfter: .seconds(30))
+        let start = ContinuousClock.now
+        for n in 0..<6 { connections.accepted(descriptor: 100 + Int32(n), now: start + .seconds(n)) }
+        #expect(connections.shed(budget: 6, now: start + .seconds(60)) == [])
+        #expect(connections.shed(budget: 3, now: start + .seconds(10)) == [])
+        #expect(connections.shed(budget: 3, now: start + .seconds(31)) == [100, 101])
+        #expect(connections.silentCount == 4)
+        #expect(connections.shed(budget: 3, now: start + .seconds(40)) == [102])
+        #expect(connections.shed(budget: 3, now: start + .seconds(40)) == [])
+        // A message makes a connection not silent; so does one seen before the monitor's `accepted`.
+        _ = connections.note(descriptor: 103, key: "k", isConnection: { _ in true })
+        _ = connections.note(descriptor: 200, key: "k", isConnection: { _ in true })
+        connections.accepted(descriptor: 200, now: start)
+        connections.closed(descriptor: 104)
+        #expect(connections.silentCount == 1)
+        #expect(connections.shed(budget: 0, now: start + .seconds(60)) == [105])
+        #expect(connections.silentBudget(allowedKeys: 10) == KeyConnections.silentFloor + 20)
+    }
+
     static func tcpConnection() throws -> (port: UInt16, accepted: Int32, client: Int32) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }

@@ -23,7 +23,7 @@ struct ServerFixture {
     init(
         insecure: Bool = false, devices: [String] = ["cart-1"], logger: Logger = quietLogger,
         ackBounds: AckRoutes.Bounds = AckRoutes.Bounds(), flightBagsInterval: Duration = .seconds(30),
-        configure: (inout AggregatorConfiguration) -> Void = { _ in }
+        connections: KeyConnections = KeyConnections(), configure: (inout AggregatorConfiguration) -> Void = { _ in }
     ) throws {
         fixture = try Fixture()
         home = AggregatorHome(directory: fixture.directory)
@@ -44,7 +44,7 @@ struct ServerFixture {
         deviceKeys = keys
         server = try AggregatorServer(
             home: home, configuration: configuration, logger: logger, ackBounds: ackBounds,
-            flightBagsInterval: flightBagsInterval)
+            flightBagsInterval: flightBagsInterval, connections: connections)
         // Served as `serve` serves it: its services run until ``stop()``. Started on a thread of its own, as the
         // server runs its services: the tests beside it may hold the cooperative pool.
         let server = server

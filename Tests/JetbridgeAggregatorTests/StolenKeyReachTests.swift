@@ -286,6 +286,43 @@ struct StolenKeyReachTests {
         await fixture.stop()
     }
 
+    /// A key opening connections that never send: each held a descriptor for good once its handshake stopped
+    /// counting (30 s), so a stolen key could pile them up until `serve` had no descriptors left. Past the budget
+    /// (here 2: one allowed key, no floor) the oldest silent ones are shut down; the device's own connections, which
+    /// sent a hello and a batch, are not, and it goes on storing.
+    @Test func connectionsThatNeverSendAreShutDownPastTheBudget() async throws {
+        let connections = KeyConnections(perKey: 100, silentAfter: .seconds(1), silentFloor: 0)
+        let fixture = try ServerFixture(devices: ["cart-1"], connections: connections)
+        let keys = try #require(fixture.deviceKeys["cart-1"])
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        try device.send(try outgoing("cart-1", 1, [order(1)]))
+        #expect(try await device.ack()?.status == .stored)
+        let context = try ZeroMQContext()
+        defer { context.terminate() }
+        let lost = Locked(0)
+        var silent: [Socket] = []
+        for _ in 0..<6 {
+            let push = try context.socket(.push)
+            try push.set(.linger, .zero)
+            try push.makeCurveClient(keys: keys, serverPublicKey: try #require(fixture.serverKey))
+            try push.monitor(events: [.disconnected]) { event in
+                if case .disconnected = event { lost.withLock { $0 += 1 } }
+            }
+            try push.connect(fixture.server.dataEndpoint)
+            silent.append(push)
+        }
+        // Eight connections, six of them silent: four past the budget, once a second has passed.
+        try await waitUntil("silent connections past the budget are shut down", timeout: .seconds(30)) {
+            lost.withLock { $0 } >= 4
+        }
+        try device.send(try outgoing("cart-1", 2, [order(2)]))
+        #expect(try await device.ack()?.status == .stored)
+        #expect(try fixture.server.store.orders().count == 2)
+        for push in silent { try push.close(linger: .zero) }
+        await fixture.stop()
+    }
+
     /// The rate limiter's table is bounded: buckets that filled up again are dropped, so a flood of device ids (as
     /// insecure mode takes them on trust) leaves no table behind.
     @Test func theRateLimiterKeepsNoUnboundedTable() {

@@ -121,10 +121,11 @@ public final class AggregatorServer: Service, Sendable {
     }
 
     /// As ``init(home:configuration:logger:)``, with other bounds on ack routes and held acks (tests, which flood
-    /// past them), and another interval between two readings of the flights' bags (tests, which cannot wait 30 s).
+    /// past them), another interval between two readings of the flights' bags (tests, which cannot wait 30 s), and
+    /// other bounds on connections per key (tests).
     init(
         home: AggregatorHome, configuration: AggregatorConfiguration, logger: Logger, ackBounds: AckRoutes.Bounds,
-        flightBagsInterval: Duration = FlightBagsReader.defaultInterval
+        flightBagsInterval: Duration = FlightBagsReader.defaultInterval, connections: KeyConnections = KeyConnections()
     ) throws {
         try configuration.validate()
         self.home = home
@@ -160,7 +161,6 @@ public final class AggregatorServer: Service, Sendable {
         let ledger = AnswerLedger()
         self.ledger = ledger
         let metrics = ledger.metrics
-        let connections = KeyConnections()
         self.connections = connections
         // Every allowed device has its series from the start, its last batch as the store last saw it.
         let lastSyncs = ((try? store.deviceReport().devices) ?? []).reduce(into: [String: Date]()) { syncs, row in
@@ -213,12 +213,15 @@ public final class AggregatorServer: Service, Sendable {
             if keys != nil {
                 // Handshakes that fail before ZAP (a wrong server key, a plaintext client) reach no handler: the
                 // monitors (started before bind, as libzmq asks) tell the operator. Their streams end at close.
-                // They also report each connection's end, so that it stops counting against its key.
+                // They also report each connection's start (silent until its first message) and end, so that it stops
+                // counting against its key.
                 for (socket, name) in [(pull, "data"), (router, "acks")] {
-                    try socket.monitor(events: [.handshakeFailed, .disconnected]) { event in
+                    try socket.monitor(events: [.handshakeFailed, .accepted, .disconnected]) { event in
                         switch event {
                         case .handshakeFailed(let endpoint, let reason):
                             handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
+                        case .accepted(_, let descriptor):
+                            connections.accepted(descriptor: descriptor)
                         case .disconnected(_, let descriptor):
                             connections.closed(descriptor: descriptor)
                         default: break

@@ -16,21 +16,36 @@ import SystemSupport
 /// libzmq while the store's queue is full) stops counting after ``unconfirmedLifetime``. A known connection past
 /// ``perKey`` (one that slipped in as another expired) is shut down by the network thread.
 ///
-/// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls ``note(descriptor:key:isConnection:)``,
-/// the monitors' threads ``closed(descriptor:)``.
+/// So a key could still pile up connections that never send, 8 every 30 s, each a descriptor and libzmq's buffers,
+/// until the process ran out of descriptors and refused every device. Every accepted connection is therefore *silent*
+/// (by descriptor, from the monitor's `accepted`) until its first message; once more connections are silent than the
+/// allowed devices can account for (``silentBudget(allowedKeys:)``: an honest idle agent holds one, its data
+/// connection), the network thread shuts down the oldest of those silent for ``silentAfter`` or longer, down to that
+/// budget (``shed(budget:now:)``). An honest fleet stays under it, so its idle connections are never cut.
+///
+/// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls
+/// ``note(descriptor:key:isConnection:)`` and ``shed(budget:now:)``, the monitors' threads ``accepted(descriptor:now:)``
+/// and ``closed(descriptor:)``.
 final class KeyConnections: Sendable {
     /// Connections one key may hold on both sockets together: an agent holds two (data and acks), and a reconnecting
     /// one briefly holds its old pair too, until TCP keepalive finds it dead.
     static let perKey = 8
     /// How long a handshake counts before a message confirms it.
     static let unconfirmedLifetime: Duration = .seconds(30)
+    /// How long a connection may send nothing before it can be shut down as silent (when there are too many).
+    static let silentAfter: Duration = .seconds(30)
+    /// Silent connections kept beyond two per allowed key, whatever the allow list holds.
+    static let silentFloor = 64
 
     private struct State {
         var keyOf: [Int32: String] = [:]
         var known: [String: Set<Int32>] = [:]
         var unconfirmed: [String: [ContinuousClock.Instant]] = [:]
+        /// Accepted connections that sent nothing yet, by descriptor: when each was accepted.
+        var silent: [Int32: ContinuousClock.Instant] = [:]
 
         mutating func forget(_ descriptor: Int32) {
+            silent[descriptor] = nil
             guard let key = keyOf.removeValue(forKey: descriptor) else { return }
             known[key]?.remove(descriptor)
             if known[key]?.isEmpty == true { known[key] = nil }
@@ -40,10 +55,17 @@ final class KeyConnections: Sendable {
     private let state = Locked(State())
     let perKey: Int
     let unconfirmedLifetime: Duration
+    let silentAfter: Duration
+    let silentFloor: Int
 
-    init(perKey: Int = KeyConnections.perKey, unconfirmedLifetime: Duration = KeyConnections.unconfirmedLifetime) {
+    init(
+        perKey: Int = KeyConnections.perKey, unconfirmedLifetime: Duration = KeyConnections.unconfirmedLifetime,
+        silentAfter: Duration = KeyConnections.silentAfter, silentFloor: Int = KeyConnections.silentFloor
+    ) {
         self.perKey = perKey
         self.unconfirmedLifetime = unconfirmedLifetime
+        self.silentAfter = silentAfter
+        self.silentFloor = silentFloor
     }
 
     /// Whether `key` may open another connection now; if so, its handshake counts as unconfirmed.
@@ -66,6 +88,7 @@ final class KeyConnections: Sendable {
     func note(descriptor: Int32, key: String, isConnection: (Int32) -> Bool) -> Bool {
         state.withLock { state in
             if state.keyOf[descriptor] == key { return false }
+            state.silent[descriptor] = nil
             // A descriptor closed and reused by another connection before its close was seen.
             state.forget(descriptor)
             // A message read after its connection closed (libzmq's I/O thread closes it, then the monitor says so):
@@ -87,6 +110,37 @@ final class KeyConnections: Sendable {
     func closed(descriptor: Int32) {
         state.withLock { $0.forget(descriptor) }
     }
+
+    /// A connection was accepted on `descriptor` (the socket monitor's `accepted`): silent until its first message.
+    /// One whose message was seen first (the monitor's thread runs behind the network thread) is not silent.
+    func accepted(descriptor: Int32, now: ContinuousClock.Instant = .now) {
+        state.withLock { state in
+            guard state.keyOf[descriptor] == nil else { return }
+            state.silent[descriptor] = now
+        }
+    }
+
+    /// Silent connections allowed before the oldest are shut down: two per allowed key (an agent's data connection
+    /// is silent until its first batch, and a reconnecting agent's old one until TCP keepalive ends it) and
+    /// ``silentFloor``.
+    func silentBudget(allowedKeys: Int) -> Int { silentFloor + 2 * allowedKeys }
+
+    /// The silent connections to shut down now: when more than `budget` connections sent nothing since they were
+    /// accepted, the oldest of those silent for ``silentAfter`` or longer, down to `budget`. They are no longer
+    /// silent here (their `disconnected` follows).
+    func shed(budget: Int, now: ContinuousClock.Instant = .now) -> [Int32] {
+        state.withLock { state in
+            let excess = state.silent.count - budget
+            guard excess > 0 else { return [] }
+            let due = state.silent.filter { now - $0.value >= silentAfter }.sorted { $0.value < $1.value }
+            let shed = due.prefix(excess).map(\.key)
+            for descriptor in shed { state.silent[descriptor] = nil }
+            return shed
+        }
+    }
+
+    /// How many connections are silent now (tests).
+    var silentCount: Int { state.withLock { $0.silent.count } }
 
     /// The connections `key` holds now, known and unconfirmed (tests, `status`).
     func count(for key: String, now: ContinuousClock.Instant = .now) -> (known: Int, unconfirmed: Int) {

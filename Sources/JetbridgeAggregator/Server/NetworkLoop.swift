@@ -129,6 +129,7 @@ final class NetworkLoop: @unchecked Sendable {
                 }
                 if reload || now - lastAllowlistCheck >= .seconds(1) {
                     lastAllowlistCheck = now
+                    if !insecure { shedSilentConnections(now: now) }
                     let stamp = Self.stamp(of: devicesFile)
                     if reload || stamp != allowlistStamp {
                         allowlistStamp = stamp
@@ -555,6 +556,24 @@ final class NetworkLoop: @unchecked Sendable {
                 metadata: [
                     "device": "\(message.userID ?? "-")", "key": "\(key)", "limit": "\(connections.perKey)",
                     "closed": "\(shut)",
+                ])
+        }
+    }
+
+    /// Shuts down the oldest connections that never sent anything, once more are silent than the allowed keys
+    /// account for (``KeyConnections/shed(budget:now:)``): a stolen key cannot fill the process's descriptors with
+    /// connections it keeps open and silent. Warned about at most every 30 s.
+    private func shedSilentConnections(now: ContinuousClock.Instant) {
+        let budget = connections.silentBudget(allowedKeys: admitted.count)
+        let descriptors = connections.shed(budget: budget, now: now)
+        guard !descriptors.isEmpty else { return }
+        let closed = descriptors.count { KeyConnections.shutDown(descriptor: $0, localPorts: localPorts) }
+        if routes.shouldWarn(about: "silent connections", interval: .seconds(30)) {
+            logger.warning(
+                "closed connections that sent nothing: more are open than the allowed devices account for",
+                metadata: [
+                    "closed": "\(closed)", "budget": "\(budget)",
+                    "silentFor": "\(connections.silentAfter.components.seconds) s or more",
                 ])
         }
     }
