@@ -131,6 +131,9 @@ extension SocketOption where Value == Duration {
     public static var heartbeatTimeout: Self { duration(ZMQ_HEARTBEAT_TIMEOUT, "heartbeat timeout") }
     /// `ZMQ_HEARTBEAT_TTL`: how long the peer should wait for our traffic before closing (libzmq rounds to 100 ms).
     public static var heartbeatTTL: Self { duration(ZMQ_HEARTBEAT_TTL, "heartbeat TTL") }
+    /// `ZMQ_HANDSHAKE_IVL`: how long an accepted connection has to finish its ZMTP handshake (default 30 s; zero: no
+    /// limit).
+    public static var handshakeInterval: Self { duration(ZMQ_HANDSHAKE_IVL, "handshake interval") }
     /// `ZMQ_RECONNECT_IVL`: the first wait before reconnecting (default 100 ms).
     public static var reconnectInterval: Self { duration(ZMQ_RECONNECT_IVL, "reconnect interval") }
     /// `ZMQ_RECONNECT_IVL_MAX`: the cap of the exponential reconnect backoff (zero: no backoff, the default).

@@ -46,30 +46,56 @@ struct KeyConnectionsTests {
         #expect(connections.admit(key: "k") && connections.admit(key: "k"))
     }
 
-    /// A TCP connection on loopback: the listening port, the accepted end and the client end.
-    /// Silent connections (accepted, no message yet) are shut down only past the budget, oldest first, and only
-    /// once silent for `silentAfter`; a connection that sent something is never among them, even when the monitor
-    /// reports its `accepted` after its first message.
-    @Test func silentConnectionsAreShedOldestFirstOnlyPastTheBudget() {
+    /// Silent connections (accepted, no message yet) are shut down only when more than the budget have been silent
+    /// for `silentAfter` (younger ones, such as handshakes still under way, never count), first from the host holding
+    /// the most of them, newest first; a connection that sent something is never among them, even when the monitor
+    /// reports its `accepted` after its first message, nor one that is not TCP.
+    @Test func silentConnectionsPastTheBudgetAreShedFromTheBusiestHostNewestFirst() {
         let connections = KeyConnections(silentAfter: .seconds(30))
         let start = ContinuousClock.now
-        for n in 0..<6 { connections.accepted(descriptor: 100 + Int32(n), now: start + .seconds(n)) }
-        #expect(connections.shed(budget: 6, now: start + .seconds(60)) == [])
-        #expect(connections.shed(budget: 3, now: start + .seconds(10)) == [])
-        #expect(connections.shed(budget: 3, now: start + .seconds(31)) == [100, 101])
-        #expect(connections.silentCount == 4)
-        #expect(connections.shed(budget: 3, now: start + .seconds(40)) == [102])
-        #expect(connections.shed(budget: 3, now: start + .seconds(40)) == [])
+        let honest = KeyConnections.Peer(host: "10.0.0.2", port: 40_000)
+        connections.accepted(descriptor: 50, peer: honest, now: start)
+        for n in 0..<5 {
+            connections.accepted(
+                descriptor: 100 + Int32(n), peer: .init(host: "10.0.0.9", port: 50_000 + UInt16(n)),
+                now: start + .seconds(n + 1))
+        }
+        connections.accepted(descriptor: 300, peer: nil, now: start)
+        #expect(connections.silentCount == 6)
+        #expect(connections.shed(budget: 6, now: start + .seconds(60)).isEmpty)
+        // At 31 s, two are due (50 and 100): under a budget of 3 nothing goes, however many younger ones there are.
+        #expect(connections.shed(budget: 1, now: start + .seconds(31)).map(\.descriptor) == [100])
+        #expect(connections.shed(budget: 3, now: start + .seconds(33)).isEmpty)
+        let shed = connections.shed(budget: 1, now: start + .seconds(40))
+        #expect(shed.map(\.descriptor) == [104, 103, 102, 101])
+        #expect(shed.first?.peer == .init(host: "10.0.0.9", port: 50_004))
         // A message makes a connection not silent; so does one seen before the monitor's `accepted`.
+        connections.accepted(descriptor: 103, peer: honest, now: start)
         _ = connections.note(descriptor: 103, key: "k", isConnection: { _ in true })
         _ = connections.note(descriptor: 200, key: "k", isConnection: { _ in true })
-        connections.accepted(descriptor: 200, now: start)
-        connections.closed(descriptor: 104)
+        connections.accepted(descriptor: 200, peer: honest, now: start)
         #expect(connections.silentCount == 1)
-        #expect(connections.shed(budget: 0, now: start + .seconds(60)) == [105])
+        connections.closed(descriptor: 50)
+        #expect(connections.silentCount == 0)
         #expect(connections.silentBudget(allowedKeys: 10) == KeyConnections.silentFloor + 20)
     }
 
+    /// The peer of a real TCP connection, and a shutdown that leaves a descriptor alone once another peer has it.
+    @Test func aSilentConnectionIsShutDownOnlyWhileItsDescriptorHasTheSamePeer() throws {
+        let (port, accepted, client) = try Self.tcpConnection()
+        defer { close(accepted); close(client) }
+        let peer = try #require(KeyConnections.peer(of: accepted))
+        #expect(peer.host == "127.0.0.1")
+        #expect(KeyConnections.peer(of: client)?.port == port)
+        var other = peer
+        other.port &+= 1
+        #expect(!KeyConnections.shutDown(descriptor: accepted, localPorts: [port], peer: other))
+        #expect(KeyConnections.shutDown(descriptor: accepted, localPorts: [port], peer: peer))
+        var byte: UInt8 = 0
+        #expect(read(client, &byte, 1) == 0)  // the client sees the end
+    }
+
+    /// A TCP connection on loopback: the listening port, the accepted end and the client end.
     static func tcpConnection() throws -> (port: UInt16, accepted: Int32, client: Int32) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }

@@ -288,14 +288,19 @@ struct StolenKeyReachTests {
 
     /// A key opening connections that never send: each held a descriptor for good once its handshake stopped
     /// counting (30 s), so a stolen key could pile them up until `serve` had no descriptors left. Past the budget
-    /// (here 2: one allowed key, no floor) the oldest silent ones are shut down; the device's own connections, which
-    /// sent a hello and a batch, are not, and it goes on storing.
+    /// (here 2: one allowed key, no floor) silent ones are shut down; the device's own connections, which sent a hello
+    /// and a batch, are not (its data socket makes no second handshake), and it goes on storing.
     @Test func connectionsThatNeverSendAreShutDownPastTheBudget() async throws {
         let connections = KeyConnections(perKey: 100, silentAfter: .seconds(1), silentFloor: 0)
         let fixture = try ServerFixture(devices: ["cart-1"], connections: connections)
         let keys = try #require(fixture.deviceKeys["cart-1"])
-        let device = try await fixture.device("cart-1")
+        let handshakes = Locked(0)
+        let hellos = fixture.server.currentStatistics.hellos
+        let device = try TestDevice(
+            id: "cart-1", keys: keys, serverKey: fixture.serverKey, server: fixture.server,
+            onPushEvent: { event in if case .handshakeSucceeded = event { handshakes.withLock { $0 += 1 } } })
         defer { device.close() }
+        try await waitUntil("the server saw the hello") { fixture.server.currentStatistics.hellos > hellos }
         try device.send(try outgoing("cart-1", 1, [order(1)]))
         #expect(try await device.ack()?.status == .stored)
         let context = try ZeroMQContext()
@@ -319,6 +324,7 @@ struct StolenKeyReachTests {
         try device.send(try outgoing("cart-1", 2, [order(2)]))
         #expect(try await device.ack()?.status == .stored)
         #expect(try fixture.server.store.orders().count == 2)
+        #expect(handshakes.withLock { $0 } == 1)
         for push in silent { try push.close(linger: .zero) }
         await fixture.stop()
     }

@@ -221,7 +221,7 @@ public final class AggregatorServer: Service, Sendable {
                         case .handshakeFailed(let endpoint, let reason):
                             handshakes.recordFailure(socket: name, endpoint: endpoint, failure: reason)
                         case .accepted(_, let descriptor):
-                            connections.accepted(descriptor: descriptor)
+                            connections.accepted(descriptor: descriptor, peer: KeyConnections.peer(of: descriptor))
                         case .disconnected(_, let descriptor):
                             connections.closed(descriptor: descriptor)
                         default: break
@@ -335,6 +335,9 @@ public final class AggregatorServer: Service, Sendable {
             ?? AggregatorError(.unavailable, "\(context): \(error)")
     }
 
+    /// How long an accepted connection has to finish its ZMTP handshake: under ``KeyConnections/silentAfter``.
+    static let handshakeInterval: Duration = .seconds(10)
+
     /// How many devices the allow list held at start, for the start-up line.
     private let allowedDevices: Int
 
@@ -343,8 +346,12 @@ public final class AggregatorServer: Service, Sendable {
     /// a connection already failed: `Assertion failed: !_io_error (src/stream_engine_base.cpp:331)`). Keepalive
     /// probes after 10 s of silence, 3 of them 5 s apart, and 20 s for unacknowledged data (`TCP_USER_TIMEOUT`)
     /// drop a vanished peer in about 17–22 s, as the heartbeats did (docs/AGGREGATOR.md, "Hostile peers").
+    ///
+    /// A connection has 10 s to finish its handshake (libzmq's default is 30 s): one that does not is closed before
+    /// it could count as a silent connection of a key (``KeyConnections``).
     static func detectDeadPeers(on socket: Socket) throws(ZeroMQError) {
         try socket.set(.heartbeatInterval, .zero)
+        try socket.set(.handshakeInterval, Self.handshakeInterval)
         try socket.set(.tcpKeepalive, true)
         try socket.set(.tcpKeepaliveIdle, .seconds(10))
         try socket.set(.tcpKeepaliveInterval, .seconds(5))

@@ -17,11 +17,14 @@ import SystemSupport
 /// ``perKey`` (one that slipped in as another expired) is shut down by the network thread.
 ///
 /// So a key could still pile up connections that never send, 8 every 30 s, each a descriptor and libzmq's buffers,
-/// until the process ran out of descriptors and refused every device. Every accepted connection is therefore *silent*
-/// (by descriptor, from the monitor's `accepted`) until its first message; once more connections are silent than the
-/// allowed devices can account for (``silentBudget(allowedKeys:)``: an honest idle agent holds one, its data
-/// connection), the network thread shuts down the oldest of those silent for ``silentAfter`` or longer, down to that
-/// budget (``shed(budget:now:)``). An honest fleet stays under it, so its idle connections are never cut.
+/// until the process ran out of descriptors and refused every device. Every accepted TCP connection is therefore
+/// *silent* (by descriptor and peer, from the monitor's `accepted`) until its first message. Once more connections
+/// have been silent for ``silentAfter`` than the allowed devices can account for (``silentBudget(allowedKeys:)``: an
+/// honest idle agent holds one, its data connection), the network thread shuts down the excess
+/// (``shed(budget:now:)``): first from the peer address holding the most of them, newest first, so a key piling up
+/// connections from one host loses its own before anyone else's. A connection that has not finished its handshake
+/// is closed by libzmq before it is due (``AggregatorServer/detectDeadPeers(on:)`` sets the handshake interval to
+/// 10 s), so connections without a key never count.
 ///
 /// Thread-safe: the ZAP handler's thread asks ``admit(key:now:)``, the network thread calls
 /// ``note(descriptor:key:isConnection:)`` and ``shed(budget:now:)``, the monitors' threads ``accepted(descriptor:now:)``
@@ -41,8 +44,8 @@ final class KeyConnections: Sendable {
         var keyOf: [Int32: String] = [:]
         var known: [String: Set<Int32>] = [:]
         var unconfirmed: [String: [ContinuousClock.Instant]] = [:]
-        /// Accepted connections that sent nothing yet, by descriptor: when each was accepted.
-        var silent: [Int32: ContinuousClock.Instant] = [:]
+        /// Accepted connections that sent nothing yet, by descriptor: when each was accepted, and its peer.
+        var silent: [Int32: (at: ContinuousClock.Instant, peer: Peer)] = [:]
 
         mutating func forget(_ descriptor: Int32) {
             silent[descriptor] = nil
@@ -111,12 +114,20 @@ final class KeyConnections: Sendable {
         state.withLock { $0.forget(descriptor) }
     }
 
-    /// A connection was accepted on `descriptor` (the socket monitor's `accepted`): silent until its first message.
-    /// One whose message was seen first (the monitor's thread runs behind the network thread) is not silent.
-    func accepted(descriptor: Int32, now: ContinuousClock.Instant = .now) {
+    /// Where a TCP connection comes from.
+    struct Peer: Hashable, Sendable {
+        var host: String
+        var port: UInt16
+    }
+
+    /// A connection was accepted on `descriptor` from `peer` (the socket monitor's `accepted`): silent until its
+    /// first message. One whose message was seen first (the monitor's thread runs behind the network thread) is not
+    /// silent, nor one that is not TCP (`peer` nil: an `ipc://` endpoint's).
+    func accepted(descriptor: Int32, peer: Peer?, now: ContinuousClock.Instant = .now) {
+        guard let peer else { return }
         state.withLock { state in
             guard state.keyOf[descriptor] == nil else { return }
-            state.silent[descriptor] = now
+            state.silent[descriptor] = (now, peer)
         }
     }
 
@@ -125,16 +136,22 @@ final class KeyConnections: Sendable {
     /// ``silentFloor``.
     func silentBudget(allowedKeys: Int) -> Int { silentFloor + 2 * allowedKeys }
 
-    /// The silent connections to shut down now: when more than `budget` connections sent nothing since they were
-    /// accepted, the oldest of those silent for ``silentAfter`` or longer, down to `budget`. They are no longer
-    /// silent here (their `disconnected` follows).
-    func shed(budget: Int, now: ContinuousClock.Instant = .now) -> [Int32] {
+    /// The silent connections to shut down now: when more than `budget` connections have sent nothing for
+    /// ``silentAfter`` or longer, that many more of them, first from the peer host holding the most, newest first.
+    /// They are no longer silent here (their `disconnected` follows).
+    func shed(budget: Int, now: ContinuousClock.Instant = .now) -> [(descriptor: Int32, peer: Peer)] {
         state.withLock { state in
-            let excess = state.silent.count - budget
+            let due = state.silent.filter { now - $0.value.at >= silentAfter }
+            let excess = due.count - budget
             guard excess > 0 else { return [] }
-            let due = state.silent.filter { now - $0.value >= silentAfter }.sorted { $0.value < $1.value }
-            let shed = due.prefix(excess).map(\.key)
-            for descriptor in shed { state.silent[descriptor] = nil }
+            let perHost = due.values.reduce(into: [String: Int]()) { $0[$1.peer.host, default: 0] += 1 }
+            let order = due.sorted { a, b in
+                let (hostA, hostB) = (perHost[a.value.peer.host]!, perHost[b.value.peer.host]!)
+                if hostA != hostB { return hostA > hostB }
+                return a.value.at != b.value.at ? a.value.at > b.value.at : a.key < b.key
+            }
+            let shed = order.prefix(excess).map { (descriptor: $0.key, peer: $0.value.peer) }
+            for (descriptor, _) in shed { state.silent[descriptor] = nil }
             return shed
         }
     }
@@ -156,9 +173,42 @@ final class KeyConnections: Sendable {
     /// checking that the descriptor is still a TCP socket on one of `ports` (it may have been closed and reused since
     /// the message that named it was received).
     /// - Returns: Whether it was shut down.
-    static func shutDown(descriptor: Int32, localPorts ports: Set<UInt16>) -> Bool {
+    /// - Parameter peer: The peer the connection had when it was accepted: a descriptor reused by another
+    ///   connection since is left alone.
+    static func shutDown(descriptor: Int32, localPorts ports: Set<UInt16>, peer: Peer? = nil) -> Bool {
         guard isConnection(descriptor, localPorts: ports, orLocal: false) else { return false }
+        if let peer, Self.peer(of: descriptor) != peer { return false }
         return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
+    }
+
+    /// The peer of the TCP connection on `descriptor` (`getpeername`); nil for any other descriptor.
+    static func peer(of descriptor: Int32) -> Peer? {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+                    var bytes = inet.pointee.sin_addr
+                    guard inet_ntop(AF_INET, &bytes, &text, socklen_t(text.count)) != nil else { return nil }
+                    return Peer(host: String(cString: text), port: UInt16(bigEndian: inet.pointee.sin_port))
+                }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet in
+                    var bytes = inet.pointee.sin6_addr
+                    guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return nil }
+                    return Peer(host: String(cString: text), port: UInt16(bigEndian: inet.pointee.sin6_port))
+                }
+            }
+        default: return nil
+        }
     }
 
     /// Whether `descriptor` is a TCP socket on one of `ports` (the data and ack sockets' connections), or with

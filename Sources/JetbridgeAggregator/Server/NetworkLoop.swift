@@ -560,14 +560,16 @@ final class NetworkLoop: @unchecked Sendable {
         }
     }
 
-    /// Shuts down the oldest connections that never sent anything, once more are silent than the allowed keys
-    /// account for (``KeyConnections/shed(budget:now:)``): a stolen key cannot fill the process's descriptors with
-    /// connections it keeps open and silent. Warned about at most every 30 s.
+    /// Shuts down connections that never sent anything, once more are silent than the allowed keys account for
+    /// (``KeyConnections/shed(budget:now:)``): a stolen key cannot fill the process's descriptors with connections it
+    /// keeps open and silent. Warned about at most every 30 s.
     private func shedSilentConnections(now: ContinuousClock.Instant) {
         let budget = connections.silentBudget(allowedKeys: admitted.count)
-        let descriptors = connections.shed(budget: budget, now: now)
-        guard !descriptors.isEmpty else { return }
-        let closed = descriptors.count { KeyConnections.shutDown(descriptor: $0, localPorts: localPorts) }
+        let silent = connections.shed(budget: budget, now: now)
+        guard !silent.isEmpty else { return }
+        let closed = silent.count {
+            KeyConnections.shutDown(descriptor: $0.descriptor, localPorts: localPorts, peer: $0.peer)
+        }
         if routes.shouldWarn(about: "silent connections", interval: .seconds(30)) {
             logger.warning(
                 "closed connections that sent nothing: more are open than the allowed devices account for",
