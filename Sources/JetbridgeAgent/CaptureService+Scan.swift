@@ -1,7 +1,7 @@
 import FileQueue
 public import JetbridgeModel
 import Logging
-import SystemSupport
+package import SystemSupport
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -85,18 +85,21 @@ extension CaptureService {
     ///   - name: The input's name for messages (`standard input`, a path).
     ///   - point: Origin or destination.
     ///   - flight: A flight overriding the configuration's, or `nil`.
+    ///   - interruption: Stops reading between two lines once it caught a signal (Ctrl-C, SIGTERM): what was read is
+    ///   stored, then `tryAgain` says from which line to feed again.
     ///   - rejected: Called for each bad line, in order.
     /// - Returns: The counts, once every stored scan is durable.
-    /// - Throws: ``AgentError``: a read error, or `tryAgain` for a full disk or queue (the message says how many
-    ///   scans were stored before it and from which line on nothing was).
-    public func recordScans(
-        fd: Int32, name: String, at point: ScanPoint, flight: String? = nil, rejected: (RejectedLine) -> Void
+    /// - Throws: ``AgentError``: a read error, or `tryAgain` for a full disk or queue or an interruption (the
+    ///   message says how many scans were stored before it and from which line on nothing was).
+    package func recordScans(
+        fd: Int32, name: String, at point: ScanPoint, flight: String? = nil, interruption: Interruption? = nil,
+        rejected: (RejectedLine) -> Void
     ) throws(AgentError) -> ScanSummary {
         let flightID = try resolveFlight(flight)
         try validate(
             Scan(tag: .example, point: point, scannedAt: timestamp(), flight: flightID, device: configuration.device))
         let committer = GroupCommitter(queue: try openQueue())
-        var reader = TagLineReader(fd: fd, path: name)
+        var reader = TagLineReader(fd: fd, path: name, interruption: interruption?.descriptor)
         var summary = ScanSummary(
             point: point, flight: flightID.rawValue, scanned: 0, rejected: 0, firstSequence: nil, lastSequence: nil)
         var random = BufferedRandom()
@@ -183,6 +186,15 @@ extension CaptureService {
             throw failure
         }
         try finish()
+        if reader.interrupted {
+            let signal = interruption?.signal.map(Interruption.name) ?? "a signal"
+            let rejectedText =
+                summary.rejected == 0 ? "" : " (\(summary.rejected) line\(summary.rejected == 1 ? "" : "s") rejected)"
+            throw AgentError(
+                .tryAgain,
+                "\(name): stopped by \(signal) after line \(reader.lineNumber): the \(summary.scanned) scans read before it were stored\(rejectedText): re-feed from line \(reader.lineNumber + 1)"
+            )
+        }
         logger.debug(
             "scans recorded", metadata: ["scanned": .stringConvertible(summary.scanned), "rejected": .stringConvertible(summary.rejected)])
         return summary

@@ -26,6 +26,11 @@ struct TagLineReader {
     }
 
     private let fd: Int32
+    /// A descriptor that becomes readable when the feed is to stop (``SystemSupport/Interruption``).
+    private let interruption: Int32?
+    /// Whether ``next(beforeWaiting:)`` ended because ``interruption`` became readable: the lines after
+    /// ``lineNumber`` were not returned.
+    private(set) var interrupted = false
     private let path: String
     private let cap: Int
     private var buffer: [UInt8]
@@ -35,14 +40,18 @@ struct TagLineReader {
     /// The number of the line last returned, from 1.
     private(set) var lineNumber = 0
 
-    init(fd: Int32, path: String, cap: Int = LuggageTag.maxPayloadBytes, chunk: Int = 1 << 20) {
+    init(
+        fd: Int32, path: String, interruption: Int32? = nil, cap: Int = LuggageTag.maxPayloadBytes, chunk: Int = 1 << 20
+    ) {
         self.fd = fd
+        self.interruption = interruption
         self.path = path
         self.cap = cap
         buffer = [UInt8](repeating: 0, count: max(chunk, cap * 2 + 2))
     }
 
-    /// The next line, or `nil` at the end of input (a last line without a line end counts).
+    /// The next line, or `nil` at the end of input (a last line without a line end counts) or once ``interruption``
+    /// is readable (checked before each read: ``interrupted``).
     /// - Parameter beforeWaiting: Called when no more input is there to read and the next read would wait for it (a
     ///   pipe from a scanner between two bags); never for a regular file, which is always readable.
     mutating func next(beforeWaiting: () -> Void = {}) throws(AgentError) -> Line? {
@@ -74,6 +83,10 @@ struct TagLineReader {
                 start = 0
             }
             if !Self.isReadable(fd) { beforeWaiting() }
+            if let interruption, !Self.waitForInput(fd, or: interruption) {
+                interrupted = true
+                return nil
+            }
             let count = try fill()
             if count == 0 { atEOF = true }
         }
@@ -84,6 +97,18 @@ struct TagLineReader {
     private static func isReadable(_ fd: Int32) -> Bool {
         var item = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&item, 1, 0) > 0
+    }
+
+    /// Waits until `fd` can be read or `interruption` is readable.
+    /// - Returns: False when `interruption` is (first), true when `fd` is (or a poll fails: the read then says why).
+    private static func waitForInput(_ fd: Int32, or interruption: Int32) -> Bool {
+        var items = [pollfd(fd: interruption, events: Int16(POLLIN), revents: 0), pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&items, 2, -1)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { return true }
+            return items[0].revents == 0
+        }
     }
 
     private func finish(_ range: Range<Int>, skipped: Int) -> Line {

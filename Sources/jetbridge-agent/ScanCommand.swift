@@ -31,7 +31,8 @@ struct ScanCommand: ParsableCommand {
             A tag is the QR code's JSON: {"id": "<UUID>", "owner": ["D", "ZMU"], "weight": 42.0}. \
             With --tag-file or standard input, empty lines are skipped, each bad line is reported on standard \
             error as `line N: reason` and the good ones are stored; every stored scan is durable when the \
-            summary is printed. Exit 65 when any line was rejected, 0 otherwise.
+            summary is printed. Exit 65 when any line was rejected, 0 otherwise. Ctrl-C (or SIGTERM) stops a \
+            feed between two lines: what was read is stored, and it exits 75 naming the line to re-feed from.
             """
     )
 
@@ -80,7 +81,13 @@ struct ScanCommand: ParsableCommand {
                     label: AgentTool.name)
             }
             var reported = 0
-            summary = try service.recordScans(fd: fd, name: name, at: point, flight: flight) { rejected in
+            // Ctrl-C or SIGTERM stops the feed between two lines: what was read is stored, and the message says
+            // from which line to feed again (the default action lost the scans not yet written, and said nothing).
+            let interruption = try? Interruption()
+            defer { interruption?.restore() }
+            summary = try service.recordScans(
+                fd: fd, name: name, at: point, flight: flight, interruption: interruption
+            ) { rejected in
                 reported += 1
                 if reported <= Self.maxReportedLines {
                     LogOutput.write(

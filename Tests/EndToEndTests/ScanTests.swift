@@ -1,7 +1,12 @@
 import FileQueue
 import Foundation
 import JetbridgeModel
+import JetbridgeTestKit
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("scan: one tag, a file, standard input")
 struct ScanTests {
@@ -164,6 +169,41 @@ struct ScanTests {
             #expect(run.stderr.contains("cannot read the tag file \(path)"), "\(run)")
         }
         #expect(try sandbox.records().isEmpty)
+    }
+}
+
+extension ScanTests {
+    /// Ctrl-C (or SIGTERM) during a feed from standard input: the default action ended the process, losing the scans
+    /// not yet written and saying nothing, so a re-feed from the start stored the rest a second time (each scan gets
+    /// a new id). Now the feed stops between two lines, what was read is stored, and the message says where to go on.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalDuringAFeedStoresWhatWasReadAndSaysFromWhichLineToGoOn(_ signal: Int32) async throws {
+        let sandbox = try AgentSandbox()
+        let (input, output, errors) = (Pipe(), Pipe(), Pipe())
+        let process = try ChildProcess(
+            try AgentSandbox.executable("jetbridge-agent"),
+            ["--home", sandbox.home.path, "scan", "--at", "origin", "--tag-file", "-"], in: sandbox.directory,
+            stdin: .pipe(input), stdout: .pipe(output), stderr: .pipe(errors))
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let lines = [Tags.json(), "not a tag", Tags.json(), Tags.json()].joined(separator: "\n") + "\n"
+        // And half of a fifth line, which is not stored: the feed stops before it ends.
+        input.fileHandleForWriting.write(Data((lines + #"{"id": "F432"#).utf8))
+        // The feed goes quiet: what was read is handed over and stored before the command waits for more.
+        try await waitUntil("three scans are stored") { try sandbox.records().count == 3 }
+        #expect(kill(process.processIdentifier, signal) == 0)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 75, "\(stdout) \(stderr)")
+        let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+        #expect(
+            stderr.contains(
+                "standard input: stopped by \(name) after line 4: the 3 scans read before it were stored (1 line rejected): re-feed from line 5"
+            ), "\(stderr)")
+        #expect(try sandbox.records().count == 3)
     }
 }
 
