@@ -65,6 +65,12 @@ struct TagLineReader {
             }
             if atEOF {
                 guard start < end || skipped > 0 else { return nil }
+                // A last line without its line end, when the feed was interrupted: most likely cut short by the same
+                // Ctrl-C (it ends the process writing the pipe too), so it is left for the re-feed.
+                if let interruption, Self.isReadable(interruption) {
+                    interrupted = true
+                    return nil
+                }
                 let lineStart = start
                 start = end
                 lineNumber += 1

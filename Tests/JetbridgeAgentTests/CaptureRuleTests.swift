@@ -108,6 +108,50 @@ struct CaptureRuleTests {
         #expect(try queued() == 3)
     }
 
+    /// A feed stopped by a signal (``Interruption``, set off here by hand) stores every line it read, more than one
+    /// group commit of them, and says which line to feed again from: the one after the last whole line, also when a
+    /// half line was read. A regular file is checked for the signal before each read.
+    @Test func aFeedStoppedBySignalStoresWhatItReadAndNamesTheLineToGoOnFrom() async throws {
+        let capture = try service()
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        let text = (0..<5_000).map { n in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n % 30)}"# + "\n" }
+            .joined() + #"{"id": "F432"#
+        let interruption = try Interruption(catching: [])
+        defer { interruption.restore() }
+        // The reader and the writer block: threads of their own, not the tests' few cooperative ones.
+        let outcome = Locked<Result<ScanSummary, AgentError>?>(nil)
+        Thread {
+            let result = Result { () throws(AgentError) in
+                try capture.recordScans(fd: readEnd, name: "standard input", at: .origin, interruption: interruption) { _ in }
+            }
+            outcome.withLock { $0 = result }
+        }.start()
+        Thread { _ = text.withCString { write(writeEnd, $0, strlen($0)) } }.start()
+        try await waitUntil("the whole lines are queued", timeout: .seconds(30)) { try self.queued() == 5_000 }
+        interruption.trigger(SIGINT)
+        try await waitUntil("the feed stops", timeout: .seconds(30)) { outcome.withLock { $0 } != nil }
+        close(writeEnd)
+        close(readEnd)
+        var error: AgentError?
+        if case .failure(let failure) = outcome.withLock({ $0 }) { error = failure }
+        #expect(error?.code == .tryAgain)
+        #expect(
+            error?.message
+                == "standard input: stopped by SIGINT after line 5000: the 5000 scans read before it were stored: re-feed from line 5001")
+        #expect(try queued() == 5_000)
+
+        let tags = directory.appendingPathComponent("tags.txt")
+        try Data(text.utf8).write(to: tags)
+        let fd = open(tags.path, O_RDONLY)
+        defer { close(fd) }
+        let stopped = #expect(throws: AgentError.self) {
+            _ = try capture.recordScans(fd: fd, name: tags.path, at: .origin, interruption: interruption) { _ in }
+        }
+        #expect(stopped?.message.hasSuffix("after line 0: the 0 scans read before it were stored: re-feed from line 1") == true)
+    }
+
     /// An amendment is priced from the menu as it is now; the ground keeps one currency per flight, so a menu whose
     /// currency changed since the order was taken is refused, and nothing is recorded. Before, the amendment went out
     /// in the new currency, the ground refused it, and sync set it aside with the ledger a revision on.

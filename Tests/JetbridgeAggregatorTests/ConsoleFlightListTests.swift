@@ -1,3 +1,4 @@
+import Foundation
 import JetbridgeModel
 import SystemSupport
 import Testing
@@ -119,6 +120,35 @@ struct ConsoleFlightListTests {
         if count > ConsoleFlightList.alwaysRead {
             #expect(try list.current(reading: store.read).readAt == inner.readAt)
         }
+    }
+
+    /// With no list kept yet, an answer waits for the read under way (the console's start-up read) rather than read
+    /// it a second time beside it.
+    @Test func aFirstAnswerWaitsForTheReadUnderWay() async throws {
+        let store = Fixture(try Self.flights(ConsoleFlightList.alwaysRead + 1))
+        let list = store.list()
+        let (started, release) = (Locked(false), Locked(false))
+        let first = Locked<ConsoleFlightList.Snapshot?>(nil)
+        let second = Locked<ConsoleFlightList.Snapshot?>(nil)
+        Thread {
+            let snapshot = try? list.current {
+                started.withLock { $0 = true }
+                while !release.withLock({ $0 }) { usleep(1_000) }
+                return store.read()
+            }
+            first.withLock { $0 = snapshot }
+        }.start()
+        try await waitUntil("the first read started") { started.withLock { $0 } }
+        Thread {
+            let snapshot = try? list.current(reading: store.read)
+            second.withLock { $0 = snapshot }
+        }.start()
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(second.withLock { $0 } == nil)
+        release.withLock { $0 = true }
+        try await waitUntil("both answered") { first.withLock { $0 } != nil && second.withLock { $0 } != nil }
+        #expect(store.reads.withLock { $0 } == 1)
+        #expect(first.withLock { $0?.readAt } == second.withLock { $0?.readAt })
     }
 
     /// SQLite's list joins the flights of the orders and of the scans, each sorted, without a set or a sort.
