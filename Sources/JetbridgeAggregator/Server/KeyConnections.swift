@@ -183,57 +183,60 @@ final class KeyConnections: Sendable {
 
     /// The peer of the TCP connection on `descriptor` (`getpeername`); nil for any other descriptor.
     static func peer(of descriptor: Int32) -> Peer? {
-        var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
-        }
-        guard named == 0 else { return nil }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        switch Int32(address.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
-                    var bytes = inet.pointee.sin_addr
-                    guard inet_ntop(AF_INET, &bytes, &text, socklen_t(text.count)) != nil else { return nil }
-                    return Peer(host: String(cString: text), port: UInt16(bigEndian: inet.pointee.sin_port))
-                }
-            }
-        case AF_INET6:
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet in
-                    var bytes = inet.pointee.sin6_addr
-                    guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return nil }
-                    return Peer(host: String(cString: text), port: UInt16(bigEndian: inet.pointee.sin6_port))
-                }
-            }
-        default: return nil
-        }
+        guard case .inet(let host?, let port) = address(of: descriptor, getpeername) else { return nil }
+        return Peer(host: host, port: port)
     }
 
     /// Whether `descriptor` is a TCP socket on one of `ports` (the data and ack sockets' connections), or with
     /// `orLocal` any Unix-domain socket (an `ipc://` endpoint's connections), not a closed descriptor or one a file or
     /// a TCP connection of another port took since.
     static func isConnection(_ descriptor: Int32, localPorts ports: Set<UInt16>, orLocal: Bool) -> Bool {
+        switch address(of: descriptor, getsockname) {
+        case .inet(_, let port): ports.contains(port)
+        case .local: orLocal
+        case nil: false
+        }
+    }
+
+    /// One end of a socket, as `getsockname` or `getpeername` names it.
+    private enum Address {
+        /// IPv4 or IPv6: the address as text (nil when it cannot be written) and the port.
+        case inet(host: String?, port: UInt16)
+        /// A Unix-domain socket.
+        case local
+    }
+
+    /// `name`'s answer for `descriptor`; nil for a closed descriptor or one of another kind (a file).
+    private static func address(
+        of descriptor: Int32, _ name: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> Address? {
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { name(descriptor, $0, &length) }
         }
-        guard named == 0 else { return false }
-        let port: UInt16
+        guard named == 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        func host(_ family: Int32, _ bytes: UnsafeRawPointer) -> String? {
+            inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil ? String(cString: text) : nil
+        }
         switch Int32(address.ss_family) {
         case AF_INET:
-            port = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+                    var bytes = inet.pointee.sin_addr
+                    return .inet(host: host(AF_INET, &bytes), port: UInt16(bigEndian: inet.pointee.sin_port))
+                }
             }
         case AF_INET6:
-            port = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet in
+                    var bytes = inet.pointee.sin6_addr
+                    return .inet(host: host(AF_INET6, &bytes), port: UInt16(bigEndian: inet.pointee.sin6_port))
+                }
             }
-        case AF_UNIX: return orLocal
-        default: return false
+        case AF_UNIX: return .local
+        default: return nil
         }
-        return ports.contains(port)
     }
 }
