@@ -122,10 +122,14 @@ struct DeliveryArchive {
     /// queue (it is acknowledged past them only once they are durable here) and come again.
     /// The torn tails cut are added to `tails.cut`, also when a later write of the same call fails, for the sync to
     /// log.
+    /// - Parameter held: Records known to be in their flight's file already, by id: a payload equal to the one held
+    ///   for its id is not written again. A sync passes the records it sent again after a `mismatch` (read from these
+    ///   files): before, each resend appended the whole flight once more, so a flight the ground could never confirm
+    ///   grew its file by every record three times a sync until capture stopped at the retention cap.
     /// - Returns: The flights whose files it appended to.
     /// - Throws: ``AgentError`` when a file cannot be written (a full disk: `tryAgain`).
     @discardableResult
-    func append(_ payloads: [Data], tails: inout TailChecks) throws(AgentError) -> Set<String> {
+    func append(_ payloads: [Data], tails: inout TailChecks, held: [UUID: Data] = [:]) throws(AgentError) -> Set<String> {
         guard !payloads.isEmpty else { return [] }
         // Each flight's frames, in arrival order. A batch's records mostly share one flight, so the frames of the
         // flight at hand grow in `frames` and go back into the table only when the flight changes: one lookup per
@@ -136,6 +140,7 @@ struct DeliveryArchive {
         var stream = RecordCoding.Stream()
         for payload in payloads {
             guard let record = try? stream.identity(payload) else { continue }
+            if !held.isEmpty, held[record.id] == payload { continue }
             if record.flight.rawValue != flight {
                 if let flight { byFlight[flight] = frames }
                 flight = record.flight.rawValue

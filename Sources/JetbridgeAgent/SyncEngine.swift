@@ -110,6 +110,9 @@ final class SyncEngine: Sendable {
         /// The flights with records acknowledged since `holdings` was computed: a summary asked from it may be
         /// answered with records the device had not counted yet (``handleSummaryAnswer(_:from:device:queue:)``).
         var appendedSinceHoldings: Set<String> = []
+        /// The records sent again after a `mismatch` in this run, by id: they are in `delivered/` already, and their
+        /// acks do not write them there again (``DeliveryArchive/append(_:tails:held:)``).
+        var resent: [UUID: Data] = [:]
         /// Flights whose file in `delivered/` this sync has checked for a torn end, and the ends cut
         /// (``DeliveryArchive/append(_:tails:)``, ``DeliveryArchive/sizeToConfirm(flight:wholeBytes:tails:)``).
         var tails = DeliveryArchive.TailChecks()
@@ -797,6 +800,10 @@ final class SyncEngine: Sendable {
                 logger.warning(
                     "the ground holds \(groundCount) of this device's \(payloads.count) acknowledged records of \(flight)\(from); sending the flight again"
                 )
+                var stream = RecordCoding.Stream()
+                for payload in payloads {
+                    if let record = try? stream.identity(payload) { resent[record.id] = payload }
+                }
                 if !payloads.isEmpty {
                     foundEndAt = -.infinity
                     do {
@@ -888,7 +895,7 @@ final class SyncEngine: Sendable {
             case .stored:
                 // Logged also when a later write of the append fails.
                 defer { logCutTails() }
-                appendedSinceHoldings.formUnion(try archive.append(payloads ?? [], tails: &tails))
+                appendedSinceHoldings.formUnion(try archive.append(payloads ?? [], tails: &tails, held: resent))
             case .setAside(let record, let reason):
                 try SetAside.write(record, reason: reason, batch: batchName, device: device, home: configuration.home)
             default: break

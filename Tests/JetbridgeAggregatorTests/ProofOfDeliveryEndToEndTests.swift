@@ -158,10 +158,14 @@ struct ProofOfDeliveryEndToEndTests {
         // 1 % of cart-1's rows of the flight lost behind the ground's back.
         try store.delete(3, of: "cart-1")
         #expect(try store.count(of: "cart-1") == 297)
+        let kept = cart.home.appendingPathComponent("delivered/ZA101_2026-11-21.records")
+        let keptBytes = try #require(FileManager.default.attributesOfItem(atPath: kept.path)[.size] as? Int)
         let (again, output) = try await cart.sync()
         #expect(again == 0, "\(output)")
         #expect(output.contains("flights confirmed 1 of 1"), "\(output)")
         #expect(output.contains("(3 new, 297 duplicates)"), "\(output)")
+        // The 300 records sent again were in delivered/ already: their acks did not write them there a second time.
+        #expect(try FileManager.default.attributesOfItem(atPath: kept.path)[.size] as? Int == keptBytes)
         #expect(try store.count(of: "cart-1") == 300)
         #expect(try store.count(of: "cart-2") == 100)
         #expect(serve.logText.contains("a device's summary does not match the store"))

@@ -46,7 +46,7 @@ extension SQLiteStore: ConsoleReading {
         try pool.read { db in
             let tally = try scanTally(flight, in: db)
             let counts = tally.counts
-            var devices = Set(tally.devices.keys)
+            let devices = Set(tally.devices.keys)
             let version = try Row.fetchOne(db, sql: Self.ordersVersionSQL, arguments: [flight.rawValue])
             let key = ConsoleSales.Version(
                 count: version?[0] ?? 0, lastRow: version?[1] ?? 0, revisions: version?[2] ?? 0, rows: version?[3] ?? 0)
