@@ -21,7 +21,7 @@ import SystemSupport
 /// flight the ground no longer holds in full can be sent again after its queue segments are gone. A file is a run of
 /// frames: a 4-byte length and the CRC-32C of the payload (both little-endian, as in the queue), then the record's
 /// MessagePack bytes as the ground received them. A torn or damaged frame ends the file's reading (what followed it is
-/// sent again only if it is still in the queue); a sync cuts a torn end off before it appends or confirms (``append(_:tails:)``,
+/// sent again only if it is still in the queue); a sync cuts a torn end off before it appends or confirms (``append(_:tails:held:)``,
 /// ``sizeToConfirm(flight:wholeBytes:tails:)``).
 struct DeliveryArchive {
     let directory: URL
@@ -207,7 +207,7 @@ struct DeliveryArchive {
         }
     }
 
-    /// ``append(_:tails:)`` checking every flight's tail (tests, and a caller that appends once).
+    /// ``append(_:tails:held:)`` checking every flight's tail (tests, and a caller that appends once).
     /// - Returns: The torn tails cut, by flight (bytes).
     @discardableResult
     func append(_ payloads: [Data]) throws(AgentError) -> [(flight: String, bytes: Int64)] {
@@ -221,7 +221,7 @@ struct DeliveryArchive {
     ///
     /// `wholeBytes` is where the last whole frame ended when the confirmed summary was read from the file
     /// (``Holding/wholeBytes``). A file that is larger ends in part of a frame a crash interrupted, which reading
-    /// skips: left in place, it would become part of the confirmed size, which ``append(_:tails:)`` never cuts below,
+    /// skips: left in place, it would become part of the confirmed size, which ``append(_:tails:held:)`` never cuts below,
     /// so every frame appended after it would be invisible and the flight never confirmed again. It is cut here (kept
     /// beside the file, as an append's cut is), unless it lies inside what the ground confirmed before (damage, not a
     /// torn write: then nothing is cut and the file's size is recorded, as before). A file whose whole frames no

@@ -114,7 +114,7 @@ final class SyncEngine: Sendable {
         /// acks do not write them there again (``DeliveryArchive/append(_:tails:held:)``).
         var resent: [UUID: Data] = [:]
         /// Flights whose file in `delivered/` this sync has checked for a torn end, and the ends cut
-        /// (``DeliveryArchive/append(_:tails:)``, ``DeliveryArchive/sizeToConfirm(flight:wholeBytes:tails:)``).
+        /// (``DeliveryArchive/append(_:tails:held:)``, ``DeliveryArchive/sizeToConfirm(flight:wholeBytes:tails:)``).
         var tails = DeliveryArchive.TailChecks()
         /// The records set aside in `rejected/` when the sync started (read before the loop, where a failure can end
         /// the sync: an unreadable `rejected/` must not read as empty, or its records would be sent again).

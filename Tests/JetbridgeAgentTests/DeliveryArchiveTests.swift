@@ -53,6 +53,34 @@ struct DeliveryArchiveTests {
         }
     }
 
+    /// Records a sync sent again after a `mismatch` are passed as `held`: only a payload equal to the one held for
+    /// its id is left out, so a new revision of a held order (other bytes, same id) and new records are written.
+    @Test func recordsHeldAlreadyAreNotWrittenAgainButOtherRevisionsOfThemAre() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        let flight = Self.flights[0]
+        let id = UUID()
+        let first = try Self.order(id, revision: 1, flight: flight)
+        let scan = try Self.scan(flight: flight)
+        try archive.append([first, scan])
+        let held = try #require(archive.holdings()[flight])
+        #expect(held.payloads.count == 2)
+        var resent: [UUID: Data] = [:]
+        var stream = RecordCoding.Stream()
+        for payload in held.payloads { resent[try stream.identity(payload).id] = payload }
+        // The resent copies come back acknowledged with a second revision of the order and a new scan.
+        let second = try Self.order(id, revision: 2, flight: flight)
+        let newScan = try Self.scan(flight: flight)
+        var tails = DeliveryArchive.TailChecks()
+        try archive.append(held.payloads + [second, newScan], tails: &tails, held: resent)
+        #expect(archive.payloads(flight: flight) == [first, scan, second, newScan])
+        // Nothing new at all: nothing written, and no flight reported as appended to.
+        let appended = try archive.append(held.payloads, tails: &tails, held: resent)
+        #expect(appended.isEmpty)
+        #expect(archive.payloads(flight: flight) == [first, scan, second, newScan])
+    }
+
     @Test func aFrameCutShortOrFailingItsChecksumEndsWhatIsReadBack() throws {
         let fixture = try TemporaryDirectory()
         defer { fixture.remove() }
