@@ -223,6 +223,8 @@ final class SyncEngine: Sendable {
                         .filter { $0.unacknowledged > 0 || ($0.acknowledged > 0 && !$0.confirmed) }.map(\.flight))
                 initialLast = status.lastSequence ?? status.acknowledgedThrough
                 total = status.unacknowledged
+            } catch let error as FileQueueError {
+                return finish(.failed(AgentError(queue: error, home: configuration.home)), queue: nil)
             } catch {
                 return finish(.failed(AgentError(error)), queue: nil)
             }
@@ -301,10 +303,19 @@ final class SyncEngine: Sendable {
                 try dealer.connect(aggregator.ackEndpoint)
                 return Sockets(push: push, dealer: dealer)
             } catch {
-                let usage = error.code == .invalidArgument || error.code == .protocolNotSupported
-                throw AgentError(
-                    usage ? .usage : .failure,
-                    "cannot connect to \(endpoint): \(error); check --to/--acks or ground.data/ground.acks")
+                // An endpoint libzmq refuses though it passed `WireProtocol.endpointProblem`: a usage error when it
+                // came from the command line, bad data (65) when from the configuration file (docs/EXIT-CODES.md).
+                let malformed = error.code == .invalidArgument || error.code == .protocolNotSupported
+                let configured = configuration.aggregators.contains { $0.data == endpoint || $0.acks == endpoint }
+                guard malformed else {
+                    throw AgentError(
+                        .failure, "cannot connect to \(endpoint): \(error); check --to/--acks or ground.data/ground.acks")
+                }
+                throw configured
+                    ? AgentError(
+                        .dataError,
+                        "cannot connect to \(endpoint): \(error); check ground.data/ground.acks in \(configuration.file?.path ?? "the configuration")")
+                    : AgentError(.usage, "cannot connect to \(endpoint): \(error); check --to/--acks")
             }
         }
 
@@ -535,7 +546,7 @@ final class SyncEngine: Sendable {
                 return .failed(error)
             } catch let error as FileQueueError {
                 try? persist(window, queue: queue)
-                return .failed(AgentError(queue: error))
+                return .failed(AgentError(queue: error, home: configuration.home))
             } catch {
                 try? persist(window, queue: queue)
                 return .failed(AgentError(.failure, "sync failed: \(error)"))
@@ -809,7 +820,7 @@ final class SyncEngine: Sendable {
                     do {
                         try queue.append(contentsOf: payloads)
                     } catch {
-                        throw AgentError(queue: error)
+                        throw AgentError(queue: error, home: configuration.home)
                     }
                 }
                 statistics.resentForProof += payloads.count

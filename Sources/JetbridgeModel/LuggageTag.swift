@@ -87,8 +87,10 @@ public struct LuggageTag: Codable, Hashable, Sendable {
         let weightValue = try field("weight")
         guard case .number(let weight) = weightValue else { throw wrongType("weight", "a number", weightValue) }
 
-        // -0 is 0: one spelling for one weight.
-        let tag = LuggageTag(id: id, owner: owner, weight: weight == 0 ? 0 : weight)
+        // Rounded to the 1/1000 lb a record keeps, then checked, as the ground decodes a record (docs/PROTOCOL.md):
+        // before, 1000.0004 was refused here and accepted there. -0 is 0: one spelling for one weight.
+        let rounded = Self.recordPrecision(weight)
+        let tag = LuggageTag(id: id, owner: owner, weight: rounded == 0 ? 0 : rounded)
         try tag.validate()
         return tag
     }

@@ -40,6 +40,9 @@ extension WireProtocol {
     /// `inproc://NAME`), or `nil` when it is well formed. Both tools check endpoints with this before any socket
     /// exists, so that a malformed one is a usage error (64) on the command line and bad data (65) in a
     /// configuration file in both.
+    /// The longest `ipc://` path, in bytes: a Unix socket address's `sun_path` less its terminating zero.
+    public static let maxIPCPathBytes = 107
+
     public static func endpointProblem(_ endpoint: String) -> String? {
         let example = "such as tcp://127.0.0.1:5560"
         guard let range = endpoint.firstRange(of: "://") else {
@@ -52,6 +55,11 @@ extension WireProtocol {
         }
         guard !address.isEmpty, !address.contains(where: { $0.isWhitespace }) else {
             return "'\(endpoint)' has no address after \(transport)://, \(example)"
+        }
+        // A Unix socket's path holds at most 107 bytes (`sun_path`); libzmq refuses a longer one only at bind or
+        // connect, as an I/O error.
+        if transport == "ipc", address.utf8.count > maxIPCPathBytes {
+            return "'\(endpoint)' has a path of \(address.utf8.count) bytes; an ipc:// path is at most \(maxIPCPathBytes) bytes"
         }
         if transport == "tcp" {
             guard let colon = address.lastIndex(of: ":"),

@@ -51,6 +51,19 @@ struct ExitCodeTests {
         let groundBad = try tools.aggregator(["--config", groundFile.path, "serve", "--insecure"])
         #expect(agentBad.status == 65 && agentBad.stderr.contains("ground.data"), "\(agentBad)")
         #expect(groundBad.status == 65 && groundBad.stderr.contains("dataEndpoint"), "\(groundBad)")
+        // An ipc:// path longer than a Unix socket's address holds: refused as malformed before any socket.
+        let longPath = "ipc://" + String(repeating: "x", count: 108)
+        let agentLong = try tools.agent(["sync", "--to", longPath, "--acks", "tcp://127.0.0.1:5", "--insecure"])
+        #expect(agentLong.status == 64 && agentLong.stderr.contains("at most 107 bytes"), "\(agentLong)")
+        // A host only an aggregator binds (`*`) passes that check and is refused by libzmq when sync connects: 64
+        // from the flag, 65 from the configuration file (before, 64 from either).
+        #expect(try tools.agent(["order", "--seat", "1A", "--item", "Chips"]).status == 0)
+        let starFlag = try tools.agent(["sync", "--to", "tcp://*:5560", "--acks", "tcp://127.0.0.1:5", "--insecure"])
+        #expect(starFlag.status == 64 && starFlag.stderr.contains("check --to/--acks"), "\(starFlag)")
+        let starFile = try tools.sandbox.write(
+            #"{"ground": {"data": "tcp://*:5560", "acks": "tcp://127.0.0.1:5"}}"#, to: "star.json")
+        let starBad = try tools.agent(["--config", starFile.path, "sync", "--insecure"])
+        #expect(starBad.status == 65 && starBad.stderr.contains("ground.data/ground.acks in"), "\(starBad)")
 
         // A mistyped subcommand: 64 with a suggestion.
         let agentTypo = try tools.agent(["stauts"])

@@ -59,6 +59,23 @@ struct LimitTests {
         await fixture.stop()
     }
 
+    /// In insecure mode there is no ZAP handler, but the allow list's limits still apply and are reloaded like in
+    /// CURVE mode (before, the reload stopped at the missing handler: the limits stayed what they were at start).
+    @Test func inInsecureModeLimitsAreReloadedToo() async throws {
+        let fixture = try ServerFixture(insecure: true, devices: [])
+        try await setLimits(["cart-1": .init(recordsPerFlight: 2)], in: fixture)
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        try device.send(try outgoing("cart-1", 1, [order(1), order(2)]))
+        #expect(try await device.ack()?.status == .stored)
+        try device.send(try outgoing("cart-1", 3, [order(3)]))
+        let ack = try #require(try await device.ack())
+        #expect(ack.status == .limited, "\(ack)")
+        #expect(ack.reason?.contains("records per flight") == true, "\(ack.reason ?? "no reason")")
+        #expect(try fixture.server.store.orders().count == 2)
+        await fixture.stop()
+    }
+
     @Test func pastItsRateADeviceIsLimitedWithAWaitThatFitsTheRate() async throws {
         let fixture = try ServerFixture()
         // 1 record/s: a burst of 10, then one a second.

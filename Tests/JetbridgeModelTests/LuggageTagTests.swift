@@ -21,6 +21,21 @@ import Testing
             ).weight == 0)
     }
 
+    /// A weight is rounded to the 1/1000 lb a record keeps before it is checked, as the ground decodes a record
+    /// (docs/PROTOCOL.md): 1000.0004 is 1000 and −0.0004 is 0 on both sides; 1000.0006 is past the limit on both.
+    @Test func aWeightIsRoundedToAThousandthOfAPoundThenChecked() throws {
+        func tag(_ weight: String) throws -> LuggageTag {
+            try LuggageTag.parse(
+                qrPayload: #"{"id":"F432BDB8-D84F-4461-8362-AFF89F6C493E","owner":["D","ZMU"],"weight":\#(weight)}"#)
+        }
+        #expect(try tag("1000.0004").weight == 1000)
+        #expect(try tag("-0.0004").weight == 0)
+        #expect(try tag("-0.0004").weight.sign == .plus)
+        #expect(try tag("42.3456").weight == 42.346)
+        let error = expectValidation(.invalidWeight) { _ = try tag("1000.0006") }
+        #expect(error?.path == "weight")
+    }
+
     @Test(arguments: [
         (#"{"id": "F432BDB8", "owner": ["D","ZMU"], "weight": 1}"#, ValidationError.Code.invalidUUID, "id"),
         (#"{"id": 7, "owner": ["D","ZMU"], "weight": 1}"#, .wrongType, "id"),

@@ -602,12 +602,13 @@ final class NetworkLoop: @unchecked Sendable {
             answering: routes.routeKeys[device] == message.publicKey)
     }
 
-    /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made).
+    /// Reloads the allow list into the ZAP handler (new connections) and returns it (for connections already made,
+    /// and the limits). In insecure mode there is no ZAP handler, but the file's limits still apply and are reloaded
+    /// (before, they stayed what they were at start).
     private func reloadAllowlist() -> DeviceAllowlist? {
-        guard let zap else { return nil }
         do {
             let list = try DeviceAllowlist.load(from: devicesFile)
-            zap.replaceAllowlist(list.byPublicKey)
+            zap?.replaceAllowlist(list.byPublicKey)
             ledger.allowlistReloaded()
             logger.info(
                 "allow list reloaded; applies to new connections and to every message from now on",
