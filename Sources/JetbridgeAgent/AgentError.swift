@@ -47,6 +47,23 @@ extension AgentError {
         }
     }
 
+    /// Maps a queue failure during `sync` (reading the queue, acknowledging it, queueing a flight again for proof of
+    /// delivery): a full disk means "try again later" and nothing acknowledged is lost; sync holds to no size cap.
+    /// - Parameters:
+    ///   - error: The queue's error.
+    ///   - home: The home, so that the advice names it.
+    init(syncQueue error: FileQueueError, home: AgentHome) {
+        switch error.code {
+        case .noSpace:
+            self.init(
+                .tryAgain,
+                "the queue's disk is full (\(error)); the records not acknowledged stay queued: free some space, then run `\(home.command("sync"))` again"
+            )
+        default:
+            self.init(.failure, "queue error: \(error)")
+        }
+    }
+
     /// Maps a queue failure: a full disk or the size cap means "try again later", nothing was stored.
     /// - Parameters:
     ///   - error: The queue's error.

@@ -224,7 +224,7 @@ final class SyncEngine: Sendable {
                 initialLast = status.lastSequence ?? status.acknowledgedThrough
                 total = status.unacknowledged
             } catch let error as FileQueueError {
-                return finish(.failed(AgentError(queue: error, home: configuration.home)), queue: nil)
+                return finish(.failed(AgentError(syncQueue: error, home: configuration.home)), queue: nil)
             } catch {
                 return finish(.failed(AgentError(error)), queue: nil)
             }
@@ -546,7 +546,7 @@ final class SyncEngine: Sendable {
                 return .failed(error)
             } catch let error as FileQueueError {
                 try? persist(window, queue: queue)
-                return .failed(AgentError(queue: error, home: configuration.home))
+                return .failed(AgentError(syncQueue: error, home: configuration.home))
             } catch {
                 try? persist(window, queue: queue)
                 return .failed(AgentError(.failure, "sync failed: \(error)"))
@@ -820,7 +820,7 @@ final class SyncEngine: Sendable {
                     do {
                         try queue.append(contentsOf: payloads)
                     } catch {
-                        throw AgentError(queue: error, home: configuration.home)
+                        throw AgentError(syncQueue: error, home: configuration.home)
                     }
                 }
                 statistics.resentForProof += payloads.count

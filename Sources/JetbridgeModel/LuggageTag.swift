@@ -89,7 +89,8 @@ public struct LuggageTag: Codable, Hashable, Sendable {
 
         // Rounded to the 1/1000 lb a record keeps, then checked, as the ground decodes a record (docs/PROTOCOL.md):
         // before, 1000.0004 was refused here and accepted there. -0 is 0: one spelling for one weight.
-        let rounded = Self.recordPrecision(weight)
+        // Through float 32 first, as the record carries it: at 1000.0005 the two orders of rounding differ.
+        let rounded = Self.recordPrecision(Double(Float(weight)))
         let tag = LuggageTag(id: id, owner: owner, weight: rounded == 0 ? 0 : rounded)
         try tag.validate()
         return tag

@@ -36,13 +36,14 @@ public enum WireProtocol: Sendable {
 }
 
 extension WireProtocol {
+    /// The longest `ipc://` path, in bytes: a Unix socket address's `sun_path` (108 bytes on Linux) less its
+    /// terminating zero; an abstract socket's leading `@` counts.
+    public static let maxIPCPathBytes = 107
+
     /// What is wrong with a ZeroMQ endpoint as the tools accept it (`tcp://HOST:PORT`, `ipc://PATH`,
     /// `inproc://NAME`), or `nil` when it is well formed. Both tools check endpoints with this before any socket
     /// exists, so that a malformed one is a usage error (64) on the command line and bad data (65) in a
     /// configuration file in both.
-    /// The longest `ipc://` path, in bytes: a Unix socket address's `sun_path` less its terminating zero.
-    public static let maxIPCPathBytes = 107
-
     public static func endpointProblem(_ endpoint: String) -> String? {
         let example = "such as tcp://127.0.0.1:5560"
         guard let range = endpoint.firstRange(of: "://") else {

@@ -58,11 +58,11 @@ struct ExitCodeTests {
         // A host only an aggregator binds (`*`) passes that check and is refused by libzmq when sync connects: 64
         // from the flag, 65 from the configuration file (before, 64 from either).
         #expect(try tools.agent(["order", "--seat", "1A", "--item", "Chips"]).status == 0)
-        let starFlag = try tools.agent(["sync", "--to", "tcp://*:5560", "--acks", "tcp://127.0.0.1:5", "--insecure"])
+        let starFlag = try tools.agent(["sync", "--to", "tcp://*:5560", "--acks", "tcp://127.0.0.1:5", "--insecure", "--timeout", "5"])
         #expect(starFlag.status == 64 && starFlag.stderr.contains("check --to/--acks"), "\(starFlag)")
         let starFile = try tools.sandbox.write(
             #"{"ground": {"data": "tcp://*:5560", "acks": "tcp://127.0.0.1:5"}}"#, to: "star.json")
-        let starBad = try tools.agent(["--config", starFile.path, "sync", "--insecure"])
+        let starBad = try tools.agent(["--config", starFile.path, "sync", "--insecure", "--timeout", "5"])
         #expect(starBad.status == 65 && starBad.stderr.contains("ground.data/ground.acks in"), "\(starBad)")
 
         // A mistyped subcommand: 64 with a suggestion.

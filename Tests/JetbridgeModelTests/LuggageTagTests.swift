@@ -32,6 +32,8 @@ import Testing
         #expect(try tag("-0.0004").weight == 0)
         #expect(try tag("-0.0004").weight.sign == .plus)
         #expect(try tag("42.3456").weight == 42.346)
+        // Float 32 first, as the record carries it: 1000.0005 is 1000.00048828125 there, so 1000 on both sides.
+        #expect(try tag("1000.0005").weight == 1000)
         let error = expectValidation(.invalidWeight) { _ = try tag("1000.0006") }
         #expect(error?.path == "weight")
     }
