@@ -47,6 +47,17 @@ public enum CommandLineMain {
         }
         do {
             var command = try root.parseAsRoot(arguments)
+            if resolvedLogSettings.withLock({ $0 }) == nil {
+                // A command without log options (the queue tool's) follows the environment: a value there that is
+                // not a level or a format is a usage error too, never ignored (before, the queue tool wrote text).
+                do {
+                    let settings = try LogSettings.resolve(
+                        level: nil, format: nil, environment: ProcessInfo.processInfo.environment)
+                    resolvedLogSettings.withLock { $0 = settings }
+                } catch {
+                    finish(error.description, prefix: Tool.errorPrefix, status: .usage, label: Tool.name)
+                }
+            }
             bootstrapLogging(defaultLevel: defaultLogLevel(command))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -107,12 +118,10 @@ public enum CommandLineMain {
     }
 
     /// Bootstraps swift-log once, from what parsing resolved (or the environment alone when the command has no log
-    /// options, such as the queue tool's) over `defaultLevel` and the text format.
+    /// options, such as the queue tool's: ``run(_:tool:globalOptions:defaultLogLevel:)`` resolves it first) over
+    /// `defaultLevel` and the text format.
     static func bootstrapLogging(defaultLevel: Logger.Level) {
-        let settings =
-            resolvedLogSettings.withLock { $0 }
-            ?? (try? LogSettings.resolve(level: nil, format: nil, environment: ProcessInfo.processInfo.environment))
-            ?? LogSettings()
+        let settings = resolvedLogSettings.withLock { $0 } ?? LogSettings()
         LogOutput.bootstrap(level: settings.level ?? defaultLevel, format: settings.format ?? .text)
     }
 

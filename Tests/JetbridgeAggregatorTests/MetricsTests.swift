@@ -132,6 +132,11 @@ struct MetricsTests {
             #expect(last.map { $0 >= before.rounded(.down) && $0 <= Date().timeIntervalSince1970 + 1 } == true, "\(device): \(text)")
             #expect(Self.sample(text, "jetbridge_records_total", ["device": device, "outcome": "new"]) == 0)
             #expect(Self.sample(text, "jetbridge_batches_total", ["device": device, "status": "stored"]) == 0)
+            // The limited-batches alert is an increase(): a series first seen at 1 would never show one.
+            #expect(Self.sample(text, "jetbridge_batches_total", ["device": device, "status": "limited"]) == 0)
+        }
+        for result in ["accepted", "refused-key", "refused-mechanism", "refused-busy", "malformed", "failed"] {
+            #expect(Self.sample(text, "jetbridge_handshakes_total", ["result": result]) != nil, "\(result): \(text)")
         }
         await fixture.stop()
     }

@@ -140,6 +140,15 @@ struct OperationsTests {
                 in: fixture.directory)
             #expect(good.status == 0, "\(name): \(good.stderr)")
         }
+        // The queue tool has no log options; it follows the environment, and refuses a bad value there the same way.
+        let queue = fixture.directory.appendingPathComponent("h/queue").path
+        for (variable, value, words) in [
+            ("JETBRIDGE_LOG_FORMAT", "yaml", "is not a log format"), ("JETBRIDGE_LOG_LEVEL", "loud", "is not a log level"),
+        ] {
+            let bad = try Self.tool("jetbridge-queue", ["status", queue], environment: [variable: value], in: fixture.directory)
+            #expect(bad.status == 64, "jetbridge-queue: \(bad.stderr)")
+            #expect(bad.stderr.contains("Error: $\(variable): '\(value)' \(words)"), "\(bad.stderr)")
+        }
     }
 
     @Test func serveWritesOneJSONObjectPerLineWithTheFiveFields() async throws {

@@ -58,7 +58,7 @@ final class AggregatorMetrics: Sendable {
         receiptsPending = CoreMetrics.Gauge(label: "jetbridge_receipts_pending", factory: factory)
         ready = CoreMetrics.Gauge(label: "jetbridge_ready", factory: factory)
         CoreMetrics.Gauge(label: "jetbridge_build_info", dimensions: Self.buildLabels, factory: factory).record(1)
-        for result in ["accepted", "refused-key", "refused-mechanism", "malformed", "failed"] {
+        for result in ["accepted", "refused-key", "refused-mechanism", "refused-busy", "malformed", "failed"] {
             // Present at zero from the start, so a rate() over them works before the first refusal.
             CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
                 .increment(by: 0)
@@ -104,8 +104,8 @@ final class AggregatorMetrics: Sendable {
         }
     }
 
-    /// Makes `device`'s series before its first batch (docs/AGGREGATOR.md, "Metrics and health"): its records and `stored`
-    /// batches at zero, and its last-batch gauge at `lastBatch` (its last sync in the store, or when the aggregator
+    /// Makes `device`'s series before its first batch (docs/AGGREGATOR.md, "Metrics and health"): its records and its
+    /// `stored` and `limited` batches at zero, and its last-batch gauge at `lastBatch` (its last sync in the store, or when the aggregator
     /// started or the allow list named it), so that an alert on a cart silent since landing fires also for a cart
     /// that never synced since the restart. A device already counted keeps its series as they are.
     func declare(device: String, lastBatch: Date) {
@@ -121,10 +121,13 @@ final class AggregatorMetrics: Sendable {
                     dimensions: [("device", device), ("outcome", outcome)]
                 ).increment(by: 0)
             }
-            counter(
-                &counters.batches, "stored", label: "jetbridge_batches_total",
-                dimensions: [("device", device), ("status", "stored")]
-            ).increment(by: 0)
+            // `limited` too: the alert on limited batches is an increase(), which a series first seen at 1 never shows.
+            for status in ["stored", "limited"] {
+                counter(
+                    &counters.batches, status, label: "jetbridge_batches_total",
+                    dimensions: [("device", device), ("status", status)]
+                ).increment(by: 0)
+            }
             counters.lastBatch.record(lastBatch.timeIntervalSince1970)
             devices[device] = counters
         }
