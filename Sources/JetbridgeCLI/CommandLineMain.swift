@@ -47,9 +47,11 @@ public enum CommandLineMain {
         }
         do {
             var command = try root.parseAsRoot(arguments)
-            if resolvedLogSettings.withLock({ $0 }) == nil {
+            let leaf = type(of: command).configuration.subcommands.isEmpty && type(of: command)._commandName != "help"
+            if leaf, resolvedLogSettings.withLock({ $0 }) == nil {
                 // A command without log options (the queue tool's) follows the environment: a value there that is
                 // not a level or a format is a usage error too, never ignored (before, the queue tool wrote text).
+                // Help, asked for or shown by a command group, is printed whatever the environment says.
                 do {
                     let settings = try LogSettings.resolve(
                         level: nil, format: nil, environment: ProcessInfo.processInfo.environment)

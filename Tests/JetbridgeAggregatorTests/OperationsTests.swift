@@ -149,6 +149,15 @@ struct OperationsTests {
             #expect(bad.status == 64, "jetbridge-queue: \(bad.stderr)")
             #expect(bad.stderr.contains("Error: $\(variable): '\(value)' \(words)"), "\(bad.stderr)")
         }
+        // Help is printed whatever the environment says: asked for, through `help`, or by a command group.
+        for (name, words) in [
+            ("jetbridge-queue", ["--help"]), ("jetbridge-queue", ["status", "--help"]), ("jetbridge-agent", ["--help"]),
+            ("jetbridge-agent", ["help", "sync"]), ("jetbridge-aggregator", ["keys"]), ("jetbridge-aggregator", ["serve", "--help"]),
+        ] {
+            let help = try Self.tool(name, words, environment: ["JETBRIDGE_LOG_LEVEL": "loud"], in: fixture.directory)
+            #expect(help.status == 0, "\(name) \(words): \(help.stderr)")
+            #expect((help.stdout + help.stderr).contains("USAGE"), "\(name) \(words): \(help.stdout)")
+        }
     }
 
     @Test func serveWritesOneJSONObjectPerLineWithTheFiveFields() async throws {

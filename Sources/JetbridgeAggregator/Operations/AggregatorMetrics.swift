@@ -5,6 +5,7 @@ import JetbridgeProtocol
 import JetbridgeStore
 import Prometheus
 import SystemSupport
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -58,7 +59,7 @@ final class AggregatorMetrics: Sendable {
         receiptsPending = CoreMetrics.Gauge(label: "jetbridge_receipts_pending", factory: factory)
         ready = CoreMetrics.Gauge(label: "jetbridge_ready", factory: factory)
         CoreMetrics.Gauge(label: "jetbridge_build_info", dimensions: Self.buildLabels, factory: factory).record(1)
-        for result in ["accepted", "refused-key", "refused-mechanism", "refused-busy", "malformed", "failed"] {
+        for result in ZAPHandler.Decision.Result.allCases.map(\.rawValue) + ["failed"] {
             // Present at zero from the start, so a rate() over them works before the first refusal.
             CoreMetrics.Counter(label: "jetbridge_handshakes_total", dimensions: [("result", result)], factory: factory)
                 .increment(by: 0)
