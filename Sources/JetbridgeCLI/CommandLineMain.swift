@@ -57,7 +57,7 @@ public enum CommandLineMain {
                         level: nil, format: nil, environment: ProcessInfo.processInfo.environment)
                     resolvedLogSettings.withLock { $0 = settings }
                 } catch {
-                    finish(error.description, prefix: Tool.errorPrefix, status: .usage, label: Tool.name)
+                    finish(error.description, prefix: Tool.errorPrefix, status: .usage, label: Tool.name, format: early)
                 }
             }
             bootstrapLogging(defaultLevel: defaultLogLevel(command))
@@ -110,7 +110,10 @@ public enum CommandLineMain {
             if argument == "--log-format", index + 1 < arguments.count { value = arguments[index + 1] }
             if argument.hasPrefix("--log-format=") { value = String(argument.dropFirst("--log-format=".count)) }
         }
-        let settings = try? LogSettings.resolve(level: nil, format: value, environment: environment)
+        // The format alone: a bad `$JETBRIDGE_LOG_LEVEL` beside `JETBRIDGE_LOG_FORMAT=json` is reported in JSON.
+        var formatOnly = environment
+        formatOnly[LogSettings.levelVariable] = nil
+        let settings = try? LogSettings.resolve(level: nil, format: value, environment: formatOnly)
         return settings?.format ?? .text
     }
 

@@ -149,6 +149,20 @@ struct OperationsTests {
             #expect(bad.status == 64, "jetbridge-queue: \(bad.stderr)")
             #expect(bad.stderr.contains("Error: $\(variable): '\(value)' \(words)"), "\(bad.stderr)")
         }
+        // A bad level beside JETBRIDGE_LOG_FORMAT=json is reported as JSON, by every tool.
+        for (name, words) in [
+            ("jetbridge-queue", ["status", queue]), ("jetbridge-agent", home + ["status"]),
+            ("jetbridge-aggregator", home + ["devices", "list"]),
+        ] {
+            let run = try Self.tool(
+                name, words, environment: ["JETBRIDGE_LOG_LEVEL": "loud", "JETBRIDGE_LOG_FORMAT": "json"],
+                in: fixture.directory)
+            #expect(run.status == 64, "\(name): \(run.stderr)")
+            let line = run.stderr.split(separator: "\n").first.map(String.init) ?? ""
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["level"] as? String == "error", "\(name): \(run.stderr)")
+            #expect((object?["message"] as? String)?.contains("is not a log level") == true, "\(name): \(run.stderr)")
+        }
         // Help is printed whatever the environment says: asked for, through `help`, or by a command group.
         for (name, words) in [
             ("jetbridge-queue", ["--help"]), ("jetbridge-queue", ["status", "--help"]), ("jetbridge-agent", ["--help"]),
