@@ -123,7 +123,7 @@ public final class ProgressReporter: Sendable {
         return Double(last.1 - first.1) / (last.0 - first.0)
     }
 
-    /// `[##########··········]  5,000/10,000 acknowledged  1,200 records/s  4 s left`
+    /// `[##########··········]  5,000/10,000 acknowledged  1,250 records/s  4 s left`
     static func bar(_ progress: SyncProgress, rate: Double, width: Int = 24) -> String {
         bar(progress, cells: width) + "\(grouped(progress.acknowledged))/\(grouped(progress.total)) acknowledged  "
             + "\(grouped(Int(rate.rounded()))) records/s  \(timeLeft(progress, rate: rate))"
@@ -136,7 +136,7 @@ public final class ProgressReporter: Sendable {
         return "[" + String(repeating: "#", count: filled) + String(repeating: "·", count: cells - filled) + "] "
     }
 
-    /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,200 records/s, 4 s left, 800 in flight`, with
+    /// `sync: 5,000 of 10,000 records acknowledged (50%), 1,250 records/s, 4 s left, 800 in flight`, with
     /// ` (tcp://10.0.0.2:5560 down: …)` while one of several aggregators is down.
     static func line(_ progress: SyncProgress, rate: Double) -> String {
         let percent = progress.total > 0 ? progress.acknowledged * 100 / progress.total : 100
