@@ -225,7 +225,14 @@ public struct IncomingBatch: Sendable {
         do {
             header = try decoder.decode(BatchHeader.self, from: frame)
         } catch {
-            throw .malformed(nil, "frame 1 is not a batch header: \(error)")
+            // Named by its `device`, `first` and `last` when they read (another key missing or of another type, such
+            // as a `crc32c` written as a negative integer), so the sender can match the answer to its batch; before,
+            // it was answered as batch 0…0, which no sender has in flight, and resent for ever.
+            var address: BatchHeader?
+            if let device = probe.device, let first = probe.first, let last = probe.last {
+                address = BatchHeader(v: probe.v, device: device, first: first, last: last, count: 0, crc32c: 0)
+            }
+            throw .malformed(address, "frame 1 is not a batch header: \(error)")
         }
         guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
             // With the header, so the answer names the batch (docs/PROTOCOL.md: every batch gets an answer).

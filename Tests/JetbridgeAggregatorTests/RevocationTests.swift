@@ -48,6 +48,24 @@ struct RevocationTests {
         await fixture.stop()
     }
 
+    /// A device configured with another device's id (its key belongs to `cart-1`, its hello says `cart-2`, from a
+    /// secret routing id) is told so on its own connection: before, the hello was ignored, the batches' `forbidden` answers were addressed to
+    /// `cart-1`'s route, which it never had, and it resent for ever without a word.
+    @Test func aHelloNamingAnotherDeviceThanItsKeyIsAnsweredForbiddenOnItsConnection() async throws {
+        let fixture = try ServerFixture(devices: ["cart-1", "cart-2"])
+        let secret = Data([UInt8(ascii: "t")] + (0..<16).map { _ in UInt8.random(in: 0...255) })
+        let device = try TestDevice(
+            id: "cart-2", keys: try #require(fixture.deviceKeys["cart-1"]), serverKey: try #require(fixture.serverKey),
+            data: fixture.server.dataEndpoint, acks: fixture.server.acksEndpoint, routingID: secret)
+        defer { device.close() }
+        let answer = try #require(try await device.ack())
+        #expect(answer.status == .forbidden, "\(answer)")
+        #expect(answer.device == "cart-2" && answer.first == 0 && answer.last == 0)
+        #expect(answer.reason?.contains("belongs to 'cart-1'") == true, "\(answer.reason ?? "no reason")")
+        #expect(try fixture.server.store.orders().isEmpty)
+        await fixture.stop()
+    }
+
     /// `devices revoke DEVICE`, then the reload the file watch (or SIGHUP) triggers.
     static func revoke(_ device: String, in fixture: ServerFixture) async throws {
         var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)

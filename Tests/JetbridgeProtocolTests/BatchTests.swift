@@ -113,6 +113,29 @@ func rejection(_ result: Result<IncomingBatch, BatchRejection>) -> BatchRejectio
         #expect(found.ack?.index == 2 && found.ack?.first == 1 && found.ack?.last == 3)
     }
 
+    /// A header map that names its batch but does not decode as a header (a key missing, a CRC written as a negative
+    /// integer, as a language holding it in a signed 32-bit int would) is answered for that batch, not as 0…0.
+    @Test func aHeaderThatDoesNotDecodeButNamesItsBatchIsAnsweredForIt() throws {
+        struct Header: Encodable {
+            var v = 1
+            var device = "cart-1"
+            var first: UInt64 = 5
+            var last: UInt64 = 5
+            var count: Int? = 1
+            var crc32c: Int64 = -1
+        }
+        let records = Data([0x91]) + encoded(.scan(scan()))
+        for header in [Header(), Header(count: nil, crc32c: 0)] {
+            let found = try #require(rejection(decode([try MessagePackEncoder().encode(header), records])))
+            #expect(found.status == .rejected && found.index == -1)
+            #expect(found.reason.contains("frame 1 is not a batch header"), "\(found.reason)")
+            #expect(found.ack?.first == 5 && found.ack?.last == 5 && found.ack?.device == "cart-1", "\(found)")
+        }
+        // One that does not name its batch still has no name: 0…0.
+        let unnamed = try #require(rejection(decode([try MessagePackEncoder().encode(["v": 1]), records])))
+        #expect(unnamed.ack == nil || unnamed.ack?.first == 0)
+    }
+
     @Test func aRecordThatIsNotMessagePackIsNamedByIndex() throws {
         let hostile = Data([0xdb, 0xff, 0xff, 0xff, 0xff, 0x41])  // str32 claiming 4 GiB
         let outgoing = batch([encoded(.scan(scan())), hostile])

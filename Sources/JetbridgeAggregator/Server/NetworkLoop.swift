@@ -282,9 +282,21 @@ final class NetworkLoop: @unchecked Sendable {
             }
             if let key {
                 guard hello.device == key else {
+                    // No route for it. From a secret routing id, which only this connection holds, it is answered
+                    // `forbidden` there, as for a revoked key: a device configured with another device's id learns why
+                    // nothing it sends is stored, instead of waiting for answers addressed to the key's device. Not
+                    // from a legacy one (a device id): another connection may take that id over between the receive
+                    // and the send, and a hijacker could then end that device's sync with an answer naming it.
+                    let answered = kind == .secret
+                    if answered {
+                        let ack = Ack(
+                            device: Ack.bounded(hello.device, scalars: BatchRejection.maxEchoedDeviceScalars), first: 0,
+                            last: 0, status: .forbidden, reason: Self.otherDeviceReason(key: key, hello: hello.device))
+                        if let payload = Self.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                    }
                     guard routes.shouldWarn(about: key) else { continue }
                     logger.warning(
-                        "ignored a hello for another device than the connection's key",
+                        "ignored a hello for another device than the connection's key\(answered ? "; answered forbidden" : "")",
                         metadata: ["key": "\(key)", "device": "\(InertText.escape(hello.device))"])
                     continue
                 }
@@ -578,6 +590,12 @@ final class NetworkLoop: @unchecked Sendable {
                     "silentFor": "\(connections.silentAfter.components.seconds) s or more",
                 ])
         }
+    }
+
+    /// The reason a hello naming another device than its connection's key is refused.
+    static func otherDeviceReason(key: String, hello device: String) -> String {
+        "the hello names device '\(Validation.visible(device.prefix(64)))' but this connection's key belongs to "
+            + "'\(key)': check \"device\" in the device's configuration and its key on the ground's allow list"
     }
 
     static let revokedReason =
