@@ -238,6 +238,17 @@ struct PipelineTests {
         try fleet.capture("stranger", orders: 2, bags: 3, sharedBag: UUID())
         let stranger = try fleet.agent("stranger", ["sync", "--until-drained", "--timeout", "2"])
         try check(stranger.status == 75, "\(stranger)")
+        // A device configured with another device's id than its key's: told so at once, 65, nothing stored (before,
+        // its hello was ignored and the answers went to the key's device: it resent until its timeout, then 75).
+        try fleet.enroll("imposter")
+        let configuration = fleet.home("imposter").appendingPathComponent("agent.json")
+        let text = try String(contentsOf: configuration, encoding: .utf8)
+        try text.replacingOccurrences(of: #""device": "imposter""#, with: #""device": "cart-9""#)
+            .write(to: configuration, atomically: true, encoding: .utf8)
+        try fleet.capture("imposter", orders: 1, bags: 1, sharedBag: UUID())
+        let imposter = try fleet.agent("imposter", ["sync", "--until-drained", "--timeout", "20"])
+        try check(imposter.status == 65, "\(imposter)")
+        try check(imposter.stderr.contains("belongs to 'imposter'"), "\(imposter)")
         let after = try fleet.aggregator(["report", "flights", "--format", "json"])
         try check(try JSONDecoder().decode(FlightReports.self, from: Data(after.stdout.utf8)) == expected, "\(after)")
 
