@@ -284,6 +284,13 @@ def main():
         cells = browser.find_elements(By.CSS_SELECTOR, "main tbody tr td")
         assert cells[headers.index("Weight (lb)")].text in ("20.5", "20.50"), [c.text for c in cells]
         no_csp_violation("the bag lookup")
+        # A question the console cannot answer as asked (400) is said on the page, not "cannot reach the aggregator".
+        browser.get(base + "/bag?tag=not-a-tag")
+        said = wait_until("the 400 on the page", lambda: browser.find_element(By.CSS_SELECTOR, "main p.err").text)
+        assert said.startswith("Cannot show this:") and "not-a-tag" in said, said
+        header = browser.find_element(By.ID, "live-text").text
+        assert header.startswith("cannot show this") and "cannot reach" not in header, header
+        no_csp_violation("a bag lookup of no tag")
 
         # 5. A receipt from the database.
         browser.get(base + f"/receipt?flight={flight}&seat=17B")

@@ -355,19 +355,34 @@ struct ConsolePage {
             // Signed out (the session ended: signed out elsewhere, 12 hours old, or serve restarted): the sign-in
             // page, then back here.
             if (r.status === 401) { location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search)); return; }
-            const d = await r.json();
-            if (!r.ok) throw new Error(d.error || r.status);
+            const d = await r.json().catch(() => ({}));
+            if (!r.ok) {
+              // The aggregator answered: not "cannot reach". 400, the question as asked has no answer (a bad tag, a
+              // flight that is no flight): said on the page, not asked again until the operator changes it. 503 and
+              // the rest: the store cannot answer now, asked again.
+              const why = d.error || "HTTP " + r.status;
+              live.className = "down";
+              if (r.status === 400) {
+                liveText.textContent = "cannot show this: " + why;
+                main.replaceChildren(el("p", { cls: "err", text: "Cannot show this: " + why }));
+                clearInterval(timer);
+              } else {
+                liveText.textContent = "the aggregator cannot answer now (" + why + "); retrying";
+              }
+              return;
+            }
             // Keep what the operator is typing: redraw only when no form field has focus.
             const active = document.activeElement;
             if (!(active && main.contains(active) && /INPUT|SELECT/.test(active.tagName))) main.replaceChildren(...draw(d).filter((x) => x));
-            live.className = ""; liveText.textContent = "live · updated " + new Date().toLocaleTimeString();
+            live.className = ""; liveText.textContent = "live · updated " + new Date().toISOString().slice(11, 19) + " UTC";
             document.body.dataset.updated = String(Date.now());
           } catch (e) {
             live.className = "down"; liveText.textContent = "cannot reach the aggregator (" + e.message + "); retrying";
           }
         }
+        let timer;
         refresh();
-        if (url) setInterval(refresh, poll);
+        if (url) timer = setInterval(refresh, poll);
         </script>
         </body>
         </html>

@@ -124,7 +124,7 @@ final class ConsoleServer: Sendable {
         }
         guard request.path.hasPrefix("/api/") else {
             return eventLoop.makeSucceededFuture(
-                .init(status: .notFound, body: "not found; the console's pages are /, /devices, /bag and /receipt\n"))
+                .init(status: .notFound, body: "not found; the console's pages are /, /flight, /devices, /bag and /receipt\n"))
         }
         // Queued for the two read threads without a bound on how many: a client that asks and goes away (a script
         // with a short timeout, in a loop) left reads of up to a second each that ran for nobody, and the console
