@@ -66,6 +66,36 @@ struct RevocationTests {
         await fixture.stop()
     }
 
+    /// The allow list fails closed (docs/SECURITY.md): a reload that finds a file it cannot read keeps the list it had,
+    /// so a hand edit meant to revoke that does not parse revokes nothing and admits nobody new; `serve` does not start
+    /// on such a file (exit 65, naming it).
+    @Test func anAllowListThatDoesNotParseKeepsThePreviousOneAndStopsAStart() async throws {
+        let log = UUID().uuidString
+        let fixture = try ServerFixture(devices: ["cart-1"], logger: AckRoutingTests.capturing(log))
+        let device = try await fixture.device("cart-1")
+        defer { device.close() }
+        try Data(#"{"devices": {"cart-1": "#.utf8).write(to: fixture.home.devicesFile)
+        fixture.server.requestReload()
+        try await waitUntil("the bad file was read") {
+            AckRoutingTests.logged(log, "allow list not reloaded; keeping the previous one")
+        }
+        try device.send(try outgoing("cart-1", 1, [order(1)]))
+        #expect(try await device.ack()?.status == .stored)
+        await fixture.stop()
+
+        let home = try Fixture()
+        defer { home.remove() }
+        let ground = home.directory.appendingPathComponent("ground")
+        let keys = try AggregatorCLITests.run(["--home", ground.path, "keys", "generate"], in: home.directory)
+        #expect(keys.status == 0, "\(keys.stderr)")
+        try Data("not json".utf8).write(to: ground.appendingPathComponent("devices.json"))
+        let serve = try AggregatorCLITests.run(
+            ["--home", ground.path, "serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"],
+            in: home.directory)
+        #expect(serve.status == 65, "\(serve.stderr)")
+        #expect(serve.stderr.contains("devices.json"), "\(serve.stderr)")
+    }
+
     /// `devices revoke DEVICE`, then the reload the file watch (or SIGHUP) triggers.
     static func revoke(_ device: String, in fixture: ServerFixture) async throws {
         var list = try DeviceAllowlist.load(from: fixture.home.devicesFile)
