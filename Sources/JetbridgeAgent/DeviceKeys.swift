@@ -59,8 +59,8 @@ public enum DeviceKeys {
 
     /// Reads the key pair `keys generate` wrote.
     ///
-    /// Says what is wrong with each file, and advises `keys generate` only when there is no key pair at all (as the
-    /// ground does for its own).
+    /// Says what is wrong with each file: no key pair at all advises `keys generate`, a damaged one `keys generate
+    /// --force` and allowing the new key on the ground (a device's key is replaced that way; the ground's is not).
     /// - Parameter home: The agent's home.
     /// - Returns: The pair.
     /// - Throws: ``AgentError``: `noInput` when there is none (run `keys generate`); `dataError` when a file is

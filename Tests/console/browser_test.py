@@ -290,6 +290,8 @@ def main():
         assert said.startswith("Cannot show this:") and "not-a-tag" in said, said
         header = browser.find_element(By.ID, "live-text").text
         assert header.startswith("cannot show this") and "cannot reach" not in header, header
+        # Under the page's own form, so the operator can ask again from there.
+        assert browser.find_element(By.CSS_SELECTOR, "main form input[name=tag]").get_attribute("value") == "not-a-tag"
         no_csp_violation("a bag lookup of no tag")
 
         # 5. A receipt from the database.

@@ -352,7 +352,8 @@ struct ConsoleAPI: Sendable {
             var batches, records, new, duplicates, rejects, limited: Int
             var lastRejectAt: Date?
             var lastRejectReason: String?
-            /// On the allow list now (`false`: revoked, or never allowed); `nil` in insecure mode, which has none.
+            /// On the allow list now (`false`: revoked, or never allowed); `nil` in insecure mode, which has none, and
+            /// when the allow list cannot be read (`serve` keeps the list it had: not known here).
             var allowed: Bool?
         }
         var now: Date
@@ -375,7 +376,7 @@ struct ConsoleAPI: Sendable {
                     records: $0.records, new: $0.new, duplicates: $0.duplicates, rejects: $0.rejects,
                     limited: $0.limited, lastRejectAt: $0.lastRejectAt,
                     lastRejectReason: $0.lastRejectReason.map(InertText.escape),
-                    allowed: insecure ? nil : allowed.contains($0.device))
+                    allowed: insecure || allowListError != nil ? nil : allowed.contains($0.device))
             }, allowListError: allowListError)
     }
 

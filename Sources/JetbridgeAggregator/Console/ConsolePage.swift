@@ -294,14 +294,14 @@ struct ConsolePage {
               const out = [el("h1", { text: "Devices" })];
               if (d.allowListError) out.push(el("p", { cls: "err", text: "The allow list cannot be read: " + d.allowListError }));
               out.push(table(["Device", "Last seen", "Since", "Batches", "Records", "New", "Duplicates", "Rejected", "Last rejection", "Limited", "Allow list"],
-                d.devices.map((x) => el("tr", { cls: x.rejects || x.allowed === false ? "problem" : null, "data-device": x.device },
+                d.devices.map((x) => el("tr", { cls: x.rejects || (x.allowed === false && !d.allowListError) ? "problem" : null, "data-device": x.device },
                   el("td", { cls: "id mono", text: x.device }), el("td", { cls: "time", text: time(x.lastSync) }), el("td", { cls: "nw", text: ago(x.lastSync, d.now) }),
                   el("td", { cls: "n", text: n(x.batches) }), el("td", { cls: "n", text: n(x.records) }), el("td", { cls: "n", text: n(x.new) }),
                   el("td", { cls: "n", text: n(x.duplicates) }), el("td", { cls: "n " + (x.rejects ? "missing" : "muted"), text: n(x.rejects) }),
                   el("td", { text: x.lastRejectReason ? `${time(x.lastRejectAt)}: ${x.lastRejectReason}` : "" }),
                   el("td", { cls: "n " + (x.limited ? "missing" : "muted"), text: n(x.limited) }),
-                  x.allowed === null || x.allowed === undefined
-                    ? el("td", { cls: "muted", text: "none (insecure mode)" })
+                  d.insecure ? el("td", { cls: "muted", text: "none (insecure mode)" })
+                    : d.allowListError ? el("td", { cls: "muted", text: "unknown" })
                     : el("td", { cls: x.allowed ? "arrived" : "missing", text: x.allowed ? "allowed" : "revoked" }))), [3, 4, 5, 6, 7, 9]));
               return out;
             }];
@@ -310,7 +310,8 @@ struct ConsolePage {
             const tag = params.get("tag") || "";
             const f = el("form", { cls: "filters", method: "get", action: "/bag" });
             f.append(el("input", { name: "tag", size: "40", placeholder: "tag id, e.g. 7C4E2A10-…", value: tag }), el("button", { type: "submit", text: "Look up" }));
-            if (!tag) return [null, () => [el("h1", { text: "Bag lookup" }), f]];
+            const lead = () => [el("h1", { text: "Bag lookup" }), f];
+            if (!tag) return [null, lead];
             return ["/api/bag?" + params.toString(), (d) => {
               const out = [el("h1", { text: "Bag lookup" }), f];
               if (!d.bags.length) { out.push(el("p", { cls: "muted", text: "No bag with tag id " + d.tag + "." })); return out; }
@@ -321,20 +322,21 @@ struct ConsolePage {
                   statusCell(x.status), el("td", { cls: "time", text: time(x.departedAt) }), el("td", { cls: "time", text: time(x.arrivedAt) }),
                   el("td", { cls: "time", text: time(x.lastScanAt) }), el("td", { text: x.lastPoint || "" }), el("td", { cls: "mono", text: x.lastDevice || "" }))), [3]));
               return out;
-            }];
+            }, lead];
           },
           receipt() {
             const f = el("form", { cls: "filters", method: "get", action: "/receipt" });
             f.append(el("input", { name: "flight", placeholder: "flight, e.g. ZA101/2026-11-21", value: params.get("flight") || "" }),
               el("input", { name: "seat", placeholder: "seat, e.g. 17B", value: params.get("seat") || "" }), el("button", { type: "submit", text: "Show" }));
-            if (!params.get("flight") || !params.get("seat")) return [null, () => [el("h1", { text: "Receipt" }), f]];
+            const lead = () => [el("h1", { text: "Receipt" }), f];
+            if (!params.get("flight") || !params.get("seat")) return [null, lead];
             return ["/api/receipt?" + params.toString(), (d) => {
               const out = [el("h1", { cls: "id", text: `Receipt ${d.flight} seat ${d.seat}` }), f];
               if (d.error) out.push(el("p", { cls: "err", text: "No receipt can be made: " + d.error }));
               else if (!d.text) out.push(el("p", { cls: "muted", text: "This seat has no orders." }));
               else out.push(el("pre", { cls: "receipt", text: d.text }));
               return out;
-            }];
+            }, lead];
           },
         };
         function pager(p, pages) {
@@ -345,7 +347,8 @@ struct ConsolePage {
           if (p < pages) pg.append(link(p + 1, "next »"));
           return pg;
         }
-        const [url, draw] = (pages[page] || pages.flights)();
+        // `lead`: what a page shows above an answer it could not get as asked (its heading and form), when it has one.
+        const [url, draw, lead] = (pages[page] || pages.flights)();
         const live = document.getElementById("live"), liveText = document.getElementById("live-text");
         let focused = null;
         async function refresh() {
@@ -355,7 +358,9 @@ struct ConsolePage {
             // Signed out (the session ended: signed out elsewhere, 12 hours old, or serve restarted): the sign-in
             // page, then back here.
             if (r.status === 401) { location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search)); return; }
-            const d = await r.json().catch(() => ({}));
+            // A refusal's body may not be JSON (a proxy's page): its status still says what happened. An answer that
+            // says it is fine must be JSON; one that is not reads as the aggregator not reached.
+            const d = r.ok ? await r.json() : await r.json().catch(() => ({}));
             if (!r.ok) {
               // The aggregator answered: not "cannot reach". 400, the question as asked has no answer (a bad tag, a
               // flight that is no flight): said on the page, not asked again until the operator changes it. 503 and
@@ -364,7 +369,7 @@ struct ConsolePage {
               live.className = "down";
               if (r.status === 400) {
                 liveText.textContent = "cannot show this: " + why;
-                main.replaceChildren(el("p", { cls: "err", text: "Cannot show this: " + why }));
+                main.replaceChildren(...(lead ? lead() : []), el("p", { cls: "err", text: "Cannot show this: " + why }));
                 clearInterval(timer);
               } else {
                 liveText.textContent = "the aggregator cannot answer now (" + why + "); retrying";
