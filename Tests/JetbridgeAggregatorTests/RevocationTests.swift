@@ -3,6 +3,7 @@ import JetbridgeAggregator
 import JetbridgeStore
 import JetbridgeModel
 import JetbridgeProtocol
+import JetbridgeTestKit
 import Testing
 import ZeroMQ
 
@@ -89,11 +90,14 @@ struct RevocationTests {
         let keys = try AggregatorCLITests.run(["--home", ground.path, "keys", "generate"], in: home.directory)
         #expect(keys.status == 0, "\(keys.stderr)")
         try Data("not json".utf8).write(to: ground.appendingPathComponent("devices.json"))
-        let serve = try AggregatorCLITests.run(
+        // Bounded: a serve that started on the bad file would run until killed (exit(within:) kills it).
+        let serve = try ExecutableRun(
+            "jetbridge-aggregator",
             ["--home", ground.path, "serve", "--data", "tcp://127.0.0.1:*", "--acks", "tcp://127.0.0.1:*"],
             in: home.directory)
-        #expect(serve.status == 65, "\(serve.stderr)")
-        #expect(serve.stderr.contains("devices.json"), "\(serve.stderr)")
+        let status = await serve.exit(within: .seconds(30))
+        #expect(status == 65, "\(serve.output)")
+        #expect(serve.output.contains("devices.json"), "\(serve.output)")
     }
 
     /// `devices revoke DEVICE`, then the reload the file watch (or SIGHUP) triggers.
