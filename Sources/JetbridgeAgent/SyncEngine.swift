@@ -918,7 +918,7 @@ final class SyncEngine: Sendable {
                 // naming another device than the key's (a device configured with another device's id).
                 return AgentError(
                     .dataError,
-                    "the ground refused this device (forbidden): \(ack.shownReason); check \"device\" in the configuration and the allow list on the ground"
+                    "the ground refused this device (forbidden): \(ack.shownReason); check the allow list on the ground"
                 )
             case .ignored where ack.first == 0 && ack.last == 0:
                 // Batch 0…0: the ground could not read a message of ours as a batch at all (docs/PROTOCOL.md).

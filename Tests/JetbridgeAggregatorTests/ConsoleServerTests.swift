@@ -136,6 +136,15 @@ struct ConsoleServerTests {
         let listed = try #require(all.json["devices"] as? [[String: Any]])
         #expect(listed.map { $0["device"] as? String } == ["cart-1", "ramp-1"])
         #expect(listed.allSatisfy { $0["allowed"] as? Bool == true })
+        // An allow list that cannot be read: serve keeps the list it had, so the console says it does not know
+        // (before, every device read as revoked).
+        let allowList = try Data(contentsOf: fixture.home.devicesFile)
+        try Data("not json".utf8).write(to: fixture.home.devicesFile)
+        let unreadable = try await Self.get(fixture.server, "/api/devices")
+        try allowList.write(to: fixture.home.devicesFile)
+        #expect(unreadable.json["allowListError"] is String, "\(unreadable.json)")
+        let unknown = try #require(unreadable.json["devices"] as? [[String: Any]])
+        #expect(unknown.count == 2 && unknown.allSatisfy { $0["allowed"] == nil }, "\(unknown)")
 
         // Bad input: a clear 400 naming it; other methods 405; unknown paths 404.
         let bad = try await Self.get(fixture.server, "/api/flight?flight=nope")

@@ -369,7 +369,9 @@ struct ConsolePage {
               live.className = "down";
               if (r.status === 400) {
                 liveText.textContent = "cannot show this: " + why;
-                main.replaceChildren(...(lead ? lead() : []), el("p", { cls: "err", text: "Cannot show this: " + why }));
+                // A page without a form of its own (the board's filters, a flight's) links back to the board.
+                main.replaceChildren(...(lead ? lead() : []), el("p", { cls: "err", text: "Cannot show this: " + why }),
+                  ...(lead ? [] : [el("p", {}, el("a", { href: "/", text: "Back to the flights" }))]));
                 clearInterval(timer);
               } else {
                 liveText.textContent = "the aggregator cannot answer now (" + why + "); retrying";
