@@ -211,12 +211,8 @@ public struct IncomingBatch: Sendable {
         }
         guard WireProtocol.supportedVersions.contains(probe.v) else {
             // Address the ack if the newer header still names the batch the way version 1 does.
-            var address: BatchHeader?
-            if let device = probe.device, let first = probe.first, let last = probe.last {
-                address = BatchHeader(v: probe.v, device: device, first: first, last: last, count: 0, crc32c: 0)
-            }
             throw BatchRejection(
-                status: .unsupportedVersion, header: address, index: -1,
+                status: .unsupportedVersion, header: probe.address, index: -1,
                 reason:
                     "protocol version \(probe.v) is not supported; this aggregator speaks \(WireProtocol.supportedVersions)"
             )
@@ -228,11 +224,7 @@ public struct IncomingBatch: Sendable {
             // Named by its `device`, `first` and `last` when they read (another key missing or of another type, such
             // as a `crc32c` written as a negative integer), so the sender can match the answer to its batch; before,
             // it was answered as batch 0…0, which no sender has in flight, and resent for ever.
-            var address: BatchHeader?
-            if let device = probe.device, let first = probe.first, let last = probe.last {
-                address = BatchHeader(v: probe.v, device: device, first: first, last: last, count: 0, crc32c: 0)
-            }
-            throw .malformed(address, "frame 1 is not a batch header: \(error)")
+            throw .malformed(probe.address, "frame 1 is not a batch header: \(error)")
         }
         guard (try? JetbridgeModel.Validation.deviceID(header.device)) != nil else {
             // With the header, so the answer names the batch (docs/PROTOCOL.md: every batch gets an answer).
@@ -261,6 +253,12 @@ public struct IncomingBatch: Sendable {
         var last: UInt64?
 
         enum CodingKeys: String, CodingKey { case v, device, first, last }
+
+        /// The batch the header names, when `device`, `first` and `last` read: the address of its answer.
+        var address: BatchHeader? {
+            guard let device, let first, let last else { return nil }
+            return BatchHeader(v: v, device: device, first: first, last: last, count: 0, crc32c: 0)
+        }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -82,14 +82,24 @@ struct CaptureRuleTests {
         #expect(Set(records.map(\.id)).count == records.count)
     }
 
+    /// A pipe for a feed of tags: its read and write ends.
+    static func feedPipe() throws -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        return (ends[0], ends[1])
+    }
+
+    /// `count` tag lines of a feed, each with a new tag id and its line end; weights 0…29 lb.
+    static func tagLines(_ count: Int) -> [String] {
+        (0..<count).map { n in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n % 30)}"# + "\n" }
+    }
+
     /// A live scanner feed (`scanner | jetbridge-agent scan`): the scans read are in the queue, durable, as soon as
     /// the feed goes quiet, not once 4,096 have piled up or the feed ends. Before, hours of scans were in memory only.
     @Test func scansFromALiveFeedAreQueuedWhenTheFeedGoesQuiet() async throws {
         let capture = try service()
-        var ends: [Int32] = [0, 0]
-        #expect(pipe(&ends) == 0)
-        let (readEnd, writeEnd) = (ends[0], ends[1])
-        let lines = (0..<3).map { n in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n)}"# + "\n" }
+        let (readEnd, writeEnd) = try Self.feedPipe()
+        let lines = Self.tagLines(3)
         let done = Task.detached { try capture.recordScans(fd: readEnd, name: "standard input", at: .origin) { _ in } }
         _ = lines.joined().withCString { write(writeEnd, $0, strlen($0)) }
         // The feed stays open: the three scans must reach the queue while it waits for the next.
@@ -113,11 +123,8 @@ struct CaptureRuleTests {
     /// half line was read. A regular file is checked for the signal before each read.
     @Test func aFeedStoppedBySignalStoresWhatItReadAndNamesTheLineToGoOnFrom() async throws {
         let capture = try service()
-        var ends: [Int32] = [0, 0]
-        #expect(pipe(&ends) == 0)
-        let (readEnd, writeEnd) = (ends[0], ends[1])
-        let text = (0..<5_000).map { n in #"{"id": "\#(UUID().uuidString)", "owner": ["D", "ZMU"], "weight": \#(n % 30)}"# + "\n" }
-            .joined() + #"{"id": "F432"#
+        let (readEnd, writeEnd) = try Self.feedPipe()
+        let text = Self.tagLines(5_000).joined() + #"{"id": "F432"#
         let interruption = try Interruption(catching: [])
         defer { interruption.restore() }
         // The reader and the writer block: threads of their own, not the tests' few cooperative ones.

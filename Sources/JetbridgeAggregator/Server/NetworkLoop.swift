@@ -272,9 +272,7 @@ final class NetworkLoop: @unchecked Sendable {
             let kind = AckRoutes.kind(of: route, device: hello.device)
             if let key, !Self.stillAllowed(message, admitted: admitted) {
                 // Revoked since the connection was admitted: no route, and the answer goes to this connection only.
-                let ack = Ack(
-                    device: key, first: 0, last: 0, status: .forbidden, reason: Self.revokedReason)
-                if let payload = Self.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                refuseHello(route: route, device: key, reason: Self.revokedReason)
                 if routes.shouldWarn(about: key) {
                     logger.warning("refused a hello: the connection's key is no longer allowed", metadata: ["device": "\(key)"])
                 }
@@ -289,10 +287,9 @@ final class NetworkLoop: @unchecked Sendable {
                     // and the send, and a hijacker could then end that device's sync with an answer naming it.
                     let answered = kind == .secret
                     if answered {
-                        let ack = Ack(
-                            device: Ack.bounded(hello.device, scalars: BatchRejection.maxEchoedDeviceScalars), first: 0,
-                            last: 0, status: .forbidden, reason: Self.otherDeviceReason(key: key, hello: hello.device))
-                        if let payload = Self.encode(ack) { try? router.send([route, payload], options: .dontWait) }
+                        refuseHello(
+                            route: route, device: Ack.bounded(hello.device, scalars: BatchRejection.maxEchoedDeviceScalars),
+                            reason: Self.otherDeviceReason(key: key, hello: hello.device))
                     }
                     guard routes.shouldWarn(about: key) else { continue }
                     logger.warning(
@@ -590,6 +587,12 @@ final class NetworkLoop: @unchecked Sendable {
                     "silentFor": "\(connections.silentAfter.components.seconds) s or more",
                 ])
         }
+    }
+
+    /// Answers a refused hello `forbidden` for batch 0…0 on its own connection (`route`), without waiting.
+    private func refuseHello(route: Data, device: String, reason: String) {
+        let ack = Ack(device: device, first: 0, last: 0, status: .forbidden, reason: reason)
+        if let payload = Self.encode(ack) { try? sockets.router.send([route, payload], options: .dontWait) }
     }
 
     /// The reason a hello naming another device than its connection's key is refused.
