@@ -149,8 +149,14 @@ public protocol StoreWriter: StoreReader {
     /// may come to start another refresh (the writer was killed after the last sync). SQLite: always nil.
     func receiptClaimsHeldElsewhere() throws -> Double?
 
-    /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; nothing for PostgreSQL.
+    /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; PostgreSQL's fold of the kept
+    /// digests' stale marks.
     func idleMaintenance() throws
+
+    /// Ends the database sessions of other Jetbridge processes that stopped in the middle of sending a statement
+    /// and hold their transaction's rows meanwhile (PostgreSQL: docs/STORE.md, "Timeouts"), and returns them.
+    /// SQLite: none (one writer, in this process).
+    func endStalledSessions() throws -> [StalledSession]
 
     /// Records that `device` announced, at `now`, that it holds records of each of `flights` the ground has not
     /// confirmed (docs/PROTOCOL.md, "Announce"): each pair's announcement time becomes `now` and its confirmation is
@@ -253,6 +259,17 @@ extension StoreReader {
     }
 }
 
+/// A database session ended by ``StoreWriter/endStalledSessions()``: another process's, stopped part-way through
+/// sending a statement.
+public struct StalledSession: Sendable, Hashable {
+    /// The server process of the session.
+    public let pid: Int32
+    /// Its `application_name`: `jetbridge host:pid` names the process that stopped.
+    public let applicationName: String
+    /// How long it had waited for the rest of the statement.
+    public let seconds: Double
+}
+
 extension StoreWriter {
     /// Records an announcement with no limit on the device's new flights.
     public func recordAnnouncement(device: String, flights: [String], at now: Date) throws {
@@ -293,6 +310,8 @@ extension StoreWriter {
 
 extension SQLiteStore: StoreWriter {
     public func idleMaintenance() throws { try checkpoint() }
+
+    public func endStalledSessions() throws -> [StalledSession] { [] }
 
     public func unstoredCount(of records: [JetbridgeModel.Record]) throws -> Int { try unstoredCount(records) }
 

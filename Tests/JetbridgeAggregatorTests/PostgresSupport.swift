@@ -4,6 +4,10 @@ import NIOPosix
 import PostgresNIO
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The PostgreSQL server the store tests use: `JETBRIDGE_TEST_POSTGRES` names a database on it
 /// (`postgres://user@host:port/database`; `.ci/run` and `Tests/postgres/start-throwaway.sh` start a throwaway one).
 ///
@@ -98,5 +102,99 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async 
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread { continuation.resume(with: Result { try body() }) }
         thread.start()
+    }
+}
+
+/// A client that stops in the middle of sending a statement, as a process frozen (SIGSTOP, a paused VM) part-way
+/// through writing a large one looks to the server: on a TCP connection of its own (trust authentication, as the
+/// test server has), it runs `BEGIN` and `sql` (which locks rows), then sends a Parse and the first half of a Bind,
+/// and nothing more. Its own session bounds are 1 s, to show they do not end it.
+final class StalledClient: Sendable {
+    private let socket: Int32
+
+    init(url: String, applicationName: String, holding sql: String) throws {
+        let components = try #require(URLComponents(string: url))
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestPostgresError("socket: errno \(errno)") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(components.port ?? 5432).bigEndian
+        address.sin_addr.s_addr = inet_addr(components.host == "localhost" ? "127.0.0.1" : components.host ?? "")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            Glibc.close(socket)
+            throw TestPostgresError("connect to \(url): errno \(errno)")
+        }
+        var parameters: [UInt8] = []
+        for (key, value) in [
+            ("user", components.user ?? "postgres"), ("database", String(components.path.dropFirst())),
+            ("application_name", applicationName), ("idle_in_transaction_session_timeout", "1000"),
+            ("statement_timeout", "1000"),
+        ] {
+            parameters += Array(key.utf8) + [0] + Array(value.utf8) + [0]
+        }
+        parameters.append(0)
+        try send(Self.int32(Int32(parameters.count + 8)) + Self.int32(196_608) + parameters)
+        try readUntilReady("start-up")
+        try send(Self.message("Q", Array("BEGIN; \(sql)".utf8) + [0]))
+        try readUntilReady(sql)
+        try send(Self.message("P", [0] + Array("SELECT $1::text".utf8) + [0, 0, 0]))
+        let value = [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
+        let bind = Self.message("B", [0, 0, 0, 0, 0, 1] + Self.int32(Int32(value.count)) + value + [0, 0])
+        try send(Array(bind.prefix(bind.count / 2)))
+    }
+
+    /// Whether the server closed the connection (it reads the end of the stream, or an error and then the end).
+    func closedByServer() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            if count == 0 { return true }
+            if count < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    func close() { Glibc.close(socket) }
+
+    private func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, 0) }
+            guard sent > 0 else { throw TestPostgresError("send: errno \(errno)") }
+            offset += sent
+        }
+    }
+
+    /// Reads messages until ReadyForQuery; an ErrorResponse fails with its text.
+    private func readUntilReady(_ what: String) throws {
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            while pending.count >= 5 {
+                let length = Int(pending[1...4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+                guard pending.count >= length + 1 else { break }
+                let type = pending[0]
+                if type == UInt8(ascii: "E") {
+                    throw TestPostgresError("\(what): \(String(decoding: pending[5..<length + 1], as: UTF8.self))")
+                }
+                if type == UInt8(ascii: "Z") { return }
+                pending.removeFirst(length + 1)
+            }
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { throw TestPostgresError("\(what): the server closed the connection") }
+            pending += buffer[..<count]
+        }
+    }
+
+    private static func int32(_ value: Int32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+
+    private static func message(_ type: Character, _ body: [UInt8]) -> [UInt8] {
+        [type.asciiValue!] + int32(Int32(body.count + 4)) + body
     }
 }

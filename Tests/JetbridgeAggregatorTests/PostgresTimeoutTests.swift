@@ -270,6 +270,75 @@ struct PostgresTimeoutTests {
     }
 
     /// Calls overlapping on several threads: the oldest one in progress is what `busySince` reports.
+    /// A process frozen part-way through sending a statement leaves its session reading the rest, its rows locked,
+    /// where none of PostgreSQL's own bounds ends it (the stalled client's session has `statement_timeout` and
+    /// `idle_in_transaction_session_timeout` at 1 s). Another store ends it once it has waited longer than the
+    /// store's idle-in-transaction bound (2 s here): its rows are free again and its connection is closed. A session
+    /// of another program stalled alike, and a Jetbridge session stalled for less than the bound, are left alone.
+    @Test func aSessionStalledMidStatementIsEndedByAnotherStoreAndItsRowsAreFreed() async throws {
+        try await onOwnThread {
+            let database = try TestPostgres.freshDatabase()
+            defer { database.drop() }
+            let store = try PostgresStore(
+                url: database.url, logger: Self.logger, timeouts: .init(idleInTransaction: .seconds(2)))
+            defer { try? store.close() }
+            _ = try store.apply(
+                [batch("cart-1", 1, [order(1, seat: "1A")]), batch("cart-2", 1, [order(2, seat: "1B")])], at: date(0))
+            func locked(_ device: String) throws -> Bool {
+                let probe = try TestPostgres.connect(database.url)
+                defer { try? probe.close().wait() }
+                _ = try probe.query("BEGIN", logger: Self.logger).wait()
+                defer { _ = try? probe.query("ROLLBACK", logger: Self.logger).wait() }
+                do {
+                    _ = try probe.query(
+                        "SELECT 1 FROM devices WHERE device = \(device) FOR UPDATE NOWAIT", logger: Self.logger
+                    ).wait()
+                    return false
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+                    return true
+                }
+            }
+            func holding(_ device: String) -> String {
+                "SELECT 1 FROM devices WHERE device = '\(device)' FOR UPDATE"
+            }
+            let frozen = try StalledClient(
+                url: database.url, applicationName: "jetbridge frozen-host:4242", holding: holding("cart-1"))
+            defer { frozen.close() }
+            let other = try StalledClient(url: database.url, applicationName: "psql", holding: holding("cart-2"))
+            defer { other.close() }
+            // Not yet past the bound.
+            #expect(try store.endStalledSessions().isEmpty)
+            // Past its own 1 s bounds and the store's 2 s: the server has not ended it.
+            Thread.sleep(forTimeInterval: 2.5)
+            #expect(try locked("cart-1"), "the stalled session no longer holds its row: the premise does not hold")
+            let late = try TestPostgres.connect(database.url)
+            defer { try? late.close().wait() }
+            let recent = try StalledClient(
+                url: database.url, applicationName: "jetbridge frozen-host:4343",
+                holding: "SELECT 1 FROM devices WHERE false")
+            defer { recent.close() }
+            let ended = try store.endStalledSessions()
+            #expect(ended.map(\.applicationName) == ["jetbridge frozen-host:4242"], "\(ended)")
+            #expect(ended.allSatisfy { $0.seconds >= 2 && $0.seconds < 60 }, "\(ended)")
+            #expect(frozen.closedByServer())
+            try waitUntilBlocking("the stalled session's row is free", timeout: .seconds(10)) {
+                try !locked("cart-1")
+            }
+            // The other program's session still holds its row; the recent one is still there.
+            #expect(try locked("cart-2"))
+            let left = try late.query(
+                """
+                SELECT application_name FROM pg_stat_activity
+                WHERE datname = \(database.name) AND application_name IN ('psql', 'jetbridge frozen-host:4343')
+                ORDER BY application_name
+                """, logger: Self.logger
+            ).wait().map { try $0.decode(String.self) }
+            #expect(left == ["jetbridge frozen-host:4343", "psql"])
+            // The store that ended it goes on.
+            #expect(try store.apply([batch("cart-1", 2, [order(3, seat: "2A")])], at: date(1)).first?.new == 1)
+        }
+    }
+
     @Test func busySinceIsTheOldestCallInProgress() throws {
         let calls = StoreCalls()
         #expect(calls.oldest == nil)

@@ -49,6 +49,7 @@ struct StoreLoop: Sendable {
         var checkpointFailures = RepeatedFailure()
         var transactionFailures = RepeatedFailure()
         var lastProbe = ContinuousClock.now
+        var lastStalledCheck = ContinuousClock.now
         while let taken = queue.take(
             maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
             delay: delay, idle: idle)
@@ -104,6 +105,10 @@ struct StoreLoop: Sendable {
                     logger.debug("the store takes writes again", metadata: ["store": "\(storePath)"])
                 }
             }
+            if storeLocation.isShared && now - lastStalledCheck >= Self.stalledSessionCheckInterval {
+                lastStalledCheck = now
+                endStalledSessions()
+            }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
                 let current = ledger.statistics
                 if current != previous { logStatistics(since: previous, seconds: (now - lastStats).seconds) }
@@ -120,6 +125,26 @@ struct StoreLoop: Sendable {
 
     /// The wait for more batches after a small group.
     static let trickleDelayMilliseconds = 2
+    /// How often a shared store is asked for sessions stalled in the middle of a statement.
+    static let stalledSessionCheckInterval: Duration = .seconds(5)
+
+    /// Ends other aggregators' sessions that stopped in the middle of a statement and hold rows this one's
+    /// transactions and receipt claims need (``StoreWriter/endStalledSessions()``). A failure to ask is left to the
+    /// transactions and the probe, which report an outage.
+    private func endStalledSessions() {
+        guard let ended = try? store.endStalledSessions() else { return }
+        for session in ended {
+            logger.warning(
+                """
+                ended a database session that stopped in the middle of sending a statement (its process is stopped \
+                or frozen); its transaction is rolled back and the rows it held are free
+                """,
+                metadata: [
+                    "session": "\(session.applicationName)", "serverPid": .stringConvertible(session.pid),
+                    "stalledSeconds": "\(Int(session.seconds))",
+                ])
+        }
+    }
     /// A group of at least this many batches means a backlog: the next one waits the configured delay.
     static let bulkGroupBatches = 4
 

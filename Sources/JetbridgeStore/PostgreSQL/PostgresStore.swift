@@ -641,6 +641,41 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
+    /// Ends the sessions of Jetbridge processes on this database (`application_name` `jetbridge …`) that have
+    /// waited for the rest of a statement from their client for longer than ``Timeouts/idleInTransaction``, and
+    /// returns them.
+    ///
+    /// A process stopped (SIGSTOP, a paused VM, swapping) part-way through writing a statement (a group's insert
+    /// sends its records in one message of several MB) leaves its server process reading: the session is `active`,
+    /// waiting on `ClientRead`, its transaction's rows locked. PostgreSQL's own bounds do not end it:
+    /// `idle_in_transaction_session_timeout` applies between statements only, and a statement timeout is held off
+    /// while a message is read. The next statement of a healthy client comes in the same write as the rest of its
+    /// message, so only a client that stopped sending stays there; ending the session rolls its transaction back
+    /// and frees the rows (the process, once it resumes, finds its connection gone and connects again). Only
+    /// sessions of roles this one may signal (its own) are considered.
+    public func endStalledSessions() throws -> [StalledSession] {
+        let limit = Int(timeouts.idleInTransaction / .milliseconds(1))
+        return try locked {
+            try run(
+                """
+                WITH stalled AS MATERIALIZED (
+                    SELECT pid, application_name,
+                        EXTRACT(EPOCH FROM clock_timestamp() - state_change)::float8 AS seconds
+                    FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                        AND application_name LIKE 'jetbridge %' AND pg_has_role(usesysid, 'USAGE')
+                        AND state = 'active' AND wait_event_type = 'Client' AND wait_event = 'ClientRead'
+                        AND state_change < clock_timestamp() - \(limit) * interval '1 millisecond'
+                )
+                SELECT pid, application_name, seconds FROM stalled WHERE pg_terminate_backend(pid)
+                """
+            ).map { row in
+                let (pid, name, seconds) = try row.decode((Int32, String, Double).self)
+                return StalledSession(pid: pid, applicationName: name, seconds: seconds)
+            }
+        }
+    }
+
     /// A session setting as the server reports it (`SHOW name`), for tests.
     func setting(_ name: String) throws -> String {
         try locked {
