@@ -49,7 +49,7 @@ struct PeerChurnTests {
         // The database freezes: the store thread waits in its transaction with batch 2, batch 3 fills the queue.
         try cluster.signalAll(SIGSTOP)
         var frozen = true
-        defer { if frozen { try? cluster.signalAll(SIGCONT) } }
+        defer { if frozen { _ = try? cluster.signalAll(SIGCONT) } }
         try device.send(try outgoing("cart-1", 6, (5..<10).map { order($0, seat: "\($0 + 1)A") }))
         // Batch 2 alone in the store thread's group (it waits a few milliseconds for more), then batch 3 queued.
         try await Task.sleep(for: .milliseconds(500))

@@ -218,7 +218,8 @@ final class KeyConnections: Sendable {
         guard named == 0 else { return nil }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         func host(_ family: Int32, _ bytes: UnsafeRawPointer) -> String? {
-            inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil ? String(cString: text) : nil
+            guard inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil else { return nil }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         switch Int32(address.ss_family) {
         case AF_INET:
