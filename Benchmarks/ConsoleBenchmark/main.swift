@@ -81,6 +81,9 @@ func flight(_ index: Int) throws -> FlightID {
     try FlightID("ZA\(100 + index / days)/\(day(index % days))")
 }
 
+/// Closes a connection, blocking (top-level code here is asynchronous, where `wait()` is not offered).
+func closeQuietly(_ connection: PostgresConnection) { try? connection.close().wait() }
+
 func elapsed(_ start: ContinuousClock.Instant) -> String {
     String(format: "%.1f s", Double((ContinuousClock.now - start).components.attoseconds) / 1e18
         + Double((ContinuousClock.now - start).components.seconds))
@@ -336,7 +339,7 @@ if let pgServer {
     chmod(directory.path, 0o700)
     let check = pgServer.connect()
     let exists = pgServer.value(check, "SELECT 1::text FROM pg_database WHERE datname = '\(databaseName)'") != nil
-    try? check.close().wait()
+    closeQuietly(check)
     if !reuse || !exists {
         print("building the store in database \(databaseName) of \(pgServer.shown)")
         storeSetting = try buildPostgres(pgServer)
@@ -371,7 +374,7 @@ if let pgServer {
             connection,
             "SELECT tag::text FROM scans WHERE flight = '\(bigFlight.rawValue)' ORDER BY tag LIMIT 1 OFFSET \(bigBags / 2)")!
     )!
-    try? connection.close().wait()
+    closeQuietly(connection)
 } else {
     (orderCount, scanCount) = try DatabaseQueue(path: storePath).read { db in
         (try Int.fetchOne(db, sql: "SELECT count(*) FROM orders") ?? 0, try Int.fetchOne(db, sql: "SELECT count(*) FROM scans") ?? 0)
@@ -473,7 +476,7 @@ for _ in 0..<3 {
             FROM scans WHERE flight = '\(bigFlight.rawValue)' AND point = 0 LIMIT 1000
             """,
         ] { pgServer.run(connection, sql) }
-        try? connection.close().wait()
+        closeQuietly(connection)
     } else {
         try DatabaseQueue(path: storePath).write { db in
             try db.execute(

@@ -153,8 +153,8 @@ public protocol StoreWriter: StoreReader {
     /// digests' stale marks.
     func idleMaintenance() throws
 
-    /// Ends the database sessions of other Jetbridge processes that stopped in the middle of sending a statement
-    /// and hold their transaction's rows meanwhile (PostgreSQL: docs/STORE.md, "Timeouts"), and returns them.
+    /// Ends the database sessions of other Jetbridge processes that stopped in the middle of a statement
+    /// and hold their transaction's rows meanwhile (PostgreSQL: docs/STORE.md, "A statement half sent, or an answer never read"), and returns them.
     /// SQLite: none (one writer, in this process).
     func endStalledSessions() throws -> [StalledSession]
 
@@ -259,8 +259,8 @@ extension StoreReader {
     }
 }
 
-/// A database session ended by ``StoreWriter/endStalledSessions()``: another process's, stopped part-way through
-/// sending a statement.
+/// A database session ended by ``StoreWriter/endStalledSessions()``: another process's, stopped in the middle of a
+/// statement (while sending it, or before reading its answer).
 public struct StalledSession: Sendable, Hashable {
     /// The server process of the session.
     public let pid: Int32

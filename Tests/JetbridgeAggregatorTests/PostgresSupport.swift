@@ -105,19 +105,35 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async 
     }
 }
 
-/// A client that stops in the middle of sending a statement, as a process frozen (SIGSTOP, a paused VM) part-way
-/// through writing a large one looks to the server: on a TCP connection of its own (trust authentication, as the
-/// test server has), it runs `BEGIN` and `sql` (which locks rows), then sends a Parse and the first half of a Bind,
-/// and nothing more. Its own session bounds are 1 s, to show they do not end it.
+/// A client that stops as a frozen process does (SIGSTOP, a paused VM), seen from the server: on a TCP connection of
+/// its own (trust authentication, as the test server has), it runs `BEGIN` and `sql` (which may lock rows), then
+/// either sends a Parse and the first half of a Bind and nothing more (`midStatement`: the server waits for the rest),
+/// or sends a query with a large answer and reads none of it (`notReading`: the server waits to send once the
+/// socket's buffers are full). Its own session bounds are 1 s, to show they do not end it.
 final class StalledClient: Sendable {
+    enum Stop { case midStatement, notReading }
+
     private let socket: Int32
 
-    init(url: String, applicationName: String, holding sql: String) throws {
+    init(url: String, applicationName: String, holding sql: String, stops: Stop = .midStatement) throws {
         let components = try #require(URLComponents(string: url))
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw TestPostgresError("socket: errno \(errno)") }
+        do {
+            try start(components, applicationName: applicationName, holding: sql, stops: stops)
+        } catch {
+            Glibc.close(socket)
+            throw error
+        }
+    }
+
+    private func start(_ components: URLComponents, applicationName: String, holding sql: String, stops: Stop) throws {
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if stops == .notReading {
+            var small: Int32 = 4_096
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(components.port ?? 5432).bigEndian
@@ -127,10 +143,7 @@ final class StalledClient: Sendable {
                 Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else {
-            Glibc.close(socket)
-            throw TestPostgresError("connect to \(url): errno \(errno)")
-        }
+        guard connected == 0 else { throw TestPostgresError("connect to \(components.host ?? ""): errno \(errno)") }
         var parameters: [UInt8] = []
         for (key, value) in [
             ("user", components.user ?? "postgres"), ("database", String(components.path.dropFirst())),
@@ -144,10 +157,15 @@ final class StalledClient: Sendable {
         try readUntilReady("start-up")
         try send(Self.message("Q", Array("BEGIN; \(sql)".utf8) + [0]))
         try readUntilReady(sql)
-        try send(Self.message("P", [0] + Array("SELECT $1::text".utf8) + [0, 0, 0]))
-        let value = [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
-        let bind = Self.message("B", [0, 0, 0, 0, 0, 1] + Self.int32(Int32(value.count)) + value + [0, 0])
-        try send(Array(bind.prefix(bind.count / 2)))
+        switch stops {
+        case .midStatement:
+            try send(Self.message("P", [0] + Array("SELECT $1::text".utf8) + [0, 0, 0]))
+            let value = [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
+            let bind = Self.message("B", [0, 0, 0, 0, 0, 1] + Self.int32(Int32(value.count)) + value + [0, 0])
+            try send(Array(bind.prefix(bind.count / 2)))
+        case .notReading:
+            try send(Self.message("Q", Array("SELECT repeat('x', 1000) FROM generate_series(1, 100000)".utf8) + [0]))
+        }
     }
 
     /// Whether the server closed the connection (it reads the end of the stream, or an error and then the end).

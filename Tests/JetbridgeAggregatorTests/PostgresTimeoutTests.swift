@@ -269,12 +269,13 @@ struct PostgresTimeoutTests {
         #expect(remaining == 0)
     }
 
-    /// Calls overlapping on several threads: the oldest one in progress is what `busySince` reports.
-    /// A process frozen part-way through sending a statement leaves its session reading the rest, its rows locked,
-    /// where none of PostgreSQL's own bounds ends it (the stalled client's session has `statement_timeout` and
-    /// `idle_in_transaction_session_timeout` at 1 s). Another store ends it once it has waited longer than the
-    /// store's idle-in-transaction bound (2 s here): its rows are free again and its connection is closed. A session
-    /// of another program stalled alike, and a Jetbridge session stalled for less than the bound, are left alone.
+    /// A process frozen part-way through sending a statement leaves its session reading the rest, and one frozen
+    /// before reading an answer leaves it waiting to send, its rows locked either way, where none of PostgreSQL's
+    /// own bounds ends it (the stalled clients' sessions have `statement_timeout` and
+    /// `idle_in_transaction_session_timeout` at 1 s). Another store ends both once they have waited longer than the
+    /// store's idle-in-transaction bound (2 s here): their rows are free again and their connections closed. A
+    /// session of another program stalled alike, a Jetbridge session stalled for less than the bound, and one that
+    /// holds no row (no transaction id) are left alone.
     @Test func aSessionStalledMidStatementIsEndedByAnotherStoreAndItsRowsAreFreed() async throws {
         try await onOwnThread {
             let database = try TestPostgres.freshDatabase()
@@ -283,7 +284,7 @@ struct PostgresTimeoutTests {
                 url: database.url, logger: Self.logger, timeouts: .init(idleInTransaction: .seconds(2)))
             defer { try? store.close() }
             _ = try store.apply(
-                [batch("cart-1", 1, [order(1, seat: "1A")]), batch("cart-2", 1, [order(2, seat: "1B")])], at: date(0))
+                (1...4).map { batch("cart-\($0)", 1, [order($0, seat: "\($0)A")]) }, at: date(0))
             func locked(_ device: String) throws -> Bool {
                 let probe = try TestPostgres.connect(database.url)
                 defer { try? probe.close().wait() }
@@ -301,44 +302,55 @@ struct PostgresTimeoutTests {
             func holding(_ device: String) -> String {
                 "SELECT 1 FROM devices WHERE device = '\(device)' FOR UPDATE"
             }
-            let frozen = try StalledClient(
-                url: database.url, applicationName: "jetbridge frozen-host:4242", holding: holding("cart-1"))
+            func client(_ name: String, _ sql: String, _ stops: StalledClient.Stop = .midStatement) throws
+                -> StalledClient
+            {
+                try StalledClient(url: database.url, applicationName: name, holding: sql, stops: stops)
+            }
+            let frozen = try client("jetbridge frozen-host:4242", holding("cart-1"))
             defer { frozen.close() }
-            let other = try StalledClient(url: database.url, applicationName: "psql", holding: holding("cart-2"))
+            let notReading = try client("jetbridge frozen-host:4444", holding("cart-4"), .notReading)
+            defer { notReading.close() }
+            let other = try client("psql", holding("cart-2"))
             defer { other.close() }
+            let readOnly = try client("jetbridge frozen-host:4545", "SELECT 1")
+            defer { readOnly.close() }
             // Not yet past the bound.
             #expect(try store.endStalledSessions().isEmpty)
-            // Past its own 1 s bounds and the store's 2 s: the server has not ended it.
+            // Past their own 1 s bounds and the store's 2 s: the server has not ended them.
             Thread.sleep(forTimeInterval: 2.5)
-            #expect(try locked("cart-1"), "the stalled session no longer holds its row: the premise does not hold")
-            let late = try TestPostgres.connect(database.url)
-            defer { try? late.close().wait() }
-            let recent = try StalledClient(
-                url: database.url, applicationName: "jetbridge frozen-host:4343",
-                holding: "SELECT 1 FROM devices WHERE false")
+            #expect(try locked("cart-1") && locked("cart-4"), "a stalled session no longer holds its row")
+            let recent = try client("jetbridge frozen-host:4343", holding("cart-3"))
             defer { recent.close() }
             let ended = try store.endStalledSessions()
-            #expect(ended.map(\.applicationName) == ["jetbridge frozen-host:4242"], "\(ended)")
+            #expect(
+                ended.map(\.applicationName).sorted() == ["jetbridge frozen-host:4242", "jetbridge frozen-host:4444"],
+                "\(ended)")
             #expect(ended.allSatisfy { $0.seconds >= 2 && $0.seconds < 60 }, "\(ended)")
             #expect(frozen.closedByServer())
-            try waitUntilBlocking("the stalled session's row is free", timeout: .seconds(10)) {
-                try !locked("cart-1")
+            #expect(notReading.closedByServer())
+            try waitUntilBlocking("the stalled sessions' rows are free", timeout: .seconds(10)) {
+                try !locked("cart-1") && !locked("cart-4")
             }
-            // The other program's session still holds its row; the recent one is still there.
-            #expect(try locked("cart-2"))
-            let left = try late.query(
+            // The other program's session, the recent one and the one without rows are still there.
+            #expect(try locked("cart-2") && locked("cart-3"))
+            let admin = try TestPostgres.connect(database.url)
+            defer { try? admin.close().wait() }
+            let left = try admin.query(
                 """
                 SELECT application_name FROM pg_stat_activity
-                WHERE datname = \(database.name) AND application_name IN ('psql', 'jetbridge frozen-host:4343')
+                WHERE datname = \(database.name) AND application_name IN (
+                    'psql', 'jetbridge frozen-host:4343', 'jetbridge frozen-host:4545')
                 ORDER BY application_name
                 """, logger: Self.logger
             ).wait().map { try $0.decode(String.self) }
-            #expect(left == ["jetbridge frozen-host:4343", "psql"])
-            // The store that ended it goes on.
-            #expect(try store.apply([batch("cart-1", 2, [order(3, seat: "2A")])], at: date(1)).first?.new == 1)
+            #expect(left == ["jetbridge frozen-host:4343", "jetbridge frozen-host:4545", "psql"])
+            // The store that ended them goes on.
+            #expect(try store.apply([batch("cart-1", 2, [order(5, seat: "5A")])], at: date(1)).first?.new == 1)
         }
     }
 
+    /// Calls overlapping on several threads: the oldest one in progress is what `busySince` reports.
     @Test func busySinceIsTheOldestCallInProgress() throws {
         let calls = StoreCalls()
         #expect(calls.oldest == nil)

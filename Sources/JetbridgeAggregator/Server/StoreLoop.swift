@@ -50,6 +50,7 @@ struct StoreLoop: Sendable {
         var transactionFailures = RepeatedFailure()
         var lastProbe = ContinuousClock.now
         var lastStalledCheck = ContinuousClock.now
+        var stalledCheckFailures = RepeatedFailure()
         while let taken = queue.take(
             maxBatches: configuration.transactionMaxBatches, maxRecords: configuration.transactionMaxRecords,
             delay: delay, idle: idle)
@@ -107,7 +108,7 @@ struct StoreLoop: Sendable {
             }
             if storeLocation.isShared && now - lastStalledCheck >= Self.stalledSessionCheckInterval {
                 lastStalledCheck = now
-                endStalledSessions()
+                endStalledSessions(failures: &stalledCheckFailures)
             }
             if now - lastStats >= .seconds(configuration.statsIntervalSeconds) {
                 let current = ledger.statistics
@@ -129,15 +130,40 @@ struct StoreLoop: Sendable {
     static let stalledSessionCheckInterval: Duration = .seconds(5)
 
     /// Ends other aggregators' sessions that stopped in the middle of a statement and hold rows this one's
-    /// transactions and receipt claims need (``StoreWriter/endStalledSessions()``). A failure to ask is left to the
-    /// transactions and the probe, which report an outage.
-    private func endStalledSessions() {
-        guard let ended = try? store.endStalledSessions() else { return }
+    /// transactions and receipt claims need (``StoreWriter/endStalledSessions()``). A failure to ask is logged once,
+    /// then counted every 30 s; an outage is not (the transactions and the probe report it).
+    private func endStalledSessions(failures: inout RepeatedFailure) {
+        let ended: [StalledSession]
+        do {
+            ended = try store.endStalledSessions()
+            if let count = failures.succeeded() {
+                logger.notice(
+                    "looking for stalled database sessions succeeded again",
+                    metadata: ["failures": .stringConvertible(count)])
+            }
+        } catch {
+            if let error = error as? PostgresStoreError, error.unreachable { return }
+            switch failures.failed("\(error)", kind: failureKind(error)) {
+            case .log:
+                logger.warning(
+                    """
+                    could not look for database sessions stalled in the middle of a statement; a frozen \
+                    aggregator's session will not be ended; retried every 5 s
+                    """,
+                    metadata: ["error": "\(error)"])
+            case .summary(let count):
+                logger.warning(
+                    "still cannot look for stalled database sessions",
+                    metadata: ["error": "\(error)", "timesSinceLastLine": .stringConvertible(count)])
+            case .quiet: break
+            }
+            return
+        }
         for session in ended {
             logger.warning(
                 """
-                ended a database session that stopped in the middle of sending a statement (its process is stopped \
-                or frozen); its transaction is rolled back and the rows it held are free
+                ended a database session that stopped in the middle of a statement (its process froze while \
+                sending it or before reading the answer); its transaction is rolled back and the rows it held are free
                 """,
                 metadata: [
                     "session": "\(session.applicationName)", "serverPid": .stringConvertible(session.pid),

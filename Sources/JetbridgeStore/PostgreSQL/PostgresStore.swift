@@ -22,7 +22,8 @@ import SystemSupport
 ///
 /// No aggregator may hold the others: every wait is bounded (``Timeouts``). The server gives up a lock wait after 5 s
 /// and a statement after 30 s, and ends a session that sits in an open transaction for 10 s (an aggregator stopped
-/// or cut off mid-transaction), which frees its locks; TCP keepalives on both ends find a peer that vanished; and
+/// or cut off mid-transaction), which frees its locks; `serve` ends another aggregator's session that froze in the
+/// middle of a statement, which the server never ends (``endStalledSessions()``); TCP keepalives on both ends find a peer that vanished; and
 /// this side waits for each statement's answer at most 35 s (a frozen server answers nothing). No transaction spans
 /// file I/O: the receipt walk claims seats, commits, writes the files, then clears the marks.
 ///
@@ -641,31 +642,38 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
         }
     }
 
-    /// Ends the sessions of Jetbridge processes on this database (`application_name` `jetbridge …`) that have
-    /// waited for the rest of a statement from their client for longer than ``Timeouts/idleInTransaction``, and
-    /// returns them.
+    /// Ends the sessions of Jetbridge processes on this database (`application_name` `jetbridge …`) that hold
+    /// written or locked rows (`backend_xid`) and have waited on their client in the middle of a statement for
+    /// longer than ``Timeouts/idleInTransaction``, and returns them.
     ///
     /// A process stopped (SIGSTOP, a paused VM, swapping) part-way through writing a statement (a group's insert
-    /// sends its records in one message of several MB) leaves its server process reading: the session is `active`,
-    /// waiting on `ClientRead`, its transaction's rows locked. PostgreSQL's own bounds do not end it:
-    /// `idle_in_transaction_session_timeout` applies between statements only, and a statement timeout is held off
-    /// while a message is read. The next statement of a healthy client comes in the same write as the rest of its
-    /// message, so only a client that stopped sending stays there; ending the session rolls its transaction back
-    /// and frees the rows (the process, once it resumes, finds its connection gone and connects again). Only
-    /// sessions of roles this one may signal (its own) are considered.
+    /// sends its records in one message of several MB) leaves its server process reading the rest (`ClientRead`);
+    /// one stopped before it read a statement's answer leaves it writing (`ClientWrite`) once the socket's buffers
+    /// are full. Either way the session is `active` with its transaction's rows locked, and PostgreSQL's own bounds
+    /// do not end it: `idle_in_transaction_session_timeout` applies between statements only, and a statement timeout
+    /// is not acted on while the server reads a message or waits to send. A healthy client sends the rest of a
+    /// statement (and the next) in the same write and reads answers as they come, so only a client that stopped
+    /// stays there; ending the session rolls its transaction back and frees the rows (the process, once it resumes,
+    /// finds its connection gone and connects again). A session without a transaction id holds no row: a report
+    /// streaming a large answer to a slow reader is never ended. Only sessions PostgreSQL lets this one end are
+    /// considered (its own role's, a role it is a member of, any with `pg_signal_backend`; a superuser's only from
+    /// a superuser). Asked within ``Timeouts/probe``, as ``probe()`` is.
     public func endStalledSessions() throws -> [StalledSession] {
         let limit = Int(timeouts.idleInTransaction / .milliseconds(1))
-        return try locked {
+        return try locked(timeout: .some(timeouts.probe)) {
             try run(
                 """
                 WITH stalled AS MATERIALIZED (
-                    SELECT pid, application_name,
-                        EXTRACT(EPOCH FROM clock_timestamp() - state_change)::float8 AS seconds
-                    FROM pg_stat_activity
-                    WHERE datname = current_database() AND pid <> pg_backend_pid()
-                        AND application_name LIKE 'jetbridge %' AND pg_has_role(usesysid, 'USAGE')
-                        AND state = 'active' AND wait_event_type = 'Client' AND wait_event = 'ClientRead'
-                        AND state_change < clock_timestamp() - \(limit) * interval '1 millisecond'
+                    SELECT a.pid, a.application_name,
+                        EXTRACT(EPOCH FROM clock_timestamp() - a.state_change)::float8 AS seconds
+                    FROM pg_stat_activity AS a JOIN pg_roles AS r ON r.oid = a.usesysid
+                    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                        AND a.application_name LIKE 'jetbridge %'
+                        AND (NOT r.rolsuper OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user))
+                        AND (pg_has_role(a.usesysid, 'USAGE') OR pg_has_role('pg_signal_backend', 'USAGE'))
+                        AND a.backend_xid IS NOT NULL AND a.state = 'active' AND a.wait_event_type = 'Client'
+                        AND a.wait_event IN ('ClientRead', 'ClientWrite')
+                        AND a.state_change < clock_timestamp() - \(limit) * interval '1 millisecond'
                 )
                 SELECT pid, application_name, seconds FROM stalled WHERE pg_terminate_backend(pid)
                 """
