@@ -10,14 +10,16 @@
     import Musl
 #endif
 
-/// An exclusive `flock(2)` on a lock file, held until ``release()`` or the end of the process: the kernel drops it
-/// however the holder ends (`kill -9` too), so a lock file left behind never blocks anyone.
+/// A `flock(2)` on a lock file, exclusive (or shared: several holders at once, none while an exclusive one is held),
+/// held until ``release()`` or the end of the process: the kernel drops it however the holder ends (`kill -9` too),
+/// so a lock file left behind never blocks anyone.
 ///
 /// The one lock-file type of the project: `serve`'s lock on its home and the agent's sync lock on its home (each
 /// waited for up to 2 s, as `status` takes a shared lock for an instant to read the holder; the file holds the
 /// holder's pid, which a refused taker and `status` read), and the agent's amend lock (waited for). The file is
 /// opened as every file is (SystemSupport's ``FileSystem/openFile(_:_:mode:operation:)``: a symbolic link there is
-/// refused, never followed).
+/// refused, never followed). The receipts directory's lock is taken shared by `serve`'s refreshes and exclusive by a
+/// rebuild.
 package final class FileLock: Sendable {
     /// Why the lock was not taken.
     package enum Failure: Error, Sendable {
@@ -30,17 +32,22 @@ package final class FileLock: Sendable {
     /// The lock file.
     package let path: String
     private let descriptor: Locked<Int32?>
+    /// Whether this holder wrote its pid into the file (and clears it on release).
+    private let recorded: Bool
 
     /// Takes the lock, creating the file (mode 0600) if needed.
     /// - Parameters:
     ///   - path: The lock file.
     ///   - timeout: How long to wait for another holder (pausing 1 ms, doubling to 50 ms); zero: do not wait.
-    ///   - recordingPID: Write this process's pid into the file once it holds the lock.
+    ///   - recordingPID: Write this process's pid into the file once it holds the lock (an exclusive one only: the
+    ///     holders of a shared lock would write over each other's, and clear it while others still hold it).
     ///   - mode: The new file's mode (0600; 0644 for a lock other users' processes take too, which they then open
     ///     read-only).
+    ///   - exclusive: False: a shared lock, which waits only for an exclusive holder (whose pid a refusal names).
     /// - Throws: ``Failure``.
     package init(
-        path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false, mode: UInt32 = 0o600
+        path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false, mode: UInt32 = 0o600,
+        exclusive: Bool = true
     ) throws(Failure) {
         self.path = path
         var fd: Int32
@@ -61,7 +68,7 @@ package final class FileLock: Sendable {
         while true {
             let locked: Bool
             do {
-                locked = try FileSystem.tryLock(fd, path: path)
+                locked = try FileSystem.tryLock(fd, exclusive: exclusive, path: path)
             } catch {
                 close(fd)
                 throw .system(error)
@@ -75,7 +82,8 @@ package final class FileLock: Sendable {
             usleep(pause)
             pause = min(pause * 2, 50_000)
         }
-        if recordingPID, writable {
+        recorded = recordingPID && writable && exclusive
+        if recorded {
             let text = "\(getpid())\n"
             _ = ftruncate(fd, 0)
             _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
@@ -93,7 +101,7 @@ package final class FileLock: Sendable {
                 return fd
             })
         else { return }
-        _ = ftruncate(fd, 0)
+        if recorded { _ = ftruncate(fd, 0) }
         _ = flock(fd, LOCK_UN)
         close(fd)
     }

@@ -286,6 +286,35 @@ struct ReceiptTests {
         #expect(try writer.refreshDirty(store) == 1)
     }
 
+    /// Several aggregators sharing a receipts directory refresh at once (the store's claims give each seat one
+    /// writer): another's refresh in the middle of a group, or stopped there (SIGSTOP, a paused VM), holds the lock
+    /// shared and holds no one else's receipts back. When refreshes took turns, B wrote none of A's flight's
+    /// receipts while A stayed stopped mid-group (a red `SharedStoreStallTests` run). A rebuild still waits for it:
+    /// it takes the lock exclusive.
+    @Test func refreshesShareTheLockAndOnlyARebuildWaitsForThem() throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let store = try fixture.open()
+        let writer = fixture.writer()
+        _ = try store.apply([batch("cart-1", 1, [order(1, seat: "17B"), order(2, seat: "3A")])])
+        try FileManager.default.createDirectory(at: fixture.receipts, withIntermediateDirectories: true)
+        // Another aggregator's refresh, stopped in the middle of its group (a separate open file description).
+        let stopped = try FileLock(path: writer.lockFile.path, recordingPID: true, exclusive: false)
+        let started = ContinuousClock.now
+        #expect(try writer.refreshDirty(store) == 2)
+        #expect(ContinuousClock.now - started < .seconds(1.5))
+        #expect(try store.dirtyReceiptCount() == 0)
+        #expect(try contents(fixture.receipts).count == 4)
+        // A shared holder names no pid (several hold it at once), and the refresh cleared nothing of it.
+        #expect(try Data(contentsOf: writer.lockFile).isEmpty)
+        #expect(FileLock.holder(of: writer.lockFile.path) == nil)
+        // A rebuild's exclusive lock waits for it.
+        #expect(throws: FileLock.Failure.self) { try FileLock(path: writer.lockFile.path) }
+        stopped.release()
+        try writer.rebuildAll(store)
+        #expect(try contents(fixture.receipts).count == 4)
+    }
+
     /// A FIFO at a receipt's name: a plain open for reading waits for a writer, which never comes (the receipts
     /// thread hung, and the shutdown that waits for it). It reads as not holding the receipt, and is replaced.
     @Test func aFIFOAtAReceiptsNameIsReplacedWithoutWaiting() throws {

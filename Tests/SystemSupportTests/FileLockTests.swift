@@ -22,7 +22,7 @@ import Testing
             do {
                 _ = try FileLock(path: path)
                 Issue.record("a second lock was granted")
-            } catch let error as FileLock.Failure {
+            } catch {
                 guard case .busy(let holder) = error else {
                     Issue.record("\(error)")
                     return
@@ -35,6 +35,33 @@ import Testing
             #expect(try String(contentsOfFile: path, encoding: .utf8).isEmpty)
             _ = try FileLock(path: path)
         }
+    }
+
+    /// Shared holders (the receipts refreshes of several aggregators) coexist and record no pid; an exclusive taker
+    /// (a rebuild) waits for all of them, and a shared taker is refused while it holds the lock, with its pid.
+    @Test func sharedHoldersCoexistAndAnExclusiveOneExcludesThem() throws {
+        let temporary = try TemporaryDirectory()
+        let path = temporary.url.appendingPathComponent("lock").path
+        let first = try FileLock(path: path, recordingPID: true, exclusive: false)
+        let second = try FileLock(path: path, recordingPID: true, exclusive: false)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
+        #expect(throws: FileLock.Failure.self) { try FileLock(path: path) }
+        first.release()
+        #expect(throws: FileLock.Failure.self) { try FileLock(path: path) }
+        second.release()
+        let exclusive = try FileLock(path: path, recordingPID: true)
+        do {
+            _ = try FileLock(path: path, exclusive: false)
+            Issue.record("a shared lock was granted beside an exclusive one")
+        } catch {
+            guard case .busy(let holder) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(holder == getpid())
+        }
+        exclusive.release()
+        _ = try FileLock(path: path, exclusive: false)
     }
 
     @Test func aWaiterGetsTheLockOnceItIsReleasedAndGivesUpAtItsDeadline() throws {
@@ -63,7 +90,7 @@ import Testing
             do {
                 _ = try FileLock(path: path, recordingPID: true)
                 Issue.record("a link was followed")
-            } catch let error as FileLock.Failure {
+            } catch {
                 guard case .system(let error) = error else {
                     Issue.record("\(error)")
                     return

@@ -28,13 +28,15 @@ public struct ReceiptWriter: Sendable {
     /// Receipts read per snapshot while refreshing, so a large backlog never sits in memory at once.
     static let refreshChunk = 500
 
-    /// `<directory>/.receipts.lock`: an exclusive `flock(2)` held by whoever writes the receipts, `serve`'s refresh
-    /// for each group of seats (read, written, marks cleared) and ``rebuildAll(_:)`` for its whole run. Without it, a
-    /// rebuild run while `serve` runs (docs/AGGREGATOR.md allows it) removed a receipt `serve` had just written for a
-    /// seat the rebuild had not read, or renamed its older copy of a seat over `serve`'s newer one; either way the
-    /// seat's mark was cleared, so nothing put it right. With it, a refresh waits for the rebuild, and the marks that
-    /// commits set meanwhile make it write what the rebuild read too early. In a directory several aggregators share,
-    /// their refreshes take turns.
+    /// `<directory>/.receipts.lock`: a `flock(2)` held by whoever writes the receipts, shared by `serve`'s refresh for
+    /// each group of seats (read, written, marks cleared) and exclusive by ``rebuildAll(_:)`` for its whole run.
+    /// Without it, a rebuild run while `serve` runs (docs/AGGREGATOR.md allows it) removed a receipt `serve` had just
+    /// written for a seat the rebuild had not read, or renamed its older copy of a seat over `serve`'s newer one;
+    /// either way the seat's mark was cleared, so nothing put it right. With it, a refresh waits for the rebuild, and
+    /// the marks that commits set meanwhile make it write what the rebuild read too early. In a directory several
+    /// aggregators share, their refreshes run at once (the store's claims give each seat one writer): when they took
+    /// turns, an aggregator stopped in the middle of a group (SIGSTOP, a paused VM) held every other's receipts back
+    /// for as long as it stayed stopped.
     public var lockFile: URL { directory.appendingPathComponent(".receipts.lock") }
 
     /// `<directory>/.receipts.rebuild`: held by a rebuild from before it waits for ``lockFile`` to its end. A refresh
@@ -45,7 +47,7 @@ public struct ReceiptWriter: Sendable {
     /// How long a refresh waits for the lock before it gives up for now (the seats stay marked, tried again at the
     /// next refresh): a rebuild holds it for its whole run.
     static let refreshLockWait: Duration = .seconds(2)
-    /// How long a rebuild waits for the lock: a refresh holds it for one group of seats.
+    /// How long a rebuild waits for the lock: each refresh holds it (shared) for one group of seats.
     static let rebuildLockWait: Duration = .seconds(60)
 
     /// Another process holds ``lockFile``.
@@ -58,14 +60,14 @@ public struct ReceiptWriter: Sendable {
         }
     }
 
-    /// Takes ``lockFile``, waiting up to `wait`.
+    /// Takes ``lockFile`` (or `file`), exclusive unless `shared`, waiting up to `wait`.
     /// - Throws: ``Busy``, or ``StoreError`` (`fileSystem`) when the lock file cannot be opened.
-    func lock(_ file: URL? = nil, waitingUpTo wait: Duration) throws -> FileLock {
+    func lock(_ file: URL? = nil, shared: Bool = false, waitingUpTo wait: Duration) throws -> FileLock {
         let path = (file ?? lockFile).path
         do {
             // 0644: a rebuild run as another user (sudo) must not leave a lock serve cannot open (it locks it
-            // read-only then).
-            return try FileLock(path: path, waitingUpTo: wait, recordingPID: true, mode: 0o644)
+            // read-only then). Only an exclusive holder writes its pid there.
+            return try FileLock(path: path, waitingUpTo: wait, recordingPID: true, mode: 0o644, exclusive: !shared)
         } catch {
             switch error {
             case .busy(let holder): throw Busy(holder: holder, path: path)
@@ -116,7 +118,7 @@ public struct ReceiptWriter: Sendable {
             if let holder = FileLock.holder(of: rebuildIntentFile.path) {
                 throw Busy(holder: holder == 0 ? nil : holder, path: rebuildIntentFile.path)
             }
-            let lock = try lock(waitingUpTo: Self.refreshLockWait)
+            let lock = try lock(shared: true, waitingUpTo: Self.refreshLockWait)
             defer { lock.release() }
             let group = try storeIO(AtomicFileGroup(directory: directory.path))
             var failed = 0
