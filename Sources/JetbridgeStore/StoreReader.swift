@@ -149,6 +149,10 @@ public protocol StoreWriter: StoreReader {
     /// may come to start another refresh (the writer was killed after the last sync). SQLite: always nil.
     func receiptClaimsHeldElsewhere() throws -> Double?
 
+    /// Whether each marked seat is claimed by one writer at a time in the store (PostgreSQL), so that several
+    /// aggregators may refresh receipts in one directory at once; SQLite's writers take turns.
+    var claimsReceiptSeats: Bool { get }
+
     /// Housekeeping for a moment with no batches waiting: SQLite's passive checkpoint; PostgreSQL's fold of the kept
     /// digests' stale marks.
     func idleMaintenance() throws
@@ -278,6 +282,8 @@ extension StoreWriter {
 
     /// One writer (SQLite): no claims.
     public func receiptClaimsHeldElsewhere() throws -> Double? { nil }
+
+    public var claimsReceiptSeats: Bool { false }
 
     /// Stores several batches in one transaction, holding no device to a flight limit (the counters are kept).
     public func apply(_ batches: [IncomingBatch], at now: Date) throws -> [BatchOutcome] {

@@ -43,7 +43,8 @@ package final class FileLock: Sendable {
     ///     holders of a shared lock would write over each other's, and clear it while others still hold it).
     ///   - mode: The new file's mode (0600; 0644 for a lock other users' processes take too, which they then open
     ///     read-only).
-    ///   - exclusive: False: a shared lock, which waits only for an exclusive holder (whose pid a refusal names).
+    ///   - exclusive: False: a shared lock, which waits only for an exclusive holder (whose pid a refusal names); an
+    ///     exclusive taker refused by shared holders is told no pid.
     /// - Throws: ``Failure``.
     package init(
         path: String, waitingUpTo timeout: Duration = .zero, recordingPID: Bool = false, mode: UInt32 = 0o600,
@@ -75,7 +76,10 @@ package final class FileLock: Sendable {
             }
             if locked { break }
             guard ContinuousClock.now < deadline else {
-                let holder = Self.readPID(fd)
+                // Refused by shared holders (a shared lock is granted: no exclusive one is held), the file names
+                // none of them, at most an exclusive holder that has since let go or died.
+                let shared = exclusive && (try? FileSystem.tryLock(fd, exclusive: false, path: path)) == true
+                let holder = shared ? nil : Self.readPID(fd)
                 close(fd)
                 throw .busy(holder: holder)
             }
@@ -106,8 +110,9 @@ package final class FileLock: Sendable {
         close(fd)
     }
 
-    /// Who holds the lock at `path`: nil when nobody does (or there is no such file, or a link is there: no holder
-    /// opens one), else the pid its file names, 0 when it names none.
+    /// Who holds the lock at `path` exclusively: nil when nobody does (shared holders are not seen; nor is anyone when
+    /// there is no such file, or a link is there: no holder opens one), else the pid its file names, 0 when it names
+    /// none.
     package static func holder(of path: String) -> Int32? {
         guard let fd = try? FileSystem.openFile(path, O_RDONLY) else { return nil }
         defer { close(fd) }

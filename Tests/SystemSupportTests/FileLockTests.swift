@@ -42,10 +42,22 @@ import Testing
     @Test func sharedHoldersCoexistAndAnExclusiveOneExcludesThem() throws {
         let temporary = try TemporaryDirectory()
         let path = temporary.url.appendingPathComponent("lock").path
+        // A pid left by an exclusive holder that died (kill -9 releases the lock, not the file's text).
+        try Data("999999\n".utf8).write(to: URL(fileURLWithPath: path))
         let first = try FileLock(path: path, recordingPID: true, exclusive: false)
         let second = try FileLock(path: path, recordingPID: true, exclusive: false)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
-        #expect(throws: FileLock.Failure.self) { try FileLock(path: path) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data("999999\n".utf8))
+        // Refused by the shared holders: no pid named, not the dead one's.
+        do {
+            _ = try FileLock(path: path)
+            Issue.record("an exclusive lock was granted beside shared ones")
+        } catch {
+            guard case .busy(let holder) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(holder == nil)
+        }
         first.release()
         #expect(throws: FileLock.Failure.self) { try FileLock(path: path) }
         second.release()

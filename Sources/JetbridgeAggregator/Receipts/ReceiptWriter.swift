@@ -28,8 +28,9 @@ public struct ReceiptWriter: Sendable {
     /// Receipts read per snapshot while refreshing, so a large backlog never sits in memory at once.
     static let refreshChunk = 500
 
-    /// `<directory>/.receipts.lock`: a `flock(2)` held by whoever writes the receipts, shared by `serve`'s refresh for
-    /// each group of seats (read, written, marks cleared) and exclusive by ``rebuildAll(_:)`` for its whole run.
+    /// `<directory>/.receipts.lock`: a `flock(2)` held by whoever writes the receipts: by `serve`'s refresh for each
+    /// group of seats (read, written, marks cleared), shared on PostgreSQL (whose claims give each seat one writer)
+    /// and exclusive on SQLite; and exclusive by ``rebuildAll(_:)`` for its whole run.
     /// Without it, a rebuild run while `serve` runs (docs/AGGREGATOR.md allows it) removed a receipt `serve` had just
     /// written for a seat the rebuild had not read, or renamed its older copy of a seat over `serve`'s newer one;
     /// either way the seat's mark was cleared, so nothing put it right. With it, a refresh waits for the rebuild, and
@@ -118,19 +119,26 @@ public struct ReceiptWriter: Sendable {
             if let holder = FileLock.holder(of: rebuildIntentFile.path) {
                 throw Busy(holder: holder == 0 ? nil : holder, path: rebuildIntentFile.path)
             }
-            let lock = try lock(shared: true, waitingUpTo: Self.refreshLockWait)
+            let lock = try lock(shared: store.claimsReceiptSeats, waitingUpTo: Self.refreshLockWait)
             defer { lock.release() }
             let group = try storeIO(AtomicFileGroup(directory: directory.path))
             var failed = 0
-            // The files of seats whose receipt cannot be made are removed, as a rebuild removes them: left, they
-            // showed a total that is no longer the seat's.
-            var unmade: [String] = []
             let chunk = try store.refreshReceipts(
                 after: after, limit: Self.refreshChunk,
                 failed: { flight, seat, error in
                     failed += 1
                     let unwritable = error is ReceiptSeatFailure
-                    if !unwritable { unmade.append(Self.stem(flight: flight, seat: seat)) }
+                    // The files of a seat whose receipt cannot be made are removed, as a rebuild removes them (left,
+                    // they showed a total that is no longer the seat's), now, while this writer holds the seat's
+                    // claim: after the claims are let go, another aggregator may have written the seat's new files.
+                    // Its seat stays marked either way; a file that cannot be removed must not stop the walk.
+                    if !unwritable {
+                        do { try removeFiles(stem: Self.stem(flight: flight, seat: seat)) } catch {
+                            logger.error(
+                                "a stale receipt could not be removed",
+                                metadata: ["error": "\(InertText.escape("\(error)"))"])
+                        }
+                    }
                     logger.error(
                         unwritable
                             ? "a receipt's files could not be written; the seat stays marked and is tried again at the next refresh"
@@ -147,12 +155,6 @@ public struct ReceiptWriter: Sendable {
                     }
                 },
                 durable: { try storeIO(group.commit()) })
-            for stem in unmade {
-                // Its seat stays marked either way; a file that cannot be removed must not stop the walk.
-                do { try removeFiles(stem: stem) } catch let error as ReceiptSeatFailure {
-                    logger.error("a stale receipt could not be removed", metadata: ["error": "\(InertText.escape(error.description))"])
-                }
-            }
             guard let last = chunk.last else { break }
             refreshed += chunk.count - failed
             after = last

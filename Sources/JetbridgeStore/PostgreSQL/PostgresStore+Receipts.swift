@@ -144,6 +144,8 @@ extension PostgresStore {
         }
     }
 
+    public var claimsReceiptSeats: Bool { true }
+
     public func receiptClaimsHeldElsewhere() throws -> Double? {
         let rows = try locked {
             try run(
