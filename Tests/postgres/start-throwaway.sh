@@ -2,7 +2,7 @@
 # Starts a throwaway PostgreSQL cluster for the tests that need one, and prints the shell lines that use it.
 #
 #   eval "$(Tests/postgres/start-throwaway.sh)"      # exports JETBRIDGE_TEST_POSTGRES and JETBRIDGE_TEST_POSTGRES_DIR
-#   swift test --filter 'Postgres|SharedStore|StoreParity|SeveralAggregators|PeerChurn|FlightLimit|LimitQueryPlan|ProofOfDelivery|ConsoleStore|ReceiptCrash|FleetView|FlightBags'   # the suites that use it
+#   swift test --filter 'Postgres|SharedStore|StoreParity|SeveralAggregators|PeerChurn|FlightLimit|LimitQueryPlan|ProofOfDelivery|ConsoleStore|Receipt|FleetView|FlightBags'   # the suites that use it
 #   Tests/postgres/stop-throwaway.sh                 # or: pg_ctl -D "$JETBRIDGE_TEST_POSTGRES_DIR" stop
 #
 # The cluster lives in a new temporary directory, listens on a free loopback port (and a socket in that directory),
