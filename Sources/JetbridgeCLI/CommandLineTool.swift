@@ -1,4 +1,4 @@
-public import FileQueue
+import FileQueue
 public import JetbridgeProtocol
 
 /// What a Jetbridge executable tells the command-line scaffold about itself.
