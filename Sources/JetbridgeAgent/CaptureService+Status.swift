@@ -191,7 +191,7 @@ extension CaptureService {
         let archive = DeliveryArchive(home: configuration.home)
         _ = try Files.entries(archive.directory)
         let confirmations = archive.confirmations()
-        let held = archive.heldRecords()
+        let held = try archive.heldRecords()
         let holdings = archive.holdings(held, confirmations: confirmations)
         let acknowledgedIDs = holdings.mapValues(\.ids)
         // A record past the queue's acknowledged position may have been acknowledged already (acks come in any

@@ -294,11 +294,25 @@ struct DeliveryArchive {
     }
 
     /// Every record payload of one flight's file, in the order appended.
-    func payloads(flight: String) -> [Data] { framed(flight: flight).payloads }
+    func payloads(flight: String) throws(AgentError) -> [Data] { try framed(flight: flight).payloads }
 
     /// ``payloads(flight:)``, and where the last whole frame ends in the file (0 when none is whole).
-    func framed(flight: String) -> (payloads: [Data], end: Int64) {
-        guard let data = try? Data(contentsOf: file(for: flight)) else { return ([], 0) }
+    /// - Throws: ``AgentError`` when the file is there and cannot be read (no permission, a directory in its place,
+    ///   an I/O error): read as empty, its flight was summarised as holding nothing, and the ground's answer
+    ///   (`mismatch`) sent the device looking for records it held all along. No file is no records.
+    func framed(flight: String) throws(AgentError) -> (payloads: [Data], end: Int64) {
+        let url = file(for: flight)
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            // Gone meanwhile (a release renamed it aside): nothing held.
+            if !FileSystem.exists(url.path) { return ([], 0) }
+            throw AgentError(
+                .failure,
+                "cannot read \(url.path): \(fileErrorText(error)); it holds the records the ground acknowledged for \(flight)"
+            )
+        }
         // The frames are found in the raw bytes, then each payload is a slice: the file's bytes are read once and
         // shared.
         let base = data.startIndex
@@ -338,8 +352,8 @@ struct DeliveryArchive {
 
     /// What the device holds acknowledged, per flight: each order at its highest revision (under that revision's
     /// flight), each scan once. Read from every flight's file, since a revision may move an order to another flight.
-    func holdings() -> [String: Holding] {
-        holdings(heldRecords(), confirmations: confirmations())
+    func holdings() throws(AgentError) -> [String: Holding] {
+        holdings(try heldRecords(), confirmations: confirmations())
     }
 
     /// ``holdings()`` from the files' records read once (``heldRecords()``) and the confirmations.
@@ -390,11 +404,11 @@ struct DeliveryArchive {
 
     /// Reads every flight's file once (``Held``): each record's identity only (`RecordCoding.Stream.identity`), since
     /// ``append(_:)`` wrote only records the ground decoded whole.
-    func heldRecords() -> Held {
+    func heldRecords() throws(AgentError) -> Held {
         var held = Held(flights: flights())
         for flight in held.flights {
             var stream = RecordCoding.Stream()
-            let (payloads, end) = framed(flight: flight)
+            let (payloads, end) = try framed(flight: flight)
             held.wholeBytes[flight] = end
             for payload in payloads {
                 // The ground decoded each record here whole before ``append(_:)`` wrote it; its frame's checksum holds.
@@ -601,7 +615,7 @@ struct DeliveryArchive {
         guard total > retention.maxBytes || anyExpired else { return [] }
         // Only a confirmation that is still the flight's summary: an order amended since into another flight has
         // left this one, and the ground must confirm that before the records go.
-        let held = heldRecords()
+        let held = try heldRecords()
         let current = holdings(held, confirmations: all)
         let candidates = flights().compactMap { flight -> (String, Date, Int64)? in
             guard let confirmation = all[flight], confirmation.bytes == bytes(flight: flight),

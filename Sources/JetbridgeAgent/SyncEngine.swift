@@ -748,7 +748,7 @@ final class SyncEngine: Sendable {
         /// those whose answers do not come within the wait (which pauses while a ground reached in this run is lost).
         mutating func confirm(queue: FileQueue, peers: [Peer], now t: Double, reachedEnd: inout Bool) throws {
             if holdingsStale || confirmer.isResending {
-                holdings = archive.holdings()
+                holdings = try archive.holdings()
                 confirmer.refresh(held: holdings.mapValues(\.summary))
                 holdingsStale = false
                 appendedSinceHoldings = []
@@ -1059,9 +1059,17 @@ final class SyncEngine: Sendable {
             // code, a flight whose acknowledged records are not what the ground last confirmed is not confirmed.
             if options.untilDrained, !outcome.isDrained, outcome.remaining == 0 {
                 let confirmations = archive.confirmations()
-                for (flight, holding) in archive.holdings()
-                where holding.summary.count > 0 && confirmations[flight]?.summary != holding.summary {
-                    outcome.unconfirmed[flight] = outcome.unconfirmed[flight] ?? "not confirmed yet when the sync ended"
+                do {
+                    for (flight, holding) in try archive.holdings()
+                    where holding.summary.count > 0 && confirmations[flight]?.summary != holding.summary {
+                        outcome.unconfirmed[flight] =
+                            outcome.unconfirmed[flight] ?? "not confirmed yet when the sync ended"
+                    }
+                } catch {
+                    // What this device holds cannot be read back: no flight of it counts as confirmed.
+                    for flight in archive.flights() where outcome.unconfirmed[flight] == nil {
+                        outcome.unconfirmed[flight] = "not known to be confirmed: \(error.message)"
+                    }
                 }
             }
             // Read at the start, so readable; should it fail now, the start's count and this sync's are a floor.

@@ -270,7 +270,7 @@ public struct StalledSession: Sendable, Hashable {
     public let pid: Int32
     /// Its `application_name`: `jetbridge host:pid` names the process that stopped.
     public let applicationName: String
-    /// How long it had waited for the rest of the statement.
+    /// How long ago the message it was stopped in began (`state_change`): how long its statement had been going.
     public let seconds: Double
 }
 

@@ -49,7 +49,31 @@ struct DeliveryArchiveTests {
             let expected =
                 zip(pattern, first).filter { $0.0 == index }.map(\.1)
                 + zip([1, 2], second).filter { $0.0 == index }.map(\.1)
-            #expect(archive.payloads(flight: flight) == expected, "\(flight)")
+            #expect(try archive.payloads(flight: flight) == expected, "\(flight)")
+        }
+    }
+
+    /// A flight's file that is there and cannot be read (a directory in its place here: the tests may run as root,
+    /// which reads any file) is an error naming it, not a flight that holds nothing. Read as empty, the flight was
+    /// summarised as holding no records, and the ground's `mismatch` sent the device looking for records it held.
+    /// A flight with no file holds nothing.
+    @Test func aFlightFileThatCannotBeReadIsAnErrorNotAnEmptyFlight() throws {
+        let fixture = try TemporaryDirectory()
+        defer { fixture.remove() }
+        let archive = DeliveryArchive(home: AgentHome(url: fixture.url))
+        try archive.append([try Self.scan(flight: Self.flights[0])])
+        #expect(try archive.payloads(flight: Self.flights[1]).isEmpty)
+        let unreadable = archive.file(for: Self.flights[1])
+        try FileManager.default.createDirectory(at: unreadable, withIntermediateDirectories: false)
+        #expect(archive.flights() == Array(Self.flights.prefix(2)))
+        for read in [{ _ = try archive.holdings() }, { _ = try archive.heldRecords() }] {
+            do {
+                try read()
+                Issue.record("a flight file that cannot be read was read as empty")
+            } catch let error as AgentError {
+                #expect(error.message.contains("cannot read \(unreadable.path)"), "\(error.message)")
+                #expect(error.message.contains(Self.flights[1]), "\(error.message)")
+            }
         }
     }
 
@@ -64,7 +88,7 @@ struct DeliveryArchiveTests {
         let first = try Self.order(id, revision: 1, flight: flight)
         let scan = try Self.scan(flight: flight)
         try archive.append([first, scan])
-        let held = try #require(archive.holdings()[flight])
+        let held = try #require(try archive.holdings()[flight])
         #expect(held.payloads.count == 2)
         var resent: [UUID: Data] = [:]
         var stream = RecordCoding.Stream()
@@ -74,11 +98,11 @@ struct DeliveryArchiveTests {
         let newScan = try Self.scan(flight: flight)
         var tails = DeliveryArchive.TailChecks()
         try archive.append(held.payloads + [second, newScan], tails: &tails, held: resent)
-        #expect(archive.payloads(flight: flight) == [first, scan, second, newScan])
+        #expect(try archive.payloads(flight: flight) == [first, scan, second, newScan])
         // Nothing new at all: nothing written, and no flight reported as appended to.
         let appended = try archive.append(held.payloads, tails: &tails, held: resent)
         #expect(appended.isEmpty)
-        #expect(archive.payloads(flight: flight) == [first, scan, second, newScan])
+        #expect(try archive.payloads(flight: flight) == [first, scan, second, newScan])
     }
 
     @Test func aFrameCutShortOrFailingItsChecksumEndsWhatIsReadBack() throws {
@@ -92,16 +116,16 @@ struct DeliveryArchiveTests {
         let whole = try Data(contentsOf: file)
         // The last frame cut short by a crash: the four before it are read.
         try whole.dropLast(3).write(to: file)
-        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)))
+        #expect(try archive.payloads(flight: flight) == Array(records.prefix(4)))
         // A flipped byte in the third record's payload: its checksum fails, and the two before it are read.
         var damaged = whole
         let third = 2 * (8 + records[0].count) + 8 + 5
         damaged[damaged.startIndex + third] ^= 0xFF
         try damaged.write(to: file)
-        #expect(archive.payloads(flight: flight) == Array(records.prefix(2)))
+        #expect(try archive.payloads(flight: flight) == Array(records.prefix(2)))
         // An empty file holds nothing.
         try Data().write(to: file)
-        #expect(archive.payloads(flight: flight).isEmpty)
+        #expect(try archive.payloads(flight: flight).isEmpty)
     }
 
     /// A crash in the middle of an append, before its `fsync`, leaves part of a frame at the end of the file. The next
@@ -124,7 +148,7 @@ struct DeliveryArchiveTests {
         #expect(tails.cut.isEmpty && tails.checked == [flight])
         #expect(cut.map(\.flight) == [flight])
         #expect(cut.map(\.bytes) == [frame - 3])
-        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + later)
+        #expect(try archive.payloads(flight: flight) == Array(records.prefix(4)) + later)
         #expect(archive.bytes(flight: flight) == 6 * frame)
         // The bytes cut are kept beside the file, and read as no flight.
         let torn = try FileManager.default.contentsOfDirectory(atPath: archive.directory.path).filter {
@@ -138,7 +162,7 @@ struct DeliveryArchiveTests {
         var again = DeliveryArchive.TailChecks()
         try archive.append([try Self.scan(flight: flight)], tails: &again)
         #expect(again.cut.isEmpty)
-        #expect(archive.payloads(flight: flight).count == 7)
+        #expect(try archive.payloads(flight: flight).count == 7)
     }
 
     /// A flight confirmed while its file ends in a torn write (no append to it in that sync: the ground set the
@@ -155,7 +179,7 @@ struct DeliveryArchiveTests {
         let file = archive.file(for: flight)
         let frame = Int64(8 + records[0].count)
         try Data(contentsOf: file).dropLast(3).write(to: file)
-        let holding = try #require(archive.holdings()[flight])
+        let holding = try #require(try archive.holdings()[flight])
         #expect(holding.wholeBytes == 4 * frame)
         #expect(holding.payloads.count == 4)
 
@@ -168,10 +192,10 @@ struct DeliveryArchiveTests {
         // What a later sync appends is read back, and the file holds nothing past what was confirmed but that.
         let later = try Self.scan(flight: flight)
         #expect(try archive.append([later]).isEmpty)
-        #expect(archive.payloads(flight: flight) == Array(records.prefix(4)) + [later])
+        #expect(try archive.payloads(flight: flight) == Array(records.prefix(4)) + [later])
         #expect(archive.unconfirmedBytes() == frame)
         // A whole file is confirmed at its size, with nothing cut.
-        let whole = try #require(archive.holdings()[flight]?.wholeBytes)
+        let whole = try #require(try archive.holdings()[flight]?.wholeBytes)
         #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: whole, tails: &tails) == 5 * frame)
         #expect(tails.cut.isEmpty)
         // A file appended to since the summary was read (another sync on this home), then torn: its size is not
@@ -202,13 +226,13 @@ struct DeliveryArchiveTests {
         damaged[damaged.startIndex + 2 * (8 + records[0].count) + 8 + 5] ^= 0xFF
         try damaged.write(to: file)
         // Nor when the flight is confirmed again: the file's size is recorded, as before.
-        let holding = try #require(archive.holdings()[flight])
+        let holding = try #require(try archive.holdings()[flight])
         var tails = DeliveryArchive.TailChecks()
         #expect(try archive.sizeToConfirm(flight: flight, wholeBytes: holding.wholeBytes, tails: &tails) == size)
         #expect(tails.cut.isEmpty)
         #expect(try archive.append([try Self.scan(flight: flight)]).isEmpty)
         #expect(archive.bytes(flight: flight) == size + Int64(8 + records[0].count))
-        #expect(archive.payloads(flight: flight) == Array(records.prefix(2)))
+        #expect(try archive.payloads(flight: flight) == Array(records.prefix(2)))
     }
 
     /// A `confirmed.json` that does not decode is moved aside before anything saves over it (before, it read as
@@ -250,12 +274,12 @@ struct DeliveryArchiveTests {
         try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0]), scan])
         try archive.append([try Self.order(id, revision: 2, flight: Self.flights[1]), scan])
         try archive.append([try Self.order(id, revision: 1, flight: Self.flights[0])])
-        let held = archive.heldRecords()
+        let held = try archive.heldRecords()
         #expect(held.orders.count == 1)
         #expect(held.orders[id]?.revision == 2)
         #expect(held.orders[id]?.flight == Self.flights[1])
         #expect(held.scans.count == 1)
-        let holdings = archive.holdings()
+        let holdings = try archive.holdings()
         #expect(holdings[Self.flights[0]]?.summary.count == 1)  // the scan alone
         #expect(holdings[Self.flights[1]]?.summary.count == 1)  // the order at revision 2
     }
@@ -323,7 +347,7 @@ struct DeliveryArchiveTests {
         #expect(emptied.confirmed && emptied.captured == 0)
         #expect(emptied.verdict == "nothing left to deliver: its orders were amended into other flights")
 
-        let held = try #require(archive.holdings()[Self.flights[1]])
+        let held = try #require(try archive.holdings()[Self.flights[1]])
         try archive.confirm(flight: Self.flights[1], summary: held.summary, bytes: archive.bytes(flight: Self.flights[1]))
         let status = try service.status()
         #expect(status.verdict == "all delivered and confirmed: safe to hand back", "\(status.verdict)")

@@ -92,7 +92,7 @@ struct SyncSocketTests {
         #expect(outcome.exitCode == 65, "\(outcome.result)")
         #expect(try sandbox.queueStatus().acknowledgedThrough == 30)
         #expect(outcome.setAsideHeld == 1)
-        let held = DeliveryArchive(home: sandbox.home).heldRecords()
+        let held = try DeliveryArchive(home: sandbox.home).heldRecords()
         #expect(Set(held.scans.keys) == Set(ids).subtracting([refused]))
     }
 

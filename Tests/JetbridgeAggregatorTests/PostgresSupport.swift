@@ -155,7 +155,12 @@ final class StalledClient: Sendable {
         parameters.append(0)
         try send(Self.int32(Int32(parameters.count + 8)) + Self.int32(196_608) + parameters)
         try readUntilReady("start-up")
-        try send(Self.message("Q", Array("BEGIN; \(sql)".utf8) + [0]))
+        // Its own 1 s statement timeout would fail `sql` should it wait a second for a row: the setup waits longer.
+        try send(
+            Self.message(
+                "Q",
+                Array("BEGIN; SET LOCAL statement_timeout = 30000; \(sql); SET LOCAL statement_timeout = 1000".utf8)
+                    + [0]))
         try readUntilReady(sql)
         switch stops {
         case .midStatement:

@@ -132,17 +132,24 @@ public struct ReceiptWriter: Sendable {
                     // they showed a total that is no longer the seat's), now, while this writer holds the seat's
                     // claim: after the claims are let go, another aggregator may have written the seat's new files.
                     // Its seat stays marked either way; a file that cannot be removed must not stop the walk.
+                    var removed = true
                     if !unwritable {
                         do { try removeFiles(stem: Self.stem(flight: flight, seat: seat)) } catch {
+                            removed = false
                             logger.error(
                                 "a stale receipt could not be removed",
-                                metadata: ["error": "\(InertText.escape("\(error)"))"])
+                                metadata: [
+                                    "flight": "\(flight)", "seat": "\(seat)",
+                                    "error": "\(InertText.escape("\(error)"))",
+                                ])
                         }
                     }
                     logger.error(
                         unwritable
                             ? "a receipt's files could not be written; the seat stays marked and is tried again at the next refresh"
-                            : "a receipt could not be made; its files are removed, and the seat stays marked and is tried again at the next refresh",
+                            : removed
+                                ? "a receipt could not be made; its files are removed, and the seat stays marked and is tried again at the next refresh"
+                                : "a receipt could not be made; the seat stays marked and is tried again at the next refresh",
                         metadata: [
                             "flight": "\(flight)", "seat": "\(seat)", "error": "\(InertText.escape("\(error)"))",
                         ])

@@ -127,6 +127,9 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     let waits = StoreCalls()
     /// Pairs whose rows a summary read since their kept digest changed (``deliverySummary(device:flight:expected:)``).
     let rowReads = RowReadDigests()
+    /// Sessions ``endStalledSessions()`` found waiting on their client, by server pid: since when their message (its
+    /// `state_change`, as seconds since 1970), and when it first found them so.
+    private let stallSightings = Locked<[Int32: StallSighting]>([:])
     /// The console's kept totals (``ConsoleKept``): its decoded sales per flight while the flight's orders are
     /// unchanged, its bag counts and scans per device per flight.
     private let kept = Locked(ConsoleKept())
@@ -643,8 +646,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     }
 
     /// Ends the sessions of Jetbridge processes on this database (`application_name` `jetbridge …`) that hold
-    /// written or locked rows (`backend_xid`) and have waited on their client in the middle of a statement for
-    /// longer than ``Timeouts/idleInTransaction``, and returns them.
+    /// written or locked rows (`backend_xid`) and have been stopped on their client in the middle of a statement
+    /// since a message that began more than ``Timeouts/idleInTransaction`` ago, and returns them.
     ///
     /// A process stopped (SIGSTOP, a paused VM, swapping) part-way through writing a statement (a group's insert
     /// sends its records in one message of several MB) leaves its server process reading the rest (`ClientRead`);
@@ -652,35 +655,59 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// are full. Either way the session is `active` with its transaction's rows locked, and PostgreSQL's own bounds
     /// do not end it: `idle_in_transaction_session_timeout` applies between statements only, and a statement timeout
     /// is not acted on while the server reads a message or waits to send. A healthy client sends the rest of a
-    /// statement (and the next) in the same write and reads answers as they come, so only a client that stopped
-    /// stays there; ending the session rolls its transaction back and frees the rows (the process, once it resumes,
-    /// finds its connection gone and connects again). A session without a transaction id holds no row: a report
-    /// streaming a large answer to a slow reader is never ended. Only sessions PostgreSQL lets this one end are
-    /// considered (its own role's, a role it is a member of, any with `pg_signal_backend`; a superuser's only from
-    /// a superuser). Asked within ``Timeouts/probe``, as ``probe()`` is.
+    /// statement (and the next) in the same write and reads answers as they come, so it never waits there for long.
+    ///
+    /// `state_change` is when the session's last message began (a Parse, a Bind, an Execute): it says how long the
+    /// statement has been going, not how long it has waited. So a session is ended only when two calls (`serve`'s
+    /// checks, 5 s apart; at least a quarter of the bound) both found it waiting on its client with the same
+    /// `state_change`, the first more than half the bound and the second more than the bound after it: a statement
+    /// that ran long and then waits an instant for its reader is not ended. Ending it rolls its transaction back and frees the rows (the process, once it resumes, finds its
+    /// connection gone and connects again). A session without a transaction id holds no row: a report streaming a
+    /// large answer to a slow reader is never ended. Only sessions this role may see and end are considered: its own
+    /// and those of roles it is a member of (a superuser's only from a superuser). Asked within ``Timeouts/probe``,
+    /// as ``probe()`` is.
     public func endStalledSessions() throws -> [StalledSession] {
-        let limit = Int(timeouts.idleInTransaction / .milliseconds(1))
+        let half = timeouts.idleInTransaction / 2
+        let bound = Double(timeouts.idleInTransaction / .milliseconds(1)) / 1000
         return try locked(timeout: .some(timeouts.probe)) {
-            try run(
+            let waiting = try run(
                 """
-                WITH stalled AS MATERIALIZED (
-                    SELECT a.pid, a.application_name,
-                        EXTRACT(EPOCH FROM clock_timestamp() - a.state_change)::float8 AS seconds
-                    FROM pg_stat_activity AS a JOIN pg_roles AS r ON r.oid = a.usesysid
-                    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
-                        AND a.application_name LIKE 'jetbridge %'
-                        AND (NOT r.rolsuper OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user))
-                        AND (pg_has_role(a.usesysid, 'USAGE') OR pg_has_role('pg_signal_backend', 'USAGE'))
-                        AND a.backend_xid IS NOT NULL AND a.state = 'active' AND a.wait_event_type = 'Client'
-                        AND a.wait_event IN ('ClientRead', 'ClientWrite')
-                        AND a.state_change < clock_timestamp() - \(limit) * interval '1 millisecond'
-                )
-                SELECT pid, application_name, seconds FROM stalled WHERE pg_terminate_backend(pid)
+                SELECT a.pid, a.application_name, EXTRACT(EPOCH FROM a.state_change)::float8,
+                    EXTRACT(EPOCH FROM clock_timestamp() - a.state_change)::float8
+                FROM pg_stat_activity AS a JOIN pg_roles AS r ON r.oid = a.usesysid
+                WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                    AND a.application_name LIKE 'jetbridge %'
+                    AND (NOT r.rolsuper OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user))
+                    AND pg_has_role(a.usesysid, 'USAGE')
+                    AND a.backend_xid IS NOT NULL AND a.state = 'active' AND a.wait_event_type = 'Client'
+                    AND a.wait_event IN ('ClientRead', 'ClientWrite')
+                    AND a.state_change < clock_timestamp() - \(Int(half / .milliseconds(1))) * interval '1 millisecond'
                 """
             ).map { row in
-                let (pid, name, seconds) = try row.decode((Int32, String, Double).self)
-                return StalledSession(pid: pid, applicationName: name, seconds: seconds)
+                let (pid, name, began, seconds) = try row.decode((Int32, String, Double, Double).self)
+                return (session: StalledSession(pid: pid, applicationName: name, seconds: seconds), began: began)
             }
+            let now = ContinuousClock.now
+            let due = stallSightings.withLock { seen in
+                var sightings: [Int32: StallSighting] = [:]
+                var due: [StalledSession] = []
+                for (session, began) in waiting {
+                    if let first = seen[session.pid], first.began == began {
+                        sightings[session.pid] = first
+                        if now - first.at >= half / 2 && session.seconds > bound { due.append(session) }
+                    } else {
+                        sightings[session.pid] = StallSighting(began: began, at: now)
+                    }
+                }
+                seen = sightings
+                return due
+            }
+            guard !due.isEmpty else { return [] }
+            let ended = Set(
+                try run(
+                    "SELECT pid FROM unnest(\(due.map(\.pid))::int4[]) AS s(pid) WHERE pg_terminate_backend(pid)"
+                ).map { try $0.decode(Int32.self) })
+            return due.filter { ended.contains($0.pid) }
         }
     }
 
@@ -696,4 +723,12 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
 /// signalled, and read only after the wait saw the signal.
 private final class AnswerBox<T>: @unchecked Sendable {
     var result: Result<T, any Error>?
+}
+
+/// A session ``PostgresStore/endStalledSessions()`` found waiting on its client in the middle of a statement.
+struct StallSighting {
+    /// Its `state_change`, as seconds since 1970: a new message makes it another sighting.
+    var began: Double
+    /// When it was first found so.
+    var at: ContinuousClock.Instant
 }
