@@ -306,8 +306,9 @@ struct DeliveryArchive {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            // Gone meanwhile (a release renamed it aside): nothing held.
-            if !FileSystem.exists(url.path) { return ([], 0) }
+            // Not there (never delivered, or a release renamed it aside meanwhile): nothing held. A path that cannot
+            // be examined either (no search permission on `delivered/`) throws.
+            if try !Files.isPresent(url) { return ([], 0) }
             throw AgentError(
                 .failure,
                 "cannot read \(url.path): \(fileErrorText(error)); it holds the records the ground acknowledged for \(flight)"

@@ -1067,7 +1067,8 @@ final class SyncEngine: Sendable {
                     }
                 } catch {
                     // What this device holds cannot be read back: no flight of it counts as confirmed.
-                    for flight in archive.flights() where outcome.unconfirmed[flight] == nil {
+                    for flight in archive.flights()
+                    where outcome.unconfirmed[flight] == nil && !outcome.confirmedFlights.contains(flight) {
                         outcome.unconfirmed[flight] = "not known to be confirmed: \(error.message)"
                     }
                 }

@@ -128,7 +128,8 @@ final class StalledClient: Sendable {
     }
 
     private func start(_ components: URLComponents, applicationName: String, holding sql: String, stops: Stop) throws {
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        // Longer than the setup's own wait for its row (30 s).
+        var timeout = timeval(tv_sec: 35, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         if stops == .notReading {
             var small: Int32 = 4_096

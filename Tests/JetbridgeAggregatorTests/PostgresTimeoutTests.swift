@@ -332,12 +332,18 @@ struct PostgresTimeoutTests {
             try waitUntilBlocking("the stalled sessions' rows are free", timeout: .seconds(10)) {
                 try !locked("cart-1") && !locked("cart-4")
             }
-            // One stalled for less than the bound is left, seen twice.
+            // One seen twice, but the second time not yet past the bound, is left: a store whose bound is 6 s sees
+            // it after 3.3 s (past half the bound) and again 1.6 s later (past a quarter), at about 4.9 s.
+            let patient = try PostgresStore(
+                url: database.url, logger: Self.logger, timeouts: .init(idleInTransaction: .seconds(6)))
+            defer { try? patient.close() }
             let recent = try client("jetbridge frozen-host:4343", holding("cart-3"))
             defer { recent.close() }
-            #expect(try store.endStalledSessions().isEmpty)
-            Thread.sleep(forTimeInterval: 0.6)
-            #expect(try store.endStalledSessions().isEmpty)
+            Thread.sleep(forTimeInterval: 3.3)
+            #expect(try patient.endStalledSessions().isEmpty)
+            Thread.sleep(forTimeInterval: 1.6)
+            let early = try patient.endStalledSessions()
+            #expect(early.isEmpty, "ended before the bound: \(early)")
             // The other program's session, the recent one and the one without rows are still there.
             #expect(try locked("cart-2") && locked("cart-3"))
             let admin = try TestPostgres.connect(database.url)

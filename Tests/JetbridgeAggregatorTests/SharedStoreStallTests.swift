@@ -417,9 +417,10 @@ struct SharedStoreStallTests {
 
     /// An aggregator frozen part-way through sending a statement (a group's insert is one message of several MB)
     /// holds its transaction's rows where none of PostgreSQL's own bounds ends it: the session is not idle, it waits
-    /// for the rest of the message. `serve` ends such a session of another process once it has waited 10 s (it asks
-    /// every 5 s): a device whose statistics row the frozen session holds is answered `retry` meanwhile, then stored
-    /// again; the frozen session's connection is closed, and `serve` says what it ended.
+    /// for the rest of the message. `serve` ends such a session of another process once two of its checks (every 5
+    /// s) have found it so, the second more than 10 s after its last message: a device whose statistics row the
+    /// frozen session holds is answered `retry` meanwhile, then stored again; the frozen session's connection is
+    /// closed, and `serve` says what it ended.
     @Test func anotherAggregatorFrozenMidStatementIsEndedAndItsRowsAreFreed() async throws {
         let database = try await onOwnThread { try TestPostgres.freshDatabase() }
         defer { database.drop() }

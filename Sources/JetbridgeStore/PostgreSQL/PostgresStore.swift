@@ -703,9 +703,21 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                 return due
             }
             guard !due.isEmpty else { return [] }
+            // Ended only if still waiting in the same message: not one that went on since, nor a new session that
+            // took its pid.
+            let began = Dictionary(waiting.map { ($0.session.pid, $0.began) }, uniquingKeysWith: { first, _ in first })
             let ended = Set(
                 try run(
-                    "SELECT pid FROM unnest(\(due.map(\.pid))::int4[]) AS s(pid) WHERE pg_terminate_backend(pid)"
+                    """
+                    WITH still AS MATERIALIZED (
+                        SELECT a.pid FROM unnest(\(due.map(\.pid))::int4[], \(due.map { began[$0.pid] ?? 0 })::float8[])
+                            AS d(pid, began)
+                        JOIN pg_stat_activity AS a ON a.pid = d.pid
+                        WHERE EXTRACT(EPOCH FROM a.state_change)::float8 = d.began AND a.state = 'active'
+                            AND a.wait_event_type = 'Client' AND a.wait_event IN ('ClientRead', 'ClientWrite')
+                    )
+                    SELECT pid FROM still WHERE pg_terminate_backend(pid)
+                    """
                 ).map { try $0.decode(Int32.self) })
             return due.filter { ended.contains($0.pid) }
         }
