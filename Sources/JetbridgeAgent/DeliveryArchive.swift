@@ -311,7 +311,7 @@ struct DeliveryArchive {
             if try !Files.isPresent(url) { return ([], 0) }
             throw AgentError(
                 .failure,
-                "cannot read \(url.path): \(fileErrorText(error)); it holds the records the ground acknowledged for \(flight)"
+                "cannot read \(url.path): \(fileErrorText(error)); it holds the records the ground acknowledged for \(flight): check that it is a file this user may read (sync and status need it)"
             )
         }
         // The frames are found in the raw bytes, then each payload is a slice: the file's bytes are read once and

@@ -115,6 +115,15 @@ struct ExitCodeTests {
         #expect(status.status == 1 && status.stderr.contains("\(delivered.path): Not a directory"), "\(status)")
         try FileManager.default.removeItem(at: delivered)
         #expect(try sandbox.agent(["status"]).status == 0)
+        // One flight's file in `delivered/` that cannot be read: not a flight that holds nothing.
+        try FileManager.default.createDirectory(at: delivered, withIntermediateDirectories: false)
+        let flightFile = delivered.appendingPathComponent("ZA101_2026-11-21.records")
+        try FileManager.default.createDirectory(at: flightFile, withIntermediateDirectories: false)
+        let flightStatus = try sandbox.agent(["status"])
+        #expect(
+            flightStatus.status == 1 && flightStatus.stderr.contains("cannot read \(flightFile.path)"),
+            "\(flightStatus)")
+        try FileManager.default.removeItem(at: delivered)
 
         // Keys the agent cannot reach are unreadable, not missing (no "run keys generate").
         let keys = sandbox.home.appendingPathComponent("keys")
