@@ -157,9 +157,9 @@ public protocol StoreWriter: StoreReader {
     /// digests' stale marks.
     func idleMaintenance() throws
 
-    /// Ends the database sessions of other Jetbridge processes that stopped in the middle of a statement
-    /// and hold their transaction's rows meanwhile (PostgreSQL: docs/STORE.md, "A statement half sent, or an answer never read"), and returns them.
-    /// SQLite: none (one writer, in this process).
+    /// Ends the database sessions of other Jetbridge processes that stopped in the middle of a statement and hold
+    /// their transaction's rows meanwhile (PostgreSQL: docs/STORE.md, "A statement half sent, or an answer never
+    /// read"), and returns them. SQLite: none (one writer, in this process).
     func endStalledSessions() throws -> [StalledSession]
 
     /// Records that `device` announced, at `now`, that it holds records of each of `flights` the ground has not

@@ -18,8 +18,8 @@
 /// waited for up to 2 s, as `status` takes a shared lock for an instant to read the holder; the file holds the
 /// holder's pid, which a refused taker and `status` read), and the agent's amend lock (waited for). The file is
 /// opened as every file is (SystemSupport's ``FileSystem/openFile(_:_:mode:operation:)``: a symbolic link there is
-/// refused, never followed). The receipts directory's lock is taken shared by `serve`'s refreshes and exclusive by a
-/// rebuild.
+/// refused, never followed). The receipts directory's lock is taken shared by `serve`'s refreshes on PostgreSQL and
+/// exclusive by SQLite's and by a rebuild.
 package final class FileLock: Sendable {
     /// Why the lock was not taken.
     package enum Failure: Error, Sendable {

@@ -23,8 +23,8 @@ import SystemSupport
 /// No aggregator may hold the others: every wait is bounded (``Timeouts``). The server gives up a lock wait after 5 s
 /// and a statement after 30 s, and ends a session that sits in an open transaction for 10 s (an aggregator stopped
 /// or cut off mid-transaction), which frees its locks; `serve` ends another aggregator's session that froze in the
-/// middle of a statement, which the server never ends (``endStalledSessions()``); TCP keepalives on both ends find a peer that vanished; and
-/// this side waits for each statement's answer at most 35 s (a frozen server answers nothing). No transaction spans
+/// middle of a statement, which the server never ends (``endStalledSessions()``); TCP keepalives on both ends find a
+/// peer that vanished; and this side waits for each statement's answer at most 35 s (a frozen server answers nothing). No transaction spans
 /// file I/O: the receipt walk claims seats, commits, writes the files, then clears the marks.
 ///
 /// One connection, serialised by a lock. Calls block on postgres-nio futures (run on SwiftNIO's event loops), so they
@@ -661,8 +661,8 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
     /// statement has been going, not how long it has waited. So a session is ended only when two calls (`serve`'s
     /// checks, 5 s apart; at least a quarter of the bound) both found it waiting on its client with the same
     /// `state_change`, the first more than half the bound and the second more than the bound after it: a statement
-    /// that ran long and then waits an instant for its reader is not ended. Ending it rolls its transaction back and frees the rows (the process, once it resumes, finds its
-    /// connection gone and connects again). A session without a transaction id holds no row: a report streaming a
+    /// that ran long and then waits an instant for its reader is not ended. Ending it rolls its transaction back and
+    /// frees the rows (the process, once it resumes, finds its connection gone and connects again). A session without a transaction id holds no row: a report streaming a
     /// large answer to a slow reader is never ended. Only sessions this role may see and end are considered: its own
     /// and those of roles it is a member of (a superuser's only from a superuser). Asked within ``Timeouts/probe``,
     /// as ``probe()`` is.
@@ -690,11 +690,11 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             let now = ContinuousClock.now
             let due = stallSightings.withLock { seen in
                 var sightings: [Int32: StallSighting] = [:]
-                var due: [StalledSession] = []
+                var due: [(session: StalledSession, began: Double)] = []
                 for (session, began) in waiting {
                     if let first = seen[session.pid], first.began == began {
                         sightings[session.pid] = first
-                        if now - first.at >= half / 2 && session.seconds > bound { due.append(session) }
+                        if now - first.at >= half / 2 && session.seconds > bound { due.append((session, began)) }
                     } else {
                         sightings[session.pid] = StallSighting(began: began, at: now)
                     }
@@ -705,12 +705,11 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
             guard !due.isEmpty else { return [] }
             // Ended only if still waiting in the same message: not one that went on since, nor a new session that
             // took its pid.
-            let began = Dictionary(waiting.map { ($0.session.pid, $0.began) }, uniquingKeysWith: { first, _ in first })
             let ended = Set(
                 try run(
                     """
                     WITH still AS MATERIALIZED (
-                        SELECT a.pid FROM unnest(\(due.map(\.pid))::int4[], \(due.map { began[$0.pid] ?? 0 })::float8[])
+                        SELECT a.pid FROM unnest(\(due.map(\.session.pid))::int4[], \(due.map(\.began))::float8[])
                             AS d(pid, began)
                         JOIN pg_stat_activity AS a ON a.pid = d.pid
                         WHERE EXTRACT(EPOCH FROM a.state_change)::float8 = d.began AND a.state = 'active'
@@ -719,7 +718,7 @@ public final class PostgresStore: StoreWriter, @unchecked Sendable {
                     SELECT pid FROM still WHERE pg_terminate_backend(pid)
                     """
                 ).map { try $0.decode(Int32.self) })
-            return due.filter { ended.contains($0.pid) }
+            return due.map(\.session).filter { ended.contains($0.pid) }
         }
     }
 
